@@ -1,0 +1,86 @@
+"""A session: one world with everything attached to it (tick loop, world log, ...).
+
+The CLI builds a session from the configuration; tests build one with a fake clock.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any, TextIO
+
+from agent_world.config import Config
+from agent_world.core.loop import TickLoop
+from agent_world.core.world import World
+from agent_world.types import Clock, MonotonicClock, TickReport
+from agent_world.worldlog import WorldLog
+
+__all__ = ["EventCounter", "Session"]
+
+
+class EventCounter:
+    """Counts every output event (by type) for summaries and /stats."""
+
+    def __init__(self) -> None:
+        self.total = 0
+        self.by_type: dict[str, int] = {}
+
+    def on_tick(self, report: TickReport) -> None:
+        self.total += len(report.events)
+        by_type = self.by_type
+        for event in report.events:
+            kind = event["type"]
+            by_type[kind] = by_type.get(kind, 0) + 1
+
+
+class Session:
+    def __init__(self, config: Config, world: World, *, clock: Clock | None = None,
+                 echo: TextIO | None = None) -> None:
+        self.config = config
+        self.world = world
+        self.events = EventCounter()
+        self.world_log = WorldLog(
+            Path(config.paths.logs) / "world.log",
+            max_bytes=config.log.world_log_max_bytes,
+            backups=config.log.world_log_backups,
+            everything=config.log.everything,
+            echo=echo,
+        )
+        self.loop = TickLoop(world, clock or MonotonicClock(), config.world.tick_rate,
+                             observers=[self.events, self.world_log])
+        self.started = time.monotonic()
+        self.start_tick = world.tick
+        self._closed = False
+
+    @property
+    def save_dir(self) -> Path:
+        return Path(self.config.paths.saves) / self.config.world.name
+
+    async def run(self, *, max_ticks: int | None = None, paced: bool = True) -> None:
+        self.world_log.note(self.world.tick, f"world '{self.config.world.name}' running from "
+                            f"tick {self.world.tick} (seed {self.world.seed})")
+        await self.loop.run(max_ticks=max_ticks, paced=paced)
+
+    def summary(self) -> dict[str, Any]:
+        """The one-line result of a run, for scripts comparing runs."""
+        elapsed = time.monotonic() - self.started
+        ticks = self.world.tick - self.start_tick
+        return {
+            "world": self.config.world.name,
+            "seed": self.world.seed,
+            "tick": self.world.tick,
+            "state_hash": self.world.state_hash(),
+            "agents_alive": len(self.world.agents()),
+            "events": self.events.total,
+            "ticks_run": ticks,
+            "elapsed_s": round(elapsed, 3),
+            "ticks_per_s": round(ticks / elapsed, 1) if elapsed > 0 else None,
+        }
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        self.world_log.note(self.world.tick, f"world '{self.config.world.name}' stopped at "
+                            f"tick {self.world.tick}")
+        self.world_log.close()

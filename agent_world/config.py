@@ -1,0 +1,507 @@
+"""Configuration: one schema, validated once at start-up.
+
+Every setting is a field of a frozen section dataclass whose metadata carries its meaning and
+its allowed range. The same schema validates user files, renders ``config.example.yaml`` and
+round-trips through plain dicts (for ``meta.json``), so the three can never drift apart.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import math
+import os
+import re
+import typing
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+__all__ = [
+    "Config",
+    "ConfigError",
+    "GameConfig",
+    "LLMConfig",
+    "LogConfig",
+    "PathsConfig",
+    "WorldConfig",
+    "config_from_dict",
+    "example_yaml",
+    "load_config",
+]
+
+PERSONALITIES = ("aggressive", "cautious", "trader", "gatherer")
+_WORLD_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+
+
+class ConfigError(ValueError):
+    """A configuration value is missing, unknown, of the wrong type or out of range."""
+
+
+def setting(
+    default: Any,
+    doc: str,
+    *,
+    low: float | None = None,
+    high: float | None = None,
+    low_open: bool = False,
+    choices: tuple[str, ...] | None = None,
+) -> Any:
+    """Declare a documented setting. ``low``/``high`` bound numbers (``low_open``: exclusive)."""
+    meta = {"doc": doc, "low": low, "high": high, "low_open": low_open, "choices": choices}
+    if isinstance(default, (dict, list)):
+        frozen_default = default
+        return field(default_factory=lambda: type(frozen_default)(frozen_default), metadata=meta)
+    return field(default=default, metadata=meta)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WorldConfig:
+    """The map, its population and its clock."""
+
+    name: str = setting("default", "save folder name under paths.saves (letters, digits, _ . -)")
+    size: tuple[int, int] = setting(
+        (64, 64), "map width and height in tiles: one number for a square, or [width, height]",
+        low=16, high=4096,
+    )
+    tick_rate: float = setting(10.0, "ticks per second when running paced", low=0, high=1000,
+                               low_open=True)
+    seed: int = setting(42, "seed of the world's random number generator", low=0, high=2**63 - 1)
+    starting_agents: int = setting(20, "agents created with a new world", low=0, high=200_000)
+    item_spawn_rate: float = setting(
+        0.25, "items appearing on the map per tick, on average (food, materials, weapons, gold)",
+        low=0, high=1000,
+    )
+    max_items_per_1000_tiles: float = setting(
+        30.0, "cap on items lying on the ground, per 1000 tiles of map", low=0, high=1000,
+    )
+    obstacle_density: float = setting(
+        0.10, "fraction of the map covered by blocking terrain (water, rock)", low=0, high=0.5,
+    )
+    objects_per_1000_tiles: float = setting(
+        25.0, "trees, bushes and rocks per 1000 tiles", low=0, high=500,
+    )
+    shelters_per_1000_tiles: float = setting(
+        0.8, "shelters (better rest) per 1000 tiles", low=0, high=100,
+    )
+    personality_mix: dict[str, float] = setting(
+        {"aggressive": 1.0, "cautious": 1.0, "trader": 1.0, "gatherer": 1.0},
+        "relative weights of the built-in personalities among new agents",
+        low=0, high=1000,
+    )
+    immigration_interval_ticks: int = setting(
+        600, "while fewer agents live than starting_agents, one newcomer arrives this often "
+        "(0 turns immigration off)", low=0, high=10**9,
+    )
+
+    def __post_init__(self) -> None:
+        unknown = sorted(set(self.personality_mix) - set(PERSONALITIES))
+        if unknown:
+            raise ConfigError(
+                f"world.personality_mix: unknown personality {unknown[0]!r}; "
+                f"expected some of {', '.join(PERSONALITIES)}"
+            )
+        if self.starting_agents and not any(v > 0 for v in self.personality_mix.values()):
+            raise ConfigError(
+                "world.personality_mix: every weight is 0; give at least one personality "
+                "a weight > 0"
+            )
+        if not _WORLD_NAME.match(self.name):
+            raise ConfigError(
+                f"world.name: {self.name!r} is not a valid folder name; use 1-64 letters, "
+                "digits, '_', '.' or '-', starting with a letter or digit"
+            )
+
+    @property
+    def width(self) -> int:
+        return self.size[0]
+
+    @property
+    def height(self) -> int:
+        return self.size[1]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GameConfig:
+    """Balance numbers. They are part of a world's state: a save keeps the ones it ran with."""
+
+    max_health: float = setting(100.0, "health of a fresh agent", low=1, high=10_000)
+    hunger_per_tick: float = setting(0.05, "hunger gained per tick (0 fed .. 100 starving)",
+                                     low=0, high=100)
+    starvation_damage_per_tick: float = setting(
+        0.2, "health lost per tick while hunger is 100", low=0, high=100,
+    )
+    health_regen_per_tick: float = setting(
+        0.05, "health regained per tick while fed (hunger < 50) and rested (energy > 20)",
+        low=0, high=100,
+    )
+    energy_per_tick: float = setting(0.02, "energy spent per tick just living", low=0, high=100)
+    energy_per_step: float = setting(0.08, "energy spent per tile walked", low=0, high=100)
+    rest_energy_per_tick: float = setting(0.6, "energy regained per tick of rest", low=0,
+                                          high=100)
+    shelter_rest_multiplier: float = setting(
+        2.0, "rest is this many times faster next to a shelter", low=1, high=100,
+    )
+    move_interval_ticks: int = setting(2, "ticks per tile walked (2 = 5 tiles/s at 10 Hz)",
+                                       low=1, high=100)
+    vision_radius: int = setting(8, "how far agents see, in tiles", low=1, high=64)
+    hearing_radius: int = setting(10, "how far speech carries, in tiles", low=1, high=64)
+    perception_interval_ticks: int = setting(
+        3, "ticks between two updates of one agent's visible set (staggered across agents)",
+        low=1, high=100,
+    )
+    think_interval_ticks: int = setting(
+        10, "ticks between two decisions of a busy built-in agent (idle agents decide at once)",
+        low=1, high=1000,
+    )
+    action_timeout_ticks: int = setting(
+        300, "an action not finished after this many ticks fails as timed out", low=10,
+        high=100_000,
+    )
+    base_attack_damage: float = setting(6.0, "damage of an unarmed hit before modifiers",
+                                        low=0, high=10_000)
+    combat_damage_multiplier: float = setting(1.0, "scales all combat damage", low=0, high=100)
+    attack_cooldown_ticks: int = setting(6, "ticks between two hits by one agent", low=1,
+                                         high=1000)
+    attack_energy_cost: float = setting(1.0, "energy spent per hit", low=0, high=100)
+    defend_damage_factor: float = setting(
+        0.5, "damage taken while defending is multiplied by this", low=0, high=1,
+    )
+    defend_duration_ticks: int = setting(30, "how long one defend action lasts", low=1,
+                                         high=10_000)
+    steal_success_chance: float = setting(0.5, "chance that a theft attempt succeeds", low=0,
+                                          high=1)
+    steal_reputation_cost: float = setting(
+        0.15, "reputation lost by a thief who is noticed", low=0, high=2,
+    )
+    attack_reputation_cost: float = setting(
+        0.05, "reputation lost per unprovoked attack", low=0, high=2,
+    )
+    trade_range: int = setting(3, "offers and gifts reach this many tiles", low=1, high=64)
+    offer_ttl_ticks: int = setting(100, "an unanswered trade offer expires after this many ticks",
+                                   low=1, high=100_000)
+    price_update_interval_ticks: int = setting(
+        50, "ticks between two market price updates", low=1, high=100_000,
+    )
+    price_sensitivity: float = setting(
+        0.15, "how strongly one update moves a price toward supply and demand", low=0, high=1,
+    )
+    object_regrow_ticks: int = setting(
+        400, "ticks for a tree, bush or rock to regrow one harvestable unit", low=1,
+        high=1_000_000,
+    )
+    starting_gold_max: int = setting(30, "new agents start with 0..this many gold", low=0,
+                                     high=1_000_000)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LLMConfig:
+    """Where agent decisions come from. provider 'none' keeps every agent on built-in brains."""
+
+    provider: str = setting("none", "none | openai (any OpenAI-compatible server) | anthropic",
+                            choices=("none", "openai", "anthropic"))
+    base_url: str = setting("https://openrouter.ai/api/v1",
+                            "endpoint base URL (OpenRouter, OpenAI, vLLM, Ollama, llama.cpp ...)")
+    model: str = setting("", "model name as the endpoint knows it")
+    api_key_env: str = setting(
+        "OPENROUTER_API_KEY",
+        "name of the environment variable holding the API key ('' for servers that need none)",
+    )
+
+    def __post_init__(self) -> None:
+        if self.provider != "none" and not self.model:
+            raise ConfigError(
+                f"llm.model: empty while llm.provider is {self.provider!r}; name the model "
+                "(for example 'openai/gpt-4o-mini') or set llm.provider: none"
+            )
+        if self.api_key_env and not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", self.api_key_env):
+            raise ConfigError(
+                f"llm.api_key_env: {self.api_key_env!r} is not an environment variable name; "
+                "give the variable's name (for example OPENROUTER_API_KEY), never the key itself"
+            )
+
+    @property
+    def enabled(self) -> bool:
+        return self.provider != "none"
+
+    def api_key(self) -> str | None:
+        """The key from the environment; raises ConfigError when it is required and missing."""
+        if not self.enabled or not self.api_key_env:
+            return None
+        key = os.environ.get(self.api_key_env, "")
+        if not key:
+            raise ConfigError(
+                f"llm.api_key_env: environment variable {self.api_key_env} is not set; "
+                f"export {self.api_key_env}=... or set llm.api_key_env: '' for a server that "
+                "needs no key"
+            )
+        return key
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PathsConfig:
+    """Where worlds are saved and logs written (relative paths are from the working folder)."""
+
+    saves: str = setting("saves", "folder holding one sub-folder per saved world")
+    logs: str = setting("logs", "folder for world.log and the console history")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LogConfig:
+    """The human-readable world log."""
+
+    world_log_max_bytes: int = setting(
+        10_000_000, "world.log is rotated when it grows past this size", low=10_000,
+        high=10**12,
+    )
+    world_log_backups: int = setting(5, "rotated world logs kept (world.log.1 ...)", low=0,
+                                     high=1000)
+    echo: bool = setting(True, "also print world-log lines to the terminal (interactive runs)")
+    everything: bool = setting(
+        False, "also log routine events (pickups, meals, harvests, offers, failed actions)",
+    )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Config:
+    """The whole configuration."""
+
+    world: WorldConfig = field(default_factory=WorldConfig)
+    game: GameConfig = field(default_factory=GameConfig)
+    llm: LLMConfig = field(default_factory=LLMConfig)
+    paths: PathsConfig = field(default_factory=PathsConfig)
+    log: LogConfig = field(default_factory=LogConfig)
+
+    def to_dict(self) -> dict[str, dict[str, Any]]:
+        """Plain, JSON-ready values (never a secret: only the key's variable name is kept)."""
+        out: dict[str, dict[str, Any]] = {}
+        for section in dataclasses.fields(self):
+            value = getattr(self, section.name)
+            out[section.name] = {
+                f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value)
+            }
+        return out
+
+    def replace(self, **sections: Mapping[str, Any]) -> Config:
+        """A copy with some settings changed, validated like a file: replace(world={"seed": 3})."""
+        data = self.to_dict()
+        for name, changes in sections.items():
+            data.setdefault(name, {}).update(changes)
+        return config_from_dict(data, source="overrides")
+
+
+SECTIONS: dict[str, type[Any]] = {
+    "world": WorldConfig,
+    "game": GameConfig,
+    "llm": LLMConfig,
+    "paths": PathsConfig,
+    "log": LogConfig,
+}
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, tuple):
+        return list(value)
+    if isinstance(value, dict):
+        return dict(value)
+    return value
+
+
+def _default(f: dataclasses.Field[Any]) -> Any:
+    if f.default_factory is not dataclasses.MISSING:
+        return f.default_factory()
+    return f.default
+
+
+def _did_you_mean(word: str, options: typing.Iterable[str]) -> str:
+    close = difflib.get_close_matches(word, list(options), n=1, cutoff=0.6)
+    return f"; did you mean {close[0]!r}?" if close else ""
+
+
+def _describe(value: Any) -> str:
+    return f"{value!r} ({type(value).__name__})"
+
+
+def _expected(tp: Any, meta: Mapping[str, Any]) -> str:
+    low, high, low_open = meta.get("low"), meta.get("high"), meta.get("low_open")
+    choices = meta.get("choices")
+    if choices:
+        return "one of " + ", ".join(repr(c) for c in choices)
+    bounds = ""
+    if low is not None:
+        bounds += f" {'>' if low_open else '>='} {_number(low)}"
+    if high is not None:
+        bounds += f"{' and' if bounds else ''} <= {_number(high)}"
+    if tp is bool:
+        return "true or false"
+    if tp is int:
+        return "a whole number" + bounds
+    if tp is float:
+        return "a number" + bounds
+    if tp is str:
+        return "a string"
+    if tp == tuple[int, int]:
+        return f"a whole number{bounds} or a list [width, height] of two such numbers"
+    if typing.get_origin(tp) is dict:
+        return f"a mapping of name to number{bounds}"
+    return str(tp)
+
+
+def _number(x: float) -> str:
+    return str(int(x)) if float(x).is_integer() else f"{x:g}"
+
+
+def _in_range(x: float, meta: Mapping[str, Any]) -> bool:
+    low, high = meta.get("low"), meta.get("high")
+    if not math.isfinite(x):
+        return False
+    if low is not None and (x <= low if meta.get("low_open") else x < low):
+        return False
+    return not (high is not None and x > high)
+
+
+def _coerce(tp: Any, value: Any, meta: Mapping[str, Any]) -> Any:
+    """Return the value as ``tp`` or raise ValueError (the caller words the message)."""
+    if tp is bool:
+        if isinstance(value, bool):
+            return value
+        raise ValueError
+    if tp is int:
+        if isinstance(value, int) and not isinstance(value, bool) and _in_range(value, meta):
+            return value
+        raise ValueError
+    if tp is float:
+        if (isinstance(value, (int, float)) and not isinstance(value, bool)
+                and _in_range(float(value), meta)):
+            return float(value)
+        raise ValueError
+    if tp is str:
+        if isinstance(value, str):
+            choices = meta.get("choices")
+            if choices and value not in choices:
+                raise ValueError
+            return value
+        raise ValueError
+    if tp == tuple[int, int]:
+        if isinstance(value, int) and not isinstance(value, bool):
+            value = [value, value]
+        if (isinstance(value, list) and len(value) == 2
+                and all(isinstance(v, int) and not isinstance(v, bool) for v in value)
+                and all(_in_range(v, meta) for v in value)):
+            return (value[0], value[1])
+        raise ValueError
+    if typing.get_origin(tp) is dict:
+        if isinstance(value, dict) and all(
+            isinstance(k, str) and isinstance(v, (int, float)) and not isinstance(v, bool)
+            and _in_range(float(v), meta) for k, v in value.items()
+        ):
+            return {k: float(v) for k, v in value.items()}
+        raise ValueError
+    raise TypeError(f"unsupported setting type {tp!r}")  # a schema bug, not a user error
+
+
+def _build_section(name: str, cls: type[Any], raw: Any, source: str) -> Any:
+    if raw is None:
+        raw = {}
+    if not isinstance(raw, dict):
+        raise ConfigError(
+            f"{source}: section {name!r} must be a mapping of settings, got {_describe(raw)}"
+        )
+    hints = typing.get_type_hints(cls)
+    fields_by_name = {f.name: f for f in dataclasses.fields(cls)}
+    values: dict[str, Any] = {}
+    for key, value in raw.items():
+        if key not in fields_by_name:
+            raise ConfigError(
+                f"{source}: unknown setting {name}.{key}{_did_you_mean(str(key), fields_by_name)}"
+                f" (valid settings of {name}: {', '.join(fields_by_name)})"
+            )
+        f = fields_by_name[key]
+        try:
+            values[key] = _coerce(hints[key], value, f.metadata)
+        except ValueError:
+            raise ConfigError(
+                f"{source}: {name}.{key} = {_describe(value)} is invalid; expected "
+                f"{_expected(hints[key], f.metadata)} (default: {_plain(_default(f))!r})"
+            ) from None
+    try:
+        return cls(**values)
+    except ConfigError as exc:
+        raise ConfigError(f"{source}: {exc}") from None
+
+
+def config_from_dict(data: Any, *, source: str = "config") -> Config:
+    """Validate a parsed YAML/JSON document into a Config (missing keys take defaults)."""
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise ConfigError(
+            f"{source}: the top level must be a mapping of sections "
+            f"({', '.join(SECTIONS)}), got {_describe(data)}"
+        )
+    sections: dict[str, Any] = {}
+    for key, raw in data.items():
+        if key not in SECTIONS:
+            raise ConfigError(
+                f"{source}: unknown section {key!r}{_did_you_mean(str(key), SECTIONS)} "
+                f"(valid sections: {', '.join(SECTIONS)})"
+            )
+        sections[key] = _build_section(key, SECTIONS[key], raw, source)
+    return Config(**sections)
+
+
+def load_config(path: str | Path | None = None) -> Config:
+    """Load ``path``; with no path, ``config.yaml`` in the working folder if it exists, else
+    the built-in defaults."""
+    if path is None:
+        default = Path("config.yaml")
+        if not default.exists():
+            return Config()
+        path = default
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: no such config file; check --config or copy "
+                          "config.example.yaml to config.yaml") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path}: cannot read config file: {exc}") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise ConfigError(f"{path}: not valid YAML{where}: {problem}") from None
+    return config_from_dict(data, source=str(path))
+
+
+def _yaml_scalar(value: Any) -> str:
+    dumped = yaml.safe_dump(value, default_flow_style=True, width=1000, sort_keys=False).strip()
+    return dumped.removesuffix("\n...").removesuffix("...").strip()
+
+
+def example_yaml() -> str:
+    """Render every setting with its default and meaning (the source of config.example.yaml)."""
+    lines = [
+        "# Agent World configuration: every setting, with its default and meaning.",
+        "# Copy to config.yaml and change what you need; settings you leave out take these",
+        "# defaults. Unknown settings, wrong types and out-of-range values stop start-up with",
+        "# a message naming the setting. Regenerate with: python -m agent_world.config",
+    ]
+    for name, cls in SECTIONS.items():
+        lines.append("")
+        lines.append(f"# {(cls.__doc__ or '').strip()}")
+        lines.append(f"{name}:")
+        hints = typing.get_type_hints(cls)
+        for f in dataclasses.fields(cls):
+            lines.append(f"  # {f.metadata['doc']}; {_expected(hints[f.name], f.metadata)}")
+            lines.append(f"  {f.name}: {_yaml_scalar(_plain(_default(f)))}")
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    print(example_yaml(), end="")

@@ -1,0 +1,211 @@
+"""The entity store: each World's own esper context. No other module touches esper.
+
+esper 3 keeps its worlds in module globals and switches between them with ``switch_world``.
+This wrapper gives each store a private context, takes a process-wide lock around every
+switch (scratch worlds may live on other threads), and adds what the simulation needs on
+top: deterministic iteration in ascending entity id, query caches that only structural
+changes touching the queried component types invalidate, and an order-preserving row per
+entity that a snapshot can serialise without copying.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+import weakref
+from collections.abc import Iterator
+from typing import Any, TypeVar
+
+import esper
+
+__all__ = ["EntityStore", "UnknownEntityError"]
+
+C = TypeVar("C")
+
+# Guards every esper call that switches contexts; reads through ``_entities`` need no switch.
+_ESPER_LOCK = threading.RLock()
+_store_numbers = itertools.count(1)
+
+if not all(hasattr(esper, name) for name in ("_entities", "_entity_count", "switch_world")):
+    raise ImportError(  # pragma: no cover - guards an esper upgrade that changed its internals
+        f"esper {getattr(esper, '__version__', '?')} lacks the internals agent_world relies on; "
+        "install esper>=3.1,<4"
+    )
+
+
+class UnknownEntityError(KeyError):
+    """An entity id that does not exist in this world (or lacks the asked-for component)."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else "unknown entity"
+
+
+def _drop_context(name: str) -> None:
+    with _ESPER_LOCK:
+        if esper.current_world == name:
+            esper.switch_world("default")
+        if name in esper.list_worlds():
+            esper.delete_world(name)
+
+
+class EntityStore:
+    """Entities and their components, in a private esper context."""
+
+    def __init__(self) -> None:
+        self._ctx = f"agent_world.{next(_store_numbers)}"
+        with _ESPER_LOCK:
+            esper.switch_world(self._ctx)
+            # The context's own dict (eid -> {type: component}); stable for its lifetime.
+            self._entities: dict[int, dict[type[Any], Any]] = esper._entities
+        self._next_id = 1
+        self._rows: dict[int, dict[str, Any]] = {}
+        self._queries: dict[tuple[type[Any], ...], list[tuple[int, tuple[Any, ...]]]] = {}
+        self._query_types: dict[tuple[type[Any], ...], frozenset[type[Any]]] = {}
+        self._finalizer = weakref.finalize(self, _drop_context, self._ctx)
+
+    # -- structure ------------------------------------------------------------------------
+
+    def _enter(self) -> None:
+        if esper.current_world != self._ctx:
+            esper.switch_world(self._ctx)
+
+    def _invalidate(self, types: frozenset[type[Any]]) -> None:
+        stale = [key for key, qtypes in self._query_types.items() if qtypes <= types]
+        for key in stale:
+            del self._queries[key]
+            del self._query_types[key]
+
+    def create(self, *components: Any, eid: int | None = None) -> int:
+        """Create an entity; ``eid`` restores a saved id (ids only ever grow)."""
+        with _ESPER_LOCK:
+            self._enter()
+            if eid is not None:
+                if eid < self._next_id:
+                    raise ValueError(f"entity id {eid} is below the next free id {self._next_id}")
+                esper._entity_count = itertools.count(eid)
+            new = int(esper.create_entity(*components))
+        self._next_id = new + 1
+        row: dict[str, Any] = {"id": new}
+        for comp in components:
+            row[type(comp).__name__] = comp
+        self._rows[new] = row
+        self._invalidate(frozenset(type(c) for c in components))
+        return new
+
+    def delete(self, eid: int) -> None:
+        if eid not in self._entities:
+            raise UnknownEntityError(f"entity {eid} does not exist")
+        types = frozenset(self._entities[eid])
+        with _ESPER_LOCK:
+            self._enter()
+            esper.delete_entity(eid, immediate=True)
+        del self._rows[eid]
+        self._invalidate(types)
+
+    def add(self, eid: int, component: Any) -> None:
+        if eid not in self._entities:
+            raise UnknownEntityError(f"entity {eid} does not exist")
+        before = frozenset(self._entities[eid])
+        with _ESPER_LOCK:
+            self._enter()
+            esper.add_component(eid, component)
+        self._rows[eid][type(component).__name__] = component
+        self._invalidate(before | {type(component)})
+
+    def remove(self, eid: int, component_type: type[C]) -> C:
+        comps = self._entities.get(eid)
+        if comps is None or component_type not in comps:
+            raise UnknownEntityError(f"entity {eid} has no {component_type.__name__}")
+        before = frozenset(comps)
+        with _ESPER_LOCK:
+            self._enter()
+            removed: C = esper.remove_component(eid, component_type)
+        del self._rows[eid][component_type.__name__]
+        self._invalidate(before)
+        return removed
+
+    def clear(self) -> None:
+        with _ESPER_LOCK:
+            self._enter()
+            esper.clear_database()
+        self._rows.clear()
+        self._queries.clear()
+        self._query_types.clear()
+        self._next_id = 1
+
+    def close(self) -> None:
+        """Release the esper context (also done automatically when the store is collected)."""
+        self._finalizer()
+
+    # -- reads ------------------------------------------------------------------------------
+
+    @property
+    def next_id(self) -> int:
+        return self._next_id
+
+    def set_next_id(self, next_id: int) -> None:
+        """Make the next created entity get ``next_id`` (used when restoring a snapshot)."""
+        if next_id < self._next_id:
+            raise ValueError(f"next id {next_id} is below the next free id {self._next_id}")
+        with _ESPER_LOCK:
+            self._enter()
+            esper._entity_count = itertools.count(next_id)
+        self._next_id = next_id
+
+    def __contains__(self, eid: object) -> bool:
+        return eid in self._entities
+
+    def __len__(self) -> int:
+        return len(self._entities)
+
+    def get(self, eid: int, component_type: type[C]) -> C:
+        """The component, or UnknownEntityError naming what is missing."""
+        try:
+            comp: C = self._entities[eid][component_type]
+        except KeyError:
+            what = "does not exist" if eid not in self._entities else (
+                f"has no {component_type.__name__}")
+            raise UnknownEntityError(f"entity {eid} {what}") from None
+        return comp
+
+    def try_get(self, eid: int, component_type: type[C]) -> C | None:
+        comps = self._entities.get(eid)
+        if comps is None:
+            return None
+        return comps.get(component_type)
+
+    def has(self, eid: int, component_type: type[Any]) -> bool:
+        comps = self._entities.get(eid)
+        return comps is not None and component_type in comps
+
+    def ids(self) -> Iterator[int]:
+        """All entity ids, ascending."""
+        return iter(self._rows)
+
+    def components(self, eid: int) -> dict[str, Any]:
+        """Name -> component for one entity, in the order they were added."""
+        row = self._rows.get(eid)
+        if row is None:
+            raise UnknownEntityError(f"entity {eid} does not exist")
+        return {k: v for k, v in row.items() if k != "id"}
+
+    def rows(self) -> list[dict[str, Any]]:
+        """Every entity as ``{"id": eid, ComponentName: component, ...}``, ascending by id.
+
+        The rows are live: serialise them before the next tick changes them."""
+        return list(self._rows.values())
+
+    def query(self, *types: type[Any]) -> list[tuple[int, tuple[Any, ...]]]:
+        """Entities having all ``types``, ascending by id, with those components.
+
+        The returned list is cached; treat it as read-only."""
+        cached = self._queries.get(types)
+        if cached is not None:
+            return cached
+        with _ESPER_LOCK:
+            self._enter()
+            found = list(esper.get_components(*types))
+        found.sort(key=lambda pair: pair[0])
+        self._queries[types] = found
+        self._query_types[types] = frozenset(types)
+        return found

@@ -1,0 +1,160 @@
+"""Input handlers: how each kind of input changes the world.
+
+An input that cannot be applied (its agent died, its tile filled up since it was sent) is
+rejected with an ``input_rejected`` event naming the reason; replay rejects it the same way.
+Outer layers may register handlers for input types of their own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from agent_world.core import components as c
+from agent_world.core.actions import Action, ActionError
+from agent_world.core.items import ITEMS, OBJECTS
+from agent_world.core.systems.acting import finish
+from agent_world.core.systems.lifecycle import die
+from agent_world.types import Input
+
+if TYPE_CHECKING:
+    from agent_world.core.world import World
+
+__all__ = ["INPUT_HANDLERS", "MAX_PLAN", "InputRejected", "apply_input", "register_input"]
+
+MAX_PLAN = 8
+
+
+class InputRejected(ValueError):
+    """The input is well-formed but cannot be applied to the world as it is now."""
+
+
+InputHandler = Callable[["World", Mapping[str, Any]], None]
+
+
+def _int(data: Mapping[str, Any], key: str, default: int | None = None) -> int | None:
+    value = data.get(key, default)
+    if value is None:
+        return None
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise InputRejected(f"{key} must be a whole number, got {value!r}")
+    return value
+
+
+def _str(data: Mapping[str, Any], key: str) -> str | None:
+    value = data.get(key)
+    if value is not None and not isinstance(value, str):
+        raise InputRejected(f"{key} must be text, got {value!r}")
+    return value
+
+
+def _agent(world: World, data: Mapping[str, Any], key: str = "agent") -> int:
+    eid = _int(data, key)
+    if eid is None or not world.is_agent(eid):
+        raise InputRejected(f"{key} {eid!r} is not a living agent")
+    return eid
+
+
+def _spawn(world: World, data: Mapping[str, Any]) -> None:
+    from agent_world.core.world import WorldError  # noqa: PLC0415 - import cycle
+
+    kind = _str(data, "kind") or ""
+    x, y = _int(data, "x"), _int(data, "y")
+    if (x is None) != (y is None):
+        raise InputRejected("give both x and y, or neither")
+    try:
+        if kind == "agent":
+            brain = _str(data, "brain") or "builtin"
+            world.spawn_agent(_str(data, "name"), _str(data, "personality"), x, y,
+                              brain=brain, gold=_int(data, "gold"))
+        elif kind in ITEMS:
+            qty = _int(data, "qty", 1) or 1
+            if x is None or y is None:
+                spot = world.terrain.random_open_tile(world.rng)
+                if spot is None:
+                    raise InputRejected("no free tile for the item")
+                x, y = spot
+            elif world.terrain.is_blocked(x, y):
+                raise InputRejected(f"tile ({x}, {y}) is blocked "
+                                    f"({world.describe_tile(x, y)})")
+            world.spawn_item(kind, qty, x, y, source="console")
+        elif kind in OBJECTS:
+            if x is None or y is None:
+                spot = world.terrain.random_open_tile(world.rng)
+                if spot is None:
+                    raise InputRejected("no free tile for the object")
+                x, y = spot
+            world.spawn_object(kind, x, y)
+        else:
+            raise InputRejected(f"cannot spawn {kind!r}: expected agent, an item kind "
+                                f"({', '.join(ITEMS)}) or an object kind "
+                                f"({', '.join(OBJECTS)})")
+    except WorldError as exc:
+        raise InputRejected(str(exc)) from None
+
+
+def _kill(world: World, data: Mapping[str, Any]) -> None:
+    eid = _int(data, "target")
+    if eid is None or eid not in world.store:
+        raise InputRejected(f"target {eid!r} does not exist")
+    if world.is_agent(eid):
+        die(world, eid, cause=str(data.get("cause") or "struck down by the operator"))
+    else:
+        world.emit("removed", target=eid, what=world.label(eid))
+        world.remove_entity(eid)
+
+
+def _give(world: World, data: Mapping[str, Any]) -> None:
+    eid = _agent(world, data, "target")
+    kind = _str(data, "item") or ""
+    qty = _int(data, "qty", 1) or 0
+    if kind not in ITEMS:
+        raise InputRejected(f"unknown item {kind!r}; expected one of {', '.join(ITEMS)}")
+    if qty < 1:
+        raise InputRejected(f"qty must be >= 1, got {qty}")
+    world.store.get(eid, c.Inventory).add(kind, qty)
+    if kind == "gold":
+        world.ledger["gold_created"] += qty
+    world.emit("given", target=eid, target_name=world.name_of(eid), item=kind, qty=qty)
+
+
+def _plan(world: World, data: Mapping[str, Any]) -> None:
+    eid = _agent(world, data)
+    raw = data.get("actions")
+    if not isinstance(raw, list) or not 1 <= len(raw) <= MAX_PLAN:
+        raise InputRejected(f"actions must be a list of 1 to {MAX_PLAN} actions")
+    try:
+        actions = [Action.from_dict(a) for a in raw]
+    except (ActionError, KeyError, TypeError) as exc:
+        raise InputRejected(f"invalid action in plan: {exc}") from None
+    intent = world.store.get(eid, c.Intent)
+    if intent.action is not None:
+        finish(intent, "replaced by a new plan")
+    intent.plan = actions
+    intent.plan_source = _str(data, "source") or "console"
+
+
+INPUT_HANDLERS: dict[str, InputHandler] = {
+    "spawn": _spawn,
+    "kill": _kill,
+    "give": _give,
+    "plan": _plan,
+}
+
+
+def register_input(type: str, handler: InputHandler) -> None:
+    """Add a handler for a new input type (outer layers: abilities, LLM bookkeeping)."""
+    if type in INPUT_HANDLERS and INPUT_HANDLERS[type] is not handler:
+        raise ValueError(f"input type {type!r} already has a handler")
+    INPUT_HANDLERS[type] = handler
+
+
+def apply_input(world: World, inp: Input) -> None:
+    handler = INPUT_HANDLERS.get(inp.type)
+    try:
+        if handler is None:
+            raise InputRejected(f"unknown input type {inp.type!r}")
+        handler(world, inp.data)
+    except InputRejected as exc:
+        world.emit("input_rejected", seq=inp.seq, input=inp.type, source=inp.source,
+                   reason=str(exc))

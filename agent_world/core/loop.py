@@ -1,0 +1,165 @@
+"""The tick loop: paces a world at its tick rate on an injected clock.
+
+Deadlines are absolute (start + k * period), so small delays never accumulate into drift. A
+tick that takes longer than its period is counted as an overrun; when the loop falls more
+than a period behind it re-anchors instead of bursting to catch up.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from collections import deque
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from agent_world.core.world import World
+from agent_world.types import Clock, TickObserver, TickReport
+
+__all__ = ["LoopError", "TickLoop", "TickStats"]
+
+MAX_TICK_RATE = 1000.0
+HISTORY = 1000
+YIELD_EVERY = 10  # flat-out runs let the event loop breathe this often
+
+
+class LoopError(RuntimeError):
+    """A loop control used in the wrong state (step while running, bad speed ...)."""
+
+
+@dataclass(frozen=True, slots=True)
+class TickStats:
+    """Tick timing over the last ``HISTORY`` ticks, in milliseconds."""
+
+    ticks: int
+    overruns: int
+    p50_ms: float
+    p99_ms: float
+    max_ms: float
+    mean_ms: float
+    tick_rate: float
+    paused: bool
+
+
+def _percentile(ordered: list[float], q: float) -> float:
+    if not ordered:
+        return 0.0
+    index = min(len(ordered) - 1, max(0, math.ceil(q * len(ordered)) - 1))
+    return ordered[index]
+
+
+class TickLoop:
+    def __init__(self, world: World, clock: Clock, tick_rate: float,
+                 observers: Iterable[TickObserver] = ()) -> None:
+        self.world = world
+        self.clock = clock
+        self.period = 0.0
+        self.tick_rate = 0.0
+        self.set_speed(tick_rate)
+        self.observers: list[TickObserver] = list(observers)
+        self.paused = False
+        self.ticks_run = 0
+        self.overruns = 0
+        self._durations: deque[float] = deque(maxlen=HISTORY)
+        self._stopped = False
+        self._reanchor = True
+        self._wake: asyncio.Event | None = None
+
+    # -- controls ----------------------------------------------------------------------------
+
+    def set_speed(self, tick_rate: float) -> None:
+        if not (isinstance(tick_rate, (int, float)) and math.isfinite(tick_rate)
+                and 0 < tick_rate <= MAX_TICK_RATE):
+            raise LoopError(f"speed must be a number of ticks per second in (0, "
+                            f"{MAX_TICK_RATE:g}], got {tick_rate!r}")
+        self.tick_rate = float(tick_rate)
+        self.period = 1.0 / self.tick_rate
+        self._reanchor = True
+
+    def pause(self) -> None:
+        self.paused = True
+
+    def resume(self) -> None:
+        self.paused = False
+        self._reanchor = True
+        if self._wake is not None:
+            self._wake.set()
+
+    def stop(self) -> None:
+        self._stopped = True
+        if self._wake is not None:
+            self._wake.set()
+
+    @property
+    def stopped(self) -> bool:
+        return self._stopped
+
+    async def step(self, n: int = 1) -> list[TickReport]:
+        """Advance exactly ``n`` ticks while paused, as fast as possible."""
+        if not self.paused:
+            raise LoopError("step works while paused; pause first")
+        if not isinstance(n, int) or isinstance(n, bool) or n < 1:
+            raise LoopError(f"step count must be a whole number >= 1, got {n!r}")
+        reports = []
+        for i in range(n):
+            reports.append(self.tick_once())
+            if i % YIELD_EVERY == YIELD_EVERY - 1:
+                await asyncio.sleep(0)
+        return reports
+
+    # -- running -----------------------------------------------------------------------------
+
+    def tick_once(self) -> TickReport:
+        start = self.clock.now()
+        report = self.world.step()
+        elapsed = self.clock.now() - start
+        self._durations.append(elapsed)
+        self.ticks_run += 1
+        if elapsed > self.period:
+            self.overruns += 1
+            events = [*report.events, {"type": "overrun", "ms": round(elapsed * 1000, 1),
+                                       "budget_ms": round(self.period * 1000, 1)}]
+            report = TickReport(tick=report.tick, inputs=report.inputs, events=events)
+        for observer in self.observers:
+            observer.on_tick(report)
+        return report
+
+    async def run(self, *, max_ticks: int | None = None, paced: bool = True) -> None:
+        """Tick until stopped (or ``max_ticks`` more ticks). Unpaced runs go flat out."""
+        self._wake = asyncio.Event()
+        target = None if max_ticks is None else self.ticks_run + max_ticks
+        deadline = self.clock.now()
+        while not self._stopped and (target is None or self.ticks_run < target):
+            if self.paused:
+                self._wake.clear()
+                await self._wake.wait()
+                continue
+            if self._reanchor:
+                deadline = self.clock.now()
+                self._reanchor = False
+            self.tick_once()
+            if not paced:
+                if self.ticks_run % YIELD_EVERY == 0:
+                    await asyncio.sleep(0)
+                continue
+            deadline += self.period
+            now = self.clock.now()
+            if deadline < now - self.period:
+                deadline = now  # far behind: start afresh rather than burst
+            await self.clock.sleep_until(deadline)
+
+    # -- figures -----------------------------------------------------------------------------
+
+    def stats(self) -> TickStats:
+        ordered = sorted(self._durations)
+        mean = sum(ordered) / len(ordered) if ordered else 0.0
+        return TickStats(
+            ticks=self.ticks_run,
+            overruns=self.overruns,
+            p50_ms=_percentile(ordered, 0.50) * 1000,
+            p99_ms=_percentile(ordered, 0.99) * 1000,
+            max_ms=(ordered[-1] if ordered else 0.0) * 1000,
+            mean_ms=mean * 1000,
+            tick_rate=self.tick_rate,
+            paused=self.paused,
+        )

@@ -1,0 +1,45 @@
+"""Starting and finishing actions: the bookkeeping every system shares."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from agent_world.core import components as c
+from agent_world.core.actions import Action
+
+if TYPE_CHECKING:
+    from agent_world.core.world import World
+
+__all__ = ["chebyshev", "fail", "finish", "start", "target_position"]
+
+
+def chebyshev(ax: int, ay: int, bx: int, by: int) -> int:
+    return max(abs(ax - bx), abs(ay - by))
+
+
+def start(world: World, intent: c.Intent, action: Action) -> None:
+    intent.action = action
+    intent.since = world.tick
+    intent.path = []
+    intent.goal = -1
+    intent.next_think = world.tick + world.rules.think_interval_ticks
+
+
+def finish(intent: c.Intent, result: str = "ok") -> None:
+    intent.action = None
+    intent.last_result = result
+    intent.path = []
+    intent.goal = -1
+
+
+def fail(world: World, eid: int, intent: c.Intent, reason: str) -> None:
+    """End the current action as failed; the agent remembers why (and so can an LLM)."""
+    action = intent.action
+    finish(intent, f"failed: {reason}")
+    world.emit("action_failed", agent=eid, name=world.name_of(eid),
+               action=str(action), reason=reason)
+    world.remember(eid, f"{action} failed: {reason}")
+
+
+def target_position(world: World, target: int) -> c.Position | None:
+    return world.store.try_get(target, c.Position)

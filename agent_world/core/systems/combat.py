@@ -1,0 +1,90 @@
+"""Combat: attacks (with weapons, cooldowns and defence) and defensive stances."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from agent_world.core import components as c
+from agent_world.core.items import ITEMS
+from agent_world.core.social import adjust_relationship, adjust_reputation, witnesses
+from agent_world.core.systems.acting import chebyshev, fail, finish
+
+if TYPE_CHECKING:
+    from agent_world.core.world import AgentRow, World
+
+__all__ = ["combat_system", "damage_of"]
+
+PROVOCATION_TICKS = 100
+MAX_WITNESS_EFFECTS = 8
+
+
+def damage_of(world: World, attacker_inv: c.Inventory, roll: float, defending: bool) -> float:
+    """Damage of one hit: base plus the best carried weapon, scaled, varied by ``roll``
+    (0 .. 1 from the RNG), reduced while the target defends. Never negative."""
+    r = world.rules
+    weapon = max((ITEMS[k].damage for k in attacker_inv.items if ITEMS[k].category == "weapon"),
+                 default=0.0)
+    damage = (r.base_attack_damage + weapon) * r.combat_damage_multiplier * (0.8 + 0.4 * roll)
+    if defending:
+        damage *= r.defend_damage_factor
+    return max(0.0, damage)
+
+
+def _attack(world: World, eid: int, row: AgentRow) -> None:
+    pos, needs, inv, intent, combat = row[1], row[2], row[3], row[4], row[5]
+    assert intent.action is not None
+    target: int = intent.action.args["target"]
+    store = world.store
+    tpos = store.try_get(target, c.Position)
+    tneeds = store.try_get(target, c.Needs)
+    if tpos is None:  # begin() checked it existed: it has died since
+        finish(intent, "ok: target gone")
+        return
+    if tneeds is None:
+        fail(world, eid, intent, f"{world.label(target)} cannot be attacked")
+        return
+    if tneeds.health <= 0:
+        finish(intent, "ok: target down")
+        return
+    distance = chebyshev(pos.x, pos.y, tpos.x, tpos.y)
+    if distance > world.rules.vision_radius + 2:
+        fail(world, eid, intent, f"{world.label(target)} escaped")
+        return
+    tick = world.tick
+    if distance > 1 or tick < combat.next_attack:
+        return
+    tcombat = store.get(target, c.Combat)
+    defending = tcombat.defending_until > tick
+    damage = round(damage_of(world, inv, world.rng.random(), defending), 2)
+    tneeds.health = round(tneeds.health - damage, 2)
+    r = world.rules
+    combat.next_attack = tick + r.attack_cooldown_ticks
+    needs.energy = max(0.0, needs.energy - r.attack_energy_cost)
+    provoked = combat.last_attacker == target and tick - combat.last_attacked <= PROVOCATION_TICKS
+    tcombat.last_attacker = eid
+    tcombat.last_attacked = tick
+    adjust_relationship(world, target, eid, -0.25)
+    if not provoked:
+        adjust_reputation(world, eid, -r.attack_reputation_cost)
+        for other in witnesses(world, pos.x, pos.y, eid, target)[:MAX_WITNESS_EFFECTS]:
+            adjust_relationship(world, other, eid, -0.05)
+    world.remember(target, f"{world.label(eid)} hit me for {damage:g}")
+    world.count("hits")
+    world.emit("attack", agent=eid, name=world.name_of(eid), target=target,
+               target_name=world.name_of(target), damage=damage,
+               health=max(0.0, tneeds.health), defended=defending, provoked=provoked)
+
+
+def combat_system(world: World) -> None:
+    tick = world.tick
+    for eid, row in world.agents():
+        intent = row[4]
+        action = intent.action
+        if action is None:
+            continue
+        if action.name == "attack":
+            _attack(world, eid, row)
+        elif action.name == "defend":
+            row[5].defending_until = tick + world.rules.defend_duration_ticks
+            world.emit("defend", agent=eid, name=world.name_of(eid))
+            finish(intent)

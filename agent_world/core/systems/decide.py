@@ -1,0 +1,76 @@
+"""Deciding: agents take the next action of their plan, or their brain chooses one.
+
+Plans come from outside (an LLM decision or the console, as inputs). Agents with no plan
+use the built-in brain of their personality. Every chosen action passes ``begin``, which
+applies the same checks whoever chose it.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from agent_world.core import brains
+from agent_world.core import components as c
+from agent_world.core.actions import Action
+from agent_world.core.systems.acting import fail, start
+
+if TYPE_CHECKING:
+    from agent_world.core.world import AgentRow, World
+
+__all__ = ["begin", "decide_system"]
+
+
+def begin(world: World, eid: int, row: AgentRow, action: Action) -> bool:
+    """Start ``action`` if it makes sense right now; otherwise fail it with the reason."""
+    intent = row[4]
+    target = action.args.get("target")
+    if target is not None:
+        tpos = world.store.try_get(target, c.Position)
+        if tpos is None:
+            start(world, intent, action)
+            fail(world, eid, intent, f"#{target} does not exist")
+            return False
+        pos = row[1]
+        sight = world.rules.vision_radius + 2
+        if max(abs(tpos.x - pos.x), abs(tpos.y - pos.y)) > sight:
+            start(world, intent, action)
+            fail(world, eid, intent, f"{world.label(target)} is out of sight")
+            return False
+        if target == eid:
+            start(world, intent, action)
+            fail(world, eid, intent, f"cannot {action.name} yourself")
+            return False
+    start(world, intent, action)
+    return True
+
+
+def decide_system(world: World) -> None:
+    tick = world.tick
+    timeout = world.rules.action_timeout_ticks
+    interval = world.rules.think_interval_ticks
+    for eid, row in world.agents():
+        intent, combat = row[4], row[5]
+        action = intent.action
+        if action is not None and tick - intent.since > timeout:
+            fail(world, eid, intent, "timed out")
+            action = None
+        attacked = combat.last_attacked >= tick - 1
+        if intent.plan_source and not attacked:
+            if action is None:
+                if intent.plan:
+                    begin(world, eid, row, intent.plan.pop(0))
+                else:
+                    intent.plan_source = ""
+            if intent.plan_source:
+                continue
+        if action is not None and tick < intent.next_think and not attacked:
+            continue
+        if intent.plan_source:  # attacked while following a plan: instinct takes over
+            world.remember(eid, "plan interrupted: attacked")
+            intent.plan.clear()
+            intent.plan_source = ""
+        choice = brains.decide(world, eid, row)
+        if choice is None or choice == action:
+            intent.next_think = tick + interval
+            continue
+        begin(world, eid, row, choice)

@@ -1,0 +1,144 @@
+"""The map: tile kinds, what blocks walking, and where things may be placed."""
+
+from __future__ import annotations
+
+import base64
+import random
+import zlib
+from collections import deque
+from typing import Any
+
+__all__ = ["GRASS", "ROCK", "TILE_NAMES", "WATER", "Terrain"]
+
+GRASS, WATER, ROCK = 0, 1, 2
+TILE_NAMES = {GRASS: "grass", WATER: "water", ROCK: "rock"}
+
+
+class Terrain:
+    """A width x height grid of tile kinds plus a blocked mask.
+
+    ``blocked[i]`` counts what blocks tile ``i``: blocking terrain and blocking objects
+    (a count, so an object on an already blocked tile can be removed cleanly).
+    ``open_tiles`` lists the walkable tiles of the largest connected area, where things
+    are placed; it is derived, never saved."""
+
+    def __init__(self, width: int, height: int, tiles: bytearray) -> None:
+        if len(tiles) != width * height:
+            raise ValueError(f"tiles has {len(tiles)} entries, expected {width}x{height}")
+        self.width = width
+        self.height = height
+        self.tiles = tiles
+        self.blocked = bytearray(1 if t != GRASS else 0 for t in tiles)
+        self.open_tiles = self._largest_area()
+
+    # -- generation ------------------------------------------------------------------------
+
+    @classmethod
+    def generate(cls, width: int, height: int, rng: random.Random,
+                 obstacle_density: float) -> Terrain:
+        """Lakes (round blobs) and rock ridges (random walks) until the density is met."""
+        tiles = bytearray(width * height)
+        target = int(width * height * obstacle_density)
+        covered = 0
+        while covered < target:
+            if rng.random() < 0.55:
+                covered += cls._lake(tiles, width, height, rng, target - covered)
+            else:
+                covered += cls._ridge(tiles, width, height, rng, target - covered)
+        return cls(width, height, tiles)
+
+    @staticmethod
+    def _lake(tiles: bytearray, w: int, h: int, rng: random.Random, budget: int) -> int:
+        cx, cy = rng.randrange(w), rng.randrange(h)
+        r = rng.randint(2, max(2, min(7, w // 8, h // 8)))
+        added = 0
+        for y in range(max(0, cy - r), min(h, cy + r + 1)):
+            for x in range(max(0, cx - r), min(w, cx + r + 1)):
+                if (x - cx) ** 2 + (y - cy) ** 2 <= r * r and tiles[y * w + x] == GRASS:
+                    tiles[y * w + x] = WATER
+                    added += 1
+                    if added >= budget:
+                        return added
+        return max(added, 1)
+
+    @staticmethod
+    def _ridge(tiles: bytearray, w: int, h: int, rng: random.Random, budget: int) -> int:
+        x, y = rng.randrange(w), rng.randrange(h)
+        dx, dy = rng.choice(((1, 0), (0, 1), (1, 1), (1, -1)))
+        added = 0
+        for _ in range(rng.randint(4, 14)):
+            if 0 <= x < w and 0 <= y < h and tiles[y * w + x] == GRASS:
+                tiles[y * w + x] = ROCK
+                added += 1
+                if added >= budget:
+                    break
+            if rng.random() < 0.3:
+                dx, dy = rng.choice(((1, 0), (0, 1), (1, 1), (1, -1)))
+            x, y = x + dx, y + dy
+        return max(added, 1)
+
+    def _largest_area(self) -> list[int]:
+        w, h, tiles = self.width, self.height, self.tiles
+        seen = bytearray(w * h)
+        best: list[int] = []
+        for start in range(w * h):
+            if seen[start] or tiles[start] != GRASS:
+                continue
+            area = [start]
+            seen[start] = 1
+            queue = deque([start])
+            while queue:
+                i = queue.popleft()
+                x, y = i % w, i // w
+                for nx, ny in ((x, y - 1), (x + 1, y), (x, y + 1), (x - 1, y)):
+                    if 0 <= nx < w and 0 <= ny < h:
+                        j = ny * w + nx
+                        if not seen[j] and tiles[j] == GRASS:
+                            seen[j] = 1
+                            area.append(j)
+                            queue.append(j)
+            if len(area) > len(best):
+                best = area
+        best.sort()
+        return best
+
+    # -- queries -----------------------------------------------------------------------------
+
+    def in_bounds(self, x: int, y: int) -> bool:
+        return 0 <= x < self.width and 0 <= y < self.height
+
+    def is_blocked(self, x: int, y: int) -> bool:
+        return not self.in_bounds(x, y) or self.blocked[y * self.width + x] > 0
+
+    def tile_name(self, x: int, y: int) -> str:
+        return TILE_NAMES[self.tiles[y * self.width + x]]
+
+    def block(self, x: int, y: int) -> None:
+        self.blocked[y * self.width + x] += 1
+
+    def unblock(self, x: int, y: int) -> None:
+        i = y * self.width + x
+        if self.blocked[i] == 0:
+            raise ValueError(f"tile ({x}, {y}) is not blocked")
+        self.blocked[i] -= 1
+
+    def random_open_tile(self, rng: random.Random, tries: int = 64) -> tuple[int, int] | None:
+        """A random unblocked tile of the main area, or None if none was found."""
+        if not self.open_tiles:
+            return None
+        for _ in range(tries):
+            i = self.open_tiles[rng.randrange(len(self.open_tiles))]
+            if not self.blocked[i]:
+                return i % self.width, i // self.width
+        return None
+
+    # -- state -------------------------------------------------------------------------------
+
+    def get_state(self) -> dict[str, Any]:
+        packed = base64.b64encode(zlib.compress(bytes(self.tiles), 6)).decode("ascii")
+        return {"width": self.width, "height": self.height, "tiles": packed}
+
+    @classmethod
+    def from_state(cls, state: dict[str, Any]) -> Terrain:
+        tiles = bytearray(zlib.decompress(base64.b64decode(state["tiles"])))
+        return cls(int(state["width"]), int(state["height"]), tiles)

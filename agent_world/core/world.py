@@ -1,0 +1,457 @@
+"""The World: entities, map, RNG, clock count and inbox, advanced one tick at a time.
+
+The state at tick N is a pure function of the initial state and the inputs applied up to N
+(see docs/architecture.md, "Determinism"). Everything random draws on ``self.rng``; systems
+iterate entities in ascending id; derived indexes are rebuilt, never saved.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import orjson
+
+from agent_world.config import PERSONALITIES, Config, GameConfig, WorldConfig, config_from_dict
+from agent_world.core import components as c
+from agent_world.core.components import NO_ONE
+from agent_world.core.ecs import EntityStore
+from agent_world.core.inbox import Inbox
+from agent_world.core.items import GOLD, ITEMS, OBJECTS
+from agent_world.core.names import pick_name
+from agent_world.core.spatial import SpatialGrid
+from agent_world.core.terrain import Terrain
+from agent_world.types import Event, Input, TickReport
+
+__all__ = ["STATE_FORMAT", "AgentRow", "World", "WorldError"]
+
+STATE_FORMAT = 1
+MEMORY_SIZE = 12
+_NOT_SIMULATION = ("name", "tick_rate")
+
+AgentRow = tuple[
+    c.Agent, c.Position, c.Needs, c.Inventory, c.Intent, c.Combat, c.Perception, c.Social,
+    c.Memory,
+]
+AGENT_TYPES = (c.Agent, c.Position, c.Needs, c.Inventory, c.Intent, c.Combat, c.Perception,
+               c.Social, c.Memory)
+
+
+class WorldError(ValueError):
+    """A request the world cannot carry out (bad tile, unknown kind, unknown entity ...)."""
+
+
+class World:
+    """Owns all simulation state. Only the main thread may call its methods (except
+    ``inbox.submit``, which any thread may call)."""
+
+    def __init__(self, config: Config, terrain: Terrain, *, seed: int) -> None:
+        self.config = config
+        self.settings: WorldConfig = config.world
+        self.rules: GameConfig = config.game
+        self.seed = seed
+        self.rng = random.Random(seed)
+        self.tick = 0
+        self.terrain = terrain
+        self.store = EntityStore()
+        self.inbox = Inbox()
+        self.agents_grid = SpatialGrid(terrain.width, terrain.height)
+        self.items_grid = SpatialGrid(terrain.width, terrain.height)
+        self.objects_grid = SpatialGrid(terrain.width, terrain.height)
+        self.prices: dict[str, float] = {k: v.value for k, v in ITEMS.items()}
+        self.offers: dict[int, dict[str, Any]] = {}
+        self.offers_to: dict[int, list[int]] = {}  # addressee -> open offer ids (derived)
+        self.next_offer = 1
+        self.ledger = {"gold_created": 0, "gold_destroyed": 0}
+        self.counters: dict[str, int] = {}
+        self.spawn_credit = 0.0
+        self.names: dict[str, int] = {}  # lower-case agent name -> id (derived)
+        self.input_observers: list[Callable[[Sequence[Input]], None]] = []
+        self._events: list[Event] = []
+        sections = config.to_dict()
+        # Settings that shape the simulation travel with its state; name and pace do not.
+        self._sim_config = {
+            "world": {k: v for k, v in sections["world"].items() if k not in _NOT_SIMULATION},
+            "game": sections["game"],
+        }
+
+    # -- construction ------------------------------------------------------------------------
+
+    @classmethod
+    def create(cls, config: Config | None = None, *, seed: int | None = None) -> World:
+        """A new world: generated map and objects, ``starting_agents`` agents."""
+        config = config or Config()
+        seed = config.world.seed if seed is None else seed
+        rng = random.Random(seed)
+        w, h = config.world.size
+        terrain = Terrain.generate(w, h, rng, config.world.obstacle_density)
+        world = cls(config, terrain, seed=seed)
+        world.rng = rng
+        world._populate()
+        world._events.clear()  # creation is not news; the world log starts at tick 1
+        return world
+
+    def _populate(self) -> None:
+        s = self.settings
+        area = self.terrain.width * self.terrain.height
+        kinds = [k for k in OBJECTS.values() if k.placement_weight > 0]
+        weights = [k.placement_weight for k in kinds]
+        for _ in range(round(area * s.objects_per_1000_tiles / 1000)):
+            spot = self.terrain.random_open_tile(self.rng)
+            if spot is not None:
+                kind = self.rng.choices(kinds, weights)[0]
+                self.spawn_object(kind.name, *spot)
+        for _ in range(round(area * s.shelters_per_1000_tiles / 1000)):
+            spot = self.terrain.random_open_tile(self.rng)
+            if spot is not None:
+                self.spawn_object("shelter", *spot)
+        for personality in self._starting_personalities():
+            self.spawn_agent(personality=personality)
+        for _ in range(int(self.max_ground_items() // 3)):
+            self.spawn_random_item()
+
+    def _starting_personalities(self) -> list[str]:
+        """The configured mix apportioned exactly (largest remainder), in shuffled order."""
+        n = self.settings.starting_agents
+        mix = {p: w for p, w in self.settings.personality_mix.items() if w > 0}
+        total = sum(mix.values())
+        shares = {p: n * w / total for p, w in mix.items()}
+        counts = {p: int(share) for p, share in shares.items()}
+        by_remainder = sorted(mix, key=lambda p: (-(shares[p] - counts[p]), p))
+        for p in by_remainder[: n - sum(counts.values())]:
+            counts[p] += 1
+        order = [p for p in PERSONALITIES for _ in range(counts.get(p, 0))]
+        self.rng.shuffle(order)
+        return order
+
+    # -- entity lifecycle --------------------------------------------------------------------
+
+    def _check_tile(self, x: int, y: int) -> None:
+        if not self.terrain.in_bounds(x, y):
+            raise WorldError(f"tile ({x}, {y}) is off the map (0..{self.terrain.width - 1}, "
+                             f"0..{self.terrain.height - 1})")
+        if self.terrain.is_blocked(x, y):
+            raise WorldError(f"tile ({x}, {y}) is blocked ({self.describe_tile(x, y)}); "
+                             "pick a free tile")
+
+    def _place(self, x: int | None, y: int | None) -> tuple[int, int]:
+        if x is None or y is None:
+            spot = self.terrain.random_open_tile(self.rng)
+            if spot is None:
+                raise WorldError("no free tile found; the map is full")
+            return spot
+        self._check_tile(x, y)
+        return x, y
+
+    def spawn_agent(self, name: str | None = None, personality: str | None = None,
+                    x: int | None = None, y: int | None = None, *, brain: str = "builtin",
+                    gold: int | None = None) -> int:
+        if personality is None:
+            mix = self.settings.personality_mix
+            names = [p for p in PERSONALITIES if mix.get(p, 0) > 0] or list(PERSONALITIES)
+            personality = self.rng.choices(names, [mix.get(p, 1.0) for p in names])[0]
+        elif personality not in PERSONALITIES:
+            raise WorldError(f"unknown personality {personality!r}; "
+                             f"expected one of {', '.join(PERSONALITIES)}")
+        if name is None:
+            name = pick_name(self.rng, self.names)
+        elif name.lower() in self.names:
+            raise WorldError(f"an agent named {name!r} already lives; pick another name")
+        x, y = self._place(x, y)
+        r = self.rules
+        if gold is None:
+            gold = self.rng.randint(0, r.starting_gold_max)
+        self.ledger["gold_created"] += gold
+        items: dict[str, int] = {}
+        if self.rng.random() < 0.7:
+            items["berries"] = self.rng.randint(1, 3)
+        if personality == "aggressive" and self.rng.random() < 0.5:
+            items["club"] = 1
+        pos = c.Position(x, y)
+        eid = self.store.create(
+            c.Agent(name=name, personality=personality, brain=brain, born=self.tick),
+            pos,
+            c.Needs(hunger=self.rng.uniform(0, 30), energy=self.rng.uniform(70, 100),
+                    health=r.max_health, max_health=r.max_health),
+            c.Inventory(items=items, gold=gold),
+            c.Intent(),
+            c.Combat(),
+            c.Perception(),
+            c.Social(),
+            c.Memory(),
+        )
+        # Stagger the expensive per-agent work across ticks.
+        intent = self.store.get(eid, c.Intent)
+        intent.next_think = self.tick + 1 + eid % r.think_interval_ticks
+        self.store.get(eid, c.Perception).next_update = (
+            self.tick + 1 + eid % r.perception_interval_ticks)
+        self.agents_grid.insert(eid, pos)
+        self.names[name.lower()] = eid
+        self.count("agents_spawned")
+        self.emit("spawn", agent=eid, name=name, personality=personality, x=x, y=y,
+                  brain=brain)
+        return eid
+
+    def spawn_item(self, kind: str, qty: int, x: int, y: int, *, owner: int = NO_ONE,
+                   source: str | None = None) -> int:
+        """Put goods on a tile (merging with a like stack there). ``source`` names a gold
+        source for the ledger; goods moved from an inventory pass no source."""
+        if kind not in ITEMS:
+            raise WorldError(f"unknown item kind {kind!r}; expected one of {', '.join(ITEMS)}")
+        if qty < 1:
+            raise WorldError(f"item quantity must be >= 1, got {qty}")
+        if not self.terrain.in_bounds(x, y):
+            raise WorldError(f"tile ({x}, {y}) is off the map")
+        if kind == GOLD and source is not None:
+            self.ledger["gold_created"] += qty
+        for eid in self.items_grid.at(x, y):
+            item = self.store.get(eid, c.Item)
+            if item.kind == kind and item.owner == owner:
+                item.qty += qty
+                return eid
+        pos = c.Position(x, y)
+        eid = self.store.create(c.Item(kind=kind, qty=qty, owner=owner), pos)
+        self.items_grid.insert(eid, pos)
+        return eid
+
+    def spawn_object(self, kind: str, x: int, y: int) -> int:
+        spec = OBJECTS.get(kind)
+        if spec is None:
+            raise WorldError(f"unknown object kind {kind!r}; expected one of "
+                             f"{', '.join(OBJECTS)}")
+        self._check_tile(x, y)
+        if self.items_grid.at(x, y) and spec.blocking:
+            raise WorldError(f"tile ({x}, {y}) has items on it; pick a clear tile")
+        pos = c.Position(x, y)
+        eid = self.store.create(c.StaticObject(kind=kind, stock=spec.max_stock), pos)
+        self.objects_grid.insert(eid, pos)
+        if spec.blocking:
+            self.terrain.block(x, y)
+        return eid
+
+    def spawn_random_item(self) -> int | None:
+        spot = self.terrain.random_open_tile(self.rng)
+        if spot is None:
+            return None
+        kinds = list(ITEMS.values())
+        kind = self.rng.choices(kinds, [k.spawn_weight for k in kinds])[0]
+        qty = self.rng.randint(3, 12) if kind.name == GOLD else 1
+        return self.spawn_item(kind.name, qty, *spot, source="spawn")
+
+    def remove_entity(self, eid: int) -> None:
+        """Delete an entity and drop it from every index (no drops, no events)."""
+        store = self.store
+        if store.has(eid, c.Agent):
+            self.agents_grid.remove(eid)
+            self.names.pop(store.get(eid, c.Agent).name.lower(), None)
+        elif store.has(eid, c.Item):
+            self.items_grid.remove(eid)
+        elif store.has(eid, c.StaticObject):
+            self.objects_grid.remove(eid)
+            if OBJECTS[store.get(eid, c.StaticObject).kind].blocking:
+                pos = store.get(eid, c.Position)
+                self.terrain.unblock(pos.x, pos.y)
+        store.delete(eid)
+
+    # -- queries -----------------------------------------------------------------------------
+
+    def agents(self) -> list[tuple[int, AgentRow]]:
+        """Every living agent with all its components, ascending by id (cached)."""
+        rows: list[tuple[int, AgentRow]] = self.store.query(*AGENT_TYPES)
+        return rows
+
+    def is_agent(self, eid: int) -> bool:
+        return self.store.has(eid, c.Agent)
+
+    def alive(self, eid: int) -> bool:
+        needs = self.store.try_get(eid, c.Needs)
+        return needs is not None and needs.health > 0
+
+    def label(self, eid: int) -> str:
+        agent = self.store.try_get(eid, c.Agent)
+        if agent is not None:
+            return f"{agent.name}#{eid}"
+        item = self.store.try_get(eid, c.Item)
+        if item is not None:
+            return f"{item.kind}#{eid}"
+        obj = self.store.try_get(eid, c.StaticObject)
+        if obj is not None:
+            return f"{obj.kind}#{eid}"
+        return f"#{eid}"
+
+    def name_of(self, eid: int) -> str:
+        agent = self.store.try_get(eid, c.Agent)
+        return agent.name if agent else f"#{eid}"
+
+    def find_agent(self, name: str) -> int | None:
+        return self.names.get(name.lower())
+
+    def describe_tile(self, x: int, y: int) -> str:
+        if not self.terrain.in_bounds(x, y):
+            return "off the map"
+        for eid in self.objects_grid.at(x, y):
+            return self.store.get(eid, c.StaticObject).kind
+        return self.terrain.tile_name(x, y)
+
+    def max_ground_items(self) -> float:
+        area = self.terrain.width * self.terrain.height
+        return area * self.settings.max_items_per_1000_tiles / 1000
+
+    def total_gold(self) -> int:
+        """Gold carried plus gold lying on the ground."""
+        carried: int = sum(inv.gold for _, (inv,) in self.store.query(c.Inventory))
+        ground: int = sum(item.qty for _, (item,) in self.store.query(c.Item)
+                          if item.kind == GOLD)
+        return carried + ground
+
+    # -- trade offers ------------------------------------------------------------------------
+
+    def add_offer(self, sender: int, receiver: int, give: dict[str, int],
+                  want: dict[str, int]) -> int:
+        oid = self.next_offer
+        self.next_offer += 1
+        self.offers[oid] = {"id": oid, "from": sender, "to": receiver, "give": give,
+                            "want": want, "expires": self.tick + self.rules.offer_ttl_ticks}
+        self.offers_to.setdefault(receiver, []).append(oid)
+        return oid
+
+    def remove_offer(self, oid: int) -> dict[str, Any]:
+        offer = self.offers.pop(oid)
+        waiting = self.offers_to[offer["to"]]
+        waiting.remove(oid)
+        if not waiting:
+            del self.offers_to[offer["to"]]
+        return offer
+
+    # -- events and memory -------------------------------------------------------------------
+
+    def emit(self, type: str, **fields: Any) -> None:
+        fields["type"] = type
+        self._events.append(fields)
+
+    def count(self, counter: str, n: int = 1) -> None:
+        self.counters[counter] = self.counters.get(counter, 0) + n
+
+    def remember(self, eid: int, text: str) -> None:
+        memory = self.store.try_get(eid, c.Memory)
+        if memory is not None:
+            memory.recent.append({"tick": self.tick, "text": text})
+            if len(memory.recent) > MEMORY_SIZE:
+                del memory.recent[0]
+
+    # -- the tick ----------------------------------------------------------------------------
+
+    def step(self, inputs: Sequence[Input] | None = None) -> TickReport:
+        """Advance one tick. ``inputs`` (for replay) replaces draining the inbox."""
+        from agent_world.core.inputs import apply_input  # noqa: PLC0415 - cycle
+        from agent_world.core.systems import SYSTEMS  # noqa: PLC0415 - cycle
+
+        self.tick += 1
+        if inputs is None:
+            inputs = self.inbox.drain(self.tick)
+        else:
+            for inp in inputs:
+                if inp.tick != self.tick:
+                    raise WorldError(f"input #{inp.seq} is for tick {inp.tick}, "
+                                     f"not {self.tick}")
+            if inputs:
+                self.inbox.next_seq = max(self.inbox.next_seq, inputs[-1].seq + 1)
+        for observer in self.input_observers:
+            observer(inputs)
+        for inp in inputs:
+            apply_input(self, inp)
+        for system in SYSTEMS:
+            system(self)
+        events, self._events = self._events, []
+        return TickReport(tick=self.tick, inputs=inputs, events=events)
+
+    # -- state -------------------------------------------------------------------------------
+
+    def get_state(self) -> dict[str, Any]:
+        """Everything that determines the future, as JSON-ready values.
+
+        Entity rows are live objects: serialise (``state_bytes``) before the next tick."""
+        return {
+            "format": STATE_FORMAT,
+            "tick": self.tick,
+            "seed": self.seed,
+            "rng": self.rng.getstate(),
+            "next_entity": self.store.next_id,
+            "next_seq": self.inbox.next_seq,
+            "next_offer": self.next_offer,
+            "config": self._sim_config,
+            "terrain": self.terrain.get_state(),
+            "prices": self.prices,
+            "offers": list(self.offers.values()),
+            "ledger": self.ledger,
+            "counters": self.counters,
+            "spawn_credit": self.spawn_credit,
+            "entities": self.store.rows(),
+        }
+
+    def state_bytes(self) -> bytes:
+        return orjson.dumps(self.get_state(), option=orjson.OPT_NON_STR_KEYS)
+
+    def state_hash(self) -> str:
+        return hash_state_bytes(self.state_bytes())
+
+    @classmethod
+    def from_state(cls, state: dict[str, Any], config: Config | None = None) -> World:
+        """Rebuild a world from ``get_state()`` output (as parsed from JSON).
+
+        ``config`` supplies the settings that do not shape the simulation (name, tick rate,
+        paths ...); the simulation settings always come from the state."""
+        if state.get("format") != STATE_FORMAT:
+            raise WorldError(f"state format {state.get('format')!r} is not supported "
+                             f"(this version reads format {STATE_FORMAT})")
+        base = (config or Config()).to_dict()
+        saved = state["config"]
+        world_settings = {**saved["world"],
+                          **{k: base["world"][k] for k in _NOT_SIMULATION}}
+        merged = config_from_dict({**base, "world": world_settings, "game": saved["game"]},
+                                  source="saved state")
+        world = cls(merged, Terrain.from_state(state["terrain"]), seed=int(state["seed"]))
+        version, internal, gauss = state["rng"]
+        world.rng.setstate((version, tuple(internal), gauss))
+        world.tick = int(state["tick"])
+        world.inbox.next_seq = int(state["next_seq"])
+        world.next_offer = int(state["next_offer"])
+        world.prices = dict(state["prices"])
+        for offer in state["offers"]:
+            world.offers[int(offer["id"])] = dict(offer)
+            world.offers_to.setdefault(int(offer["to"]), []).append(int(offer["id"]))
+        world.ledger = dict(state["ledger"])
+        world.counters = dict(state["counters"])
+        world.spawn_credit = float(state["spawn_credit"])
+        for row in state["entities"]:
+            comps = [c.component_from_state(name, data) for name, data in row.items()
+                     if name != "id"]
+            eid = world.store.create(*comps, eid=int(row["id"]))
+            world._index(eid)
+        world.store.set_next_id(int(state["next_entity"]))
+        return world
+
+    def _index(self, eid: int) -> None:
+        store = self.store
+        pos = store.try_get(eid, c.Position)
+        if pos is None:
+            return
+        if store.has(eid, c.Agent):
+            self.agents_grid.insert(eid, pos)
+            self.names[store.get(eid, c.Agent).name.lower()] = eid
+        elif store.has(eid, c.Item):
+            self.items_grid.insert(eid, pos)
+        elif store.has(eid, c.StaticObject):
+            self.objects_grid.insert(eid, pos)
+            if OBJECTS[store.get(eid, c.StaticObject).kind].blocking:
+                self.terrain.block(pos.x, pos.y)
+
+    def close(self) -> None:
+        self.store.close()
+
+
+def hash_state_bytes(data: bytes) -> str:
+    """The state hash: a stable digest of the canonical snapshot bytes."""
+    return hashlib.blake2b(data, digest_size=16).hexdigest()

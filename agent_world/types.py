@@ -1,0 +1,118 @@
+"""The seams: contracts that the core offers and that outer layers plug into.
+
+Kept in one small module so a reader sees them first. Everything here is plain data or an
+abstract interface; nothing imports the engine.
+"""
+
+from __future__ import annotations
+
+import abc
+import asyncio
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol, TypeAlias, runtime_checkable
+
+JSON: TypeAlias = Any
+"""A value made only of dict (str keys), list, str, int, float, bool and None."""
+
+Event: TypeAlias = dict[str, Any]
+"""An output event: ``{"type": ..., ...}`` with JSON-only values; ``tick`` is added on output."""
+
+
+class Clock(abc.ABC):
+    """Time as the tick loop sees it. Injected so that tests never sleep."""
+
+    @abc.abstractmethod
+    def now(self) -> float:
+        """Seconds on a monotonic scale."""
+
+    @abc.abstractmethod
+    async def sleep_until(self, deadline: float) -> None:
+        """Return at or after ``deadline`` (in ``now()`` seconds)."""
+
+
+class MonotonicClock(Clock):
+    """The real clock: ``time.monotonic`` and ``asyncio.sleep``."""
+
+    def now(self) -> float:
+        return time.monotonic()
+
+    async def sleep_until(self, deadline: float) -> None:
+        delay = deadline - time.monotonic()
+        await asyncio.sleep(max(0.0, delay))
+
+
+class FakeClock(Clock):
+    """A clock that moves only when told to, or jumps straight to the deadline it is awaited
+    for. ``sleeps`` records every wait so tests can check the pacing without waiting."""
+
+    def __init__(self, start: float = 0.0) -> None:
+        self._now = start
+        self.sleeps: list[float] = []
+
+    def now(self) -> float:
+        return self._now
+
+    def advance(self, seconds: float) -> None:
+        if seconds < 0:
+            raise ValueError(f"seconds must be >= 0, got {seconds}")
+        self._now += seconds
+
+    async def sleep_until(self, deadline: float) -> None:
+        self.sleeps.append(max(0.0, deadline - self._now))
+        self._now = max(self._now, deadline)
+        await asyncio.sleep(0)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Input:
+    """Something from outside the world (console, LLM, angel, wall clock), stamped with the
+    tick it is applied at and a sequence number that totally orders all inputs of a world."""
+
+    tick: int
+    seq: int
+    type: str
+    data: Mapping[str, JSON]
+    source: str = "console"
+
+    def __post_init__(self) -> None:
+        if self.tick < 0 or self.seq < 0:
+            raise ValueError(f"tick and seq must be >= 0, got tick={self.tick} seq={self.seq}")
+        if not self.type:
+            raise ValueError("input type must be a non-empty string")
+
+    def to_dict(self) -> dict[str, JSON]:
+        return {"tick": self.tick, "seq": self.seq, "type": self.type,
+                "source": self.source, "data": dict(self.data)}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, JSON]) -> Input:
+        return cls(tick=int(d["tick"]), seq=int(d["seq"]), type=str(d["type"]),
+                   data=dict(d.get("data") or {}), source=str(d.get("source", "console")))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TickReport:
+    """What one tick did: the inputs it applied (in order) and the events it produced."""
+
+    tick: int
+    inputs: Sequence[Input]
+    events: Sequence[Event] = field(default_factory=list)
+
+
+@runtime_checkable
+class TickObserver(Protocol):
+    """Receives every tick's report on the main thread; must return quickly (hand work to a
+    thread of its own)."""
+
+    def on_tick(self, report: TickReport) -> None: ...
+
+
+@runtime_checkable
+class Stateful(Protocol):
+    """A piece whose whole state round-trips through JSON-only values."""
+
+    def get_state(self) -> JSON: ...
+
+    def set_state(self, state: JSON) -> None: ...

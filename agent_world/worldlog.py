@@ -1,0 +1,203 @@
+"""The world log: one readable, tick-stamped line per notable event, written off the main
+thread to ``logs/world.log``, rotated by size, safe to follow with ``tail -F``."""
+
+from __future__ import annotations
+
+import datetime
+import os
+import queue
+import sys
+import threading
+from collections import deque
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TextIO
+
+from agent_world.types import Event, TickReport
+
+__all__ = ["WorldLog", "format_event"]
+
+MAX_BACKLOG_LINES = 100_000
+
+# Routine events are left out of the log unless ``everything`` is on.
+ROUTINE = frozenset({"pickup", "harvest", "eat", "action_failed", "trade_offer",
+                     "trade_declined", "trade_expired", "defend", "use", "drop"})
+
+
+def _goods(goods: dict[str, int]) -> str:
+    return ", ".join(f"{q} {k}" for k, q in goods.items())
+
+
+def _who(e: Event, key: str = "agent", name: str = "name") -> str:
+    return f"{e.get(name, '?')}#{e.get(key, '?')}"
+
+
+_FORMATS: dict[str, Callable[[Event], str]] = {
+    "spawn": lambda e: f"SPAWN    {_who(e)} ({e['personality']}, {e['brain']}) appears at "
+                       f"({e['x']}, {e['y']})",
+    "death": lambda e: f"DEATH    {_who(e)} ({e['personality']}) died of {e['cause']} at "
+                       f"({e['x']}, {e['y']}) aged {e['age']} ticks"
+                       + (f", dropping {_goods(e['dropped'])}" if e.get("dropped") else ""),
+    "attack": lambda e: f"ATTACK   {_who(e)} hits {_who(e, 'target', 'target_name')} for "
+                        f"{e['damage']:g}{' (defended)' if e.get('defended') else ''} "
+                        f"-> health {e['health']:g}",
+    "trade": lambda e: f"TRADE    {_who(e)} gives {_goods(e['give'])} to "
+                       f"{_who(e, 'target', 'target_name')} for {_goods(e['want'])}",
+    "theft": lambda e: (f"THEFT    {_who(e)} stole {e['qty']} {e['item']} from "
+                        f"{_who(e, 'victim', 'victim_name')}"
+                        if e.get("success", True) else
+                        f"THEFT    {_who(e)} failed to rob "
+                        f"{_who(e, 'victim', 'victim_name')}")
+                       + (" (seen)" if e.get("noticed") else " (unseen)"),
+    "say": lambda e: f"SAY      {_who(e)}"
+                     + (f" to {_who(e, 'to', 'to_name')}" if "to" in e else "")
+                     + f": \"{e['text']}\" (heard by {e['heard_by']})",
+    "gift": lambda e: f"GIFT     {_who(e)} gives {e['qty']} {e['item']} to "
+                      f"{_who(e, 'target', 'target_name')}",
+    "price": lambda e: f"PRICE    {e['item']} {e['old']:g} -> {e['price']:g} gold "
+                       f"(supply {e['supply']}, demand {e['demand']:g})",
+    "overrun": lambda e: f"OVERRUN  tick took {e['ms']:g} ms (budget {e['budget_ms']:g} ms)",
+    "input_rejected": lambda e: f"REJECTED input #{e['seq']} ({e['input']} from "
+                                f"{e['source']}): {e['reason']}",
+    "removed": lambda e: f"REMOVED  {e['what']} by the operator",
+    "given": lambda e: f"GIVEN    the operator gives {e['qty']} {e['item']} to "
+                       f"{_who(e, 'target', 'target_name')}",
+}
+
+
+def format_event(event: Event) -> str:
+    """One line for any event: a fixed phrase for known types, key=value for the rest."""
+    fmt = _FORMATS.get(event.get("type", ""))
+    if fmt is not None:
+        try:
+            return fmt(event)
+        except (KeyError, TypeError, ValueError):
+            pass  # a malformed event still gets logged, in the generic form below
+    rest = " ".join(f"{k}={v}" for k, v in event.items() if k not in ("type", "tick"))
+    return f"{str(event.get('type', 'event')).upper():<8} {rest}"
+
+
+class WorldLog:
+    """A TickObserver that hands events to a writer thread.
+
+    Write errors (a full disk, a vanished folder) never reach the main thread: the writer
+    keeps the lines in memory, reports the error once on stderr and retries with the next
+    batch; past ``MAX_BACKLOG_LINES`` it drops the oldest and logs how many it dropped."""
+
+    def __init__(self, path: Path, *, max_bytes: int = 10_000_000, backups: int = 5,
+                 everything: bool = False, echo: TextIO | None = None) -> None:
+        self.path = Path(path)
+        self.max_bytes = max_bytes
+        self.backups = backups
+        self.everything = everything
+        self.echo = echo
+        self.lines_written = 0
+        self.lines_dropped = 0
+        self.last_error: str | None = None
+        self._queue: queue.SimpleQueue[tuple[int, list[Event]] | None] = queue.SimpleQueue()
+        self._backlog: deque[str] = deque()
+        self._file: TextIO | None = None
+        self._thread = threading.Thread(target=self._run, name="world-log", daemon=True)
+        self._thread.start()
+
+    def on_tick(self, report: TickReport) -> None:
+        if report.events:
+            self._queue.put((report.tick, list(report.events)))
+
+    def note(self, tick: int, text: str) -> None:
+        """Log a line that is not a world event (start-up, shutdown, warnings)."""
+        self._queue.put((tick, [{"type": "note", "text": text}]))
+
+    def close(self, timeout: float = 5.0) -> None:
+        self._queue.put(None)
+        self._thread.join(timeout)
+
+    # -- writer thread ---------------------------------------------------------------------
+
+    def _lines(self, tick: int, events: list[Event]) -> list[str]:
+        stamp = datetime.datetime.now().strftime("%Y-%m-%d %H:%M:%S")
+        out = []
+        for event in events:
+            kind = event.get("type", "")
+            if kind in ROUTINE and not self.everything:
+                continue
+            text = event["text"] if kind == "note" else format_event(event)
+            out.append(f"{stamp} t={tick:07d} {text}")
+        return out
+
+    def _run(self) -> None:
+        while True:
+            item = self._queue.get()
+            batch = [item]
+            while True:  # gather whatever else is waiting: one write per burst
+                try:
+                    batch.append(self._queue.get_nowait())
+                except queue.Empty:
+                    break
+            done = False
+            for entry in batch:
+                if entry is None:
+                    done = True
+                    continue
+                self._backlog.extend(self._lines(*entry))
+            overflow = len(self._backlog) - MAX_BACKLOG_LINES
+            if overflow > 0:
+                for _ in range(overflow):
+                    self._backlog.popleft()
+                self.lines_dropped += overflow
+                self._backlog.appendleft(f"-- world log: dropped {overflow} lines while the "
+                                         "log could not be written --")
+            self._flush()
+            if done:
+                if self._file is not None:
+                    self._file.close()
+                return
+
+    def _flush(self) -> None:
+        if not self._backlog:
+            return
+        lines = list(self._backlog)
+        try:
+            if self._file is None:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                self._file = self.path.open("a", encoding="utf-8")
+            self._file.write("\n".join(lines) + "\n")
+            self._file.flush()
+            if self._file.tell() >= self.max_bytes:
+                self._rotate()
+        except OSError as exc:
+            message = f"{type(exc).__name__}: {exc}"
+            if message != self.last_error:
+                print(f"world log: cannot write {self.path}: {message}; keeping "
+                      f"{len(lines)} lines in memory and retrying", file=sys.stderr)
+            self.last_error = message
+            self._file = None
+            return
+        self._backlog.clear()
+        self.lines_written += len(lines)
+        if self.last_error is not None:
+            print(f"world log: writing {self.path} again", file=sys.stderr)
+            self.last_error = None
+        if self.echo is not None:
+            try:
+                self.echo.write("\n".join(lines) + "\n")
+                self.echo.flush()
+            except (OSError, ValueError):
+                self.echo = None  # the terminal went away; the file still gets every line
+
+    def _rotate(self) -> None:
+        assert self._file is not None
+        self._file.close()
+        self._file = None
+        if self.backups == 0:
+            self.path.unlink(missing_ok=True)
+            return
+        for n in range(self.backups - 1, 0, -1):
+            older = self.path.with_name(f"{self.path.name}.{n}")
+            if older.exists():
+                os.replace(older, self.path.with_name(f"{self.path.name}.{n + 1}"))
+        os.replace(self.path, self.path.with_name(f"{self.path.name}.1"))
+
+    def stats(self) -> dict[str, Any]:
+        return {"lines_written": self.lines_written, "lines_dropped": self.lines_dropped,
+                "backlog": len(self._backlog), "error": self.last_error}
