@@ -1,0 +1,33 @@
+"""Shared fixtures: small configs and worlds built from them."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+
+from agent_world.config import Config
+from agent_world.core.world import World
+
+
+def small_config(**world: Any) -> Config:
+    """A 32x32 world with few agents; keyword arguments override world settings."""
+    settings: dict[str, Any] = {"size": [32, 32], "starting_agents": 8}
+    settings.update(world)
+    return Config().replace(world=settings)
+
+
+@pytest.fixture
+def make_world() -> Iterator[Callable[..., World]]:
+    """Build worlds (``make_world(seed=..., **world_settings)``) closed after the test."""
+    made: list[World] = []
+
+    def build(seed: int = 1, **world: Any) -> World:
+        w = World.create(small_config(**world), seed=seed)
+        made.append(w)
+        return w
+
+    yield build
+    for w in made:
+        w.close()

@@ -1,0 +1,50 @@
+"""The core stands alone: it imports nothing from the layers built on top of it."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parent.parent / "agent_world"
+# What agent_world.core may import from the package besides itself.
+CORE_MAY_USE = ("agent_world.core", "agent_world.config", "agent_world.types")
+
+
+def _imports(path: Path) -> list[str]:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    names = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.extend(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.append(node.module)
+    return names
+
+
+def test_core_imports_only_itself_config_and_types() -> None:
+    offenders = []
+    for path in sorted((PACKAGE / "core").rglob("*.py")):
+        for name in _imports(path):
+            if name.startswith("agent_world") and not name.startswith(CORE_MAY_USE):
+                offenders.append(f"{path.relative_to(PACKAGE)} imports {name}")
+    assert not offenders, "\n".join(offenders)
+
+
+def test_only_the_entity_store_touches_esper() -> None:
+    users = sorted(str(p.relative_to(PACKAGE)) for p in PACKAGE.rglob("*.py")
+                   if any(n == "esper" or n.startswith("esper.") for n in _imports(p)))
+    assert users == ["core/ecs.py"]
+
+
+def test_config_and_types_import_no_other_package_module() -> None:
+    for leaf in ("config.py", "types.py"):
+        inner = [n for n in _imports(PACKAGE / leaf) if n.startswith("agent_world")]
+        assert inner == [], f"{leaf} imports {inner}"
+
+
+def test_relative_imports_are_not_used() -> None:
+    """Absolute imports keep the import-graph check above honest."""
+    for path in PACKAGE.rglob("*.py"):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        relative = [n for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.level]
+        assert not relative, f"{path} uses a relative import"
