@@ -3,6 +3,7 @@ thread to ``logs/world.log``, rotated by size, safe to follow with ``tail -F``."
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import os
 import queue
@@ -71,7 +72,7 @@ def format_event(event: Event) -> str:
     if fmt is not None:
         try:
             return fmt(event)
-        except (KeyError, TypeError, ValueError):
+        except (KeyError, TypeError, ValueError, AttributeError):
             pass  # a malformed event still gets logged, in the generic form below
     rest = " ".join(f"{k}={v}" for k, v in event.items() if k not in ("type", "tick"))
     return f"{str(event.get('type', 'event')).upper():<8} {rest}"
@@ -96,6 +97,7 @@ class WorldLog:
         self.last_error: str | None = None
         self._queue: queue.SimpleQueue[tuple[int, list[Event]] | None] = queue.SimpleQueue()
         self._backlog: deque[str] = deque()
+        self._dropped_unreported = 0
         self._file: TextIO | None = None
         self._thread = threading.Thread(target=self._run, name="world-log", daemon=True)
         self._thread.start()
@@ -121,7 +123,7 @@ class WorldLog:
             kind = event.get("type", "")
             if kind in ROUTINE and not self.everything:
                 continue
-            text = event["text"] if kind == "note" else format_event(event)
+            text = str(event.get("text", "")) if kind == "note" else format_event(event)
             out.append(f"{stamp} t={tick:07d} {text}")
         return out
 
@@ -145,8 +147,7 @@ class WorldLog:
                 for _ in range(overflow):
                     self._backlog.popleft()
                 self.lines_dropped += overflow
-                self._backlog.appendleft(f"-- world log: dropped {overflow} lines while the "
-                                         "log could not be written --")
+                self._dropped_unreported += overflow
             self._flush()
             if done:
                 if self._file is not None:
@@ -154,36 +155,54 @@ class WorldLog:
                 return
 
     def _flush(self) -> None:
-        if not self._backlog:
+        if not self._backlog and not self._dropped_unreported:
             return
         lines = list(self._backlog)
+        if self._dropped_unreported:
+            lines.insert(0, f"-- world log: dropped {self._dropped_unreported} lines while "
+                            "the log could not be written --")
         try:
             if self._file is None:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
                 self._file = self.path.open("a", encoding="utf-8")
             self._file.write("\n".join(lines) + "\n")
             self._file.flush()
-            if self._file.tell() >= self.max_bytes:
-                self._rotate()
         except OSError as exc:
-            message = f"{type(exc).__name__}: {exc}"
-            if message != self.last_error:
-                print(f"world log: cannot write {self.path}: {message}; keeping "
-                      f"{len(lines)} lines in memory and retrying", file=sys.stderr)
-            self.last_error = message
-            self._file = None
+            self._problem("cannot write", exc,
+                          f"keeping {len(self._backlog)} lines in memory and retrying")
+            self._close_file()
             return
         self._backlog.clear()
+        self._dropped_unreported = 0
         self.lines_written += len(lines)
         if self.last_error is not None:
             print(f"world log: writing {self.path} again", file=sys.stderr)
             self.last_error = None
+        try:
+            if self._file.tell() >= self.max_bytes:
+                self._rotate()
+        except OSError as exc:
+            # The lines are written; only the rotation failed: carry on in the same file.
+            self._problem("cannot rotate", exc, "it keeps growing until rotation works")
+            self._close_file()
         if self.echo is not None:
             try:
                 self.echo.write("\n".join(lines) + "\n")
                 self.echo.flush()
             except (OSError, ValueError):
                 self.echo = None  # the terminal went away; the file still gets every line
+
+    def _problem(self, what: str, exc: OSError, consequence: str) -> None:
+        message = f"{type(exc).__name__}: {exc}"
+        if message != self.last_error:
+            print(f"world log: {what} {self.path}: {message}; {consequence}", file=sys.stderr)
+        self.last_error = message
+
+    def _close_file(self) -> None:
+        if self._file is not None:
+            with contextlib.suppress(OSError):  # nothing is left to save after a failed write
+                self._file.close()
+            self._file = None
 
     def _rotate(self) -> None:
         assert self._file is not None

@@ -191,7 +191,12 @@ class Action:
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> Action:
-        return cls(name=d["name"], args=dict(d.get("args") or {}))
+        if not isinstance(d, Mapping) or "name" not in d:
+            raise ActionError(f"an action must be an object with a 'name', got {d!r:.60}")
+        args = d.get("args") or {}
+        if not isinstance(args, Mapping):
+            raise ActionError(f"{d['name']}: args must be an object, got {args!r:.60}")
+        return cls(name=d["name"], args=dict(args))
 
     def __str__(self) -> str:
         inner = ", ".join(f"{k}={v}" for k, v in self.args.items())
@@ -202,8 +207,11 @@ def _lenient_int(value: Any) -> Any:
     """Accept the integer spellings models produce (17.0, "17"); leave anything else as is."""
     if isinstance(value, float) and math.isfinite(value) and value.is_integer():
         return int(value)
-    if isinstance(value, str) and value.strip().lstrip("#").isdigit():
-        return int(value.strip().lstrip("#"))
+    if isinstance(value, str):
+        digits = value.strip().lstrip("#")
+        # ASCII only ("²" passes isdigit()); short enough to be an id, not a denial of service.
+        if digits.isascii() and digits.isdigit() and len(digits) <= 19:
+            return int(digits)
     return value
 
 
@@ -246,15 +254,20 @@ def action_schema() -> dict[str, Any]:
     for spec in ACTIONS.values():
         props: dict[str, Any] = {}
         for key, arg in spec.args.items():
-            if arg.kind in ("entity", "int"):
-                props[key] = {"type": "integer", "minimum": 1 if arg.kind == "entity" else arg.low}
+            if arg.kind == "entity":
+                props[key] = {"type": "integer", "minimum": 1, "maximum": 2**62}
+            elif arg.kind == "int":
+                props[key] = {"type": "integer", "minimum": arg.low, "maximum": arg.high}
             elif arg.kind == "item":
                 props[key] = {"type": "string", "enum": list(ITEMS)}
             elif arg.kind == "text":
                 props[key] = {"type": "string", "maxLength": MAX_TEXT}
             else:
-                props[key] = {"type": "object",
-                              "additionalProperties": {"type": "integer", "minimum": 1}}
+                props[key] = {"type": "object", "minProperties": 1,
+                              "maxProperties": MAX_GOODS_ENTRIES,
+                              "propertyNames": {"enum": list(ITEMS)},
+                              "additionalProperties": {"type": "integer", "minimum": 1,
+                                                       "maximum": MAX_QTY}}
         required = [k for k, a in spec.args.items() if a.required]
         variants.append({
             "type": "object",

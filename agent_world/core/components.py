@@ -77,6 +77,8 @@ class Inventory:
         have = self.count(kind)
         if qty < 0 or qty > have:
             raise ValueError(f"cannot take {qty} {kind}: carrying {have}")
+        if qty == 0:
+            return
         if kind == "gold":
             self.gold -= qty
         elif qty == have:

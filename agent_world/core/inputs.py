@@ -68,7 +68,9 @@ def _spawn(world: World, data: Mapping[str, Any]) -> None:
             world.spawn_agent(_str(data, "name"), _str(data, "personality"), x, y,
                               brain=brain, gold=_int(data, "gold"))
         elif kind in ITEMS:
-            qty = _int(data, "qty", 1) or 1
+            qty = _int(data, "qty", 1)
+            if qty is None or qty < 1:
+                raise InputRejected(f"qty must be >= 1, got {qty}")
             if x is None or y is None:
                 spot = world.terrain.random_open_tile(world.rng)
                 if spot is None:
@@ -125,7 +127,7 @@ def _plan(world: World, data: Mapping[str, Any]) -> None:
         raise InputRejected(f"actions must be a list of 1 to {MAX_PLAN} actions")
     try:
         actions = [Action.from_dict(a) for a in raw]
-    except (ActionError, KeyError, TypeError) as exc:
+    except ActionError as exc:
         raise InputRejected(f"invalid action in plan: {exc}") from None
     intent = world.store.get(eid, c.Intent)
     if intent.action is not None:

@@ -68,7 +68,8 @@ class TickLoop:
     # -- controls ----------------------------------------------------------------------------
 
     def set_speed(self, tick_rate: float) -> None:
-        if not (isinstance(tick_rate, (int, float)) and math.isfinite(tick_rate)
+        if not (isinstance(tick_rate, (int, float)) and not isinstance(tick_rate, bool)
+                and math.isfinite(tick_rate)
                 and 0 < tick_rate <= MAX_TICK_RATE):
             raise LoopError(f"speed must be a number of ticks per second in (0, "
                             f"{MAX_TICK_RATE:g}], got {tick_rate!r}")

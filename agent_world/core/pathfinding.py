@@ -59,6 +59,8 @@ def find_path(
                 best_i, best_h = j, hj
             order += 1
             heapq.heappush(heap, (g + hj, hj, order, j))
+    if end == -1 and best_h == 0:
+        end = best_i  # reached on the budget's last expansion
     complete = end != -1
     if not complete:
         end = best_i

@@ -25,10 +25,13 @@ from agent_world.core.spatial import SpatialGrid
 from agent_world.core.terrain import Terrain
 from agent_world.types import Event, Input, TickReport
 
-__all__ = ["STATE_FORMAT", "AgentRow", "World", "WorldError"]
+__all__ = ["BRAINS", "STATE_FORMAT", "AgentRow", "World", "WorldError"]
 
 STATE_FORMAT = 1
 MEMORY_SIZE = 12
+BRAINS = ("builtin", "llm")
+"""Brains an agent may have: built-in rules, or decisions from an LLM (plans sent as
+inputs; until one arrives the agent uses its built-in brain)."""
 _NOT_SIMULATION = ("name", "tick_rate")
 
 AgentRow = tuple[
@@ -148,17 +151,29 @@ class World:
     def spawn_agent(self, name: str | None = None, personality: str | None = None,
                     x: int | None = None, y: int | None = None, *, brain: str = "builtin",
                     gold: int | None = None) -> int:
+        # Every check comes before the first random draw: a refused spawn changes nothing.
+        if personality is not None and personality not in PERSONALITIES:
+            raise WorldError(f"unknown personality {personality!r}; "
+                             f"expected one of {', '.join(PERSONALITIES)}")
+        if brain not in BRAINS:
+            raise WorldError(f"unknown brain {brain!r}; expected one of {', '.join(BRAINS)}")
+        if name is not None:
+            if not name.strip() or len(name) > 32 or not name.isprintable():
+                raise WorldError(f"agent name {name!r} must be 1-32 printable characters")
+            if name.lower() in self.names:
+                raise WorldError(f"an agent named {name!r} already lives; pick another name")
+        if gold is not None and gold < 0:
+            raise WorldError(f"gold must be >= 0, got {gold}")
+        if (x is None) != (y is None):
+            raise WorldError("give both x and y, or neither")
+        if x is not None and y is not None:
+            self._check_tile(x, y)
         if personality is None:
             mix = self.settings.personality_mix
             names = [p for p in PERSONALITIES if mix.get(p, 0) > 0] or list(PERSONALITIES)
             personality = self.rng.choices(names, [mix.get(p, 1.0) for p in names])[0]
-        elif personality not in PERSONALITIES:
-            raise WorldError(f"unknown personality {personality!r}; "
-                             f"expected one of {', '.join(PERSONALITIES)}")
         if name is None:
             name = pick_name(self.rng, self.names)
-        elif name.lower() in self.names:
-            raise WorldError(f"an agent named {name!r} already lives; pick another name")
         x, y = self._place(x, y)
         r = self.rules
         if gold is None:
@@ -328,8 +343,7 @@ class World:
     # -- events and memory -------------------------------------------------------------------
 
     def emit(self, type: str, **fields: Any) -> None:
-        fields["type"] = type
-        self._events.append(fields)
+        self._events.append({"type": type, **fields})
 
     def count(self, counter: str, n: int = 1) -> None:
         self.counters[counter] = self.counters.get(counter, 0) + n

@@ -10,11 +10,21 @@ from agent_world.core.actions import Action
 if TYPE_CHECKING:
     from agent_world.core.world import World
 
-__all__ = ["chebyshev", "fail", "finish", "start", "target_position"]
+__all__ = ["chebyshev", "fail", "finish", "reach", "start", "target_position"]
+
+# Actions whose reach is a game setting rather than a fixed number of tiles.
+_TRADE_REACH = frozenset({"give", "trade_offer"})
 
 
 def chebyshev(ax: int, ay: int, bx: int, by: int) -> int:
     return max(abs(ax - bx), abs(ay - by))
+
+
+def reach(world: World, action: Action) -> int:
+    """Tiles (Chebyshev) within which ``action`` takes effect."""
+    if action.name in _TRADE_REACH:
+        return world.rules.trade_range
+    return action.spec.reach
 
 
 def start(world: World, intent: c.Intent, action: Action) -> None:

@@ -10,7 +10,7 @@ from agent_world.core.actions import Action
 from agent_world.core.components import NO_ONE
 from agent_world.core.items import GOLD, ITEMS, OBJECTS
 from agent_world.core.social import adjust_relationship, adjust_reputation, witnesses
-from agent_world.core.systems.acting import chebyshev, fail, finish, start
+from agent_world.core.systems.acting import chebyshev, fail, finish, reach, start
 
 if TYPE_CHECKING:
     from agent_world.core.world import AgentRow, World
@@ -31,7 +31,7 @@ def _in_reach(world: World, eid: int, row: AgentRow, action: Action) -> c.Positi
     if tpos is None:
         fail(world, eid, intent, f"#{target} is gone")
         return None
-    if chebyshev(pos.x, pos.y, tpos.x, tpos.y) > action.spec.reach:
+    if chebyshev(pos.x, pos.y, tpos.x, tpos.y) > reach(world, action):
         return None
     return tpos
 

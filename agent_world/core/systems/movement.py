@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from agent_world.core import components as c
 from agent_world.core.pathfinding import find_path
-from agent_world.core.systems.acting import chebyshev, fail, finish
+from agent_world.core.systems.acting import chebyshev, fail, finish, reach
 
 if TYPE_CHECKING:
     from agent_world.core.world import World
@@ -162,7 +162,7 @@ def _approach(world: World, eid: int, pos: c.Position, needs: c.Needs,
     if tpos is None:
         return  # the acting system reports the missing target
     if walk_toward(world, eid, pos, needs, intent, tpos.x, tpos.y,
-                   action.spec.reach) == "stuck":
+                   reach(world, action)) == "stuck":
         fail(world, eid, intent, f"cannot reach {world.label(target)}")
 
 

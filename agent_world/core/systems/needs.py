@@ -13,9 +13,10 @@ __all__ = ["near_shelter", "needs_system"]
 
 
 def near_shelter(world: World, x: int, y: int) -> bool:
+    """A shelter on this tile or any of the eight around it."""
     store = world.store
-    for _d2, oid in world.objects_grid.near(x, y, 1):
-        if store.get(oid, c.StaticObject).kind == "shelter":
+    for d2, oid in world.objects_grid.near(x, y, 2):
+        if d2 <= 2 and store.get(oid, c.StaticObject).kind == "shelter":
             return True
     return False
 
