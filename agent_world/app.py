@@ -5,6 +5,7 @@ The CLI builds a session from the configuration; tests build one with a fake clo
 
 from __future__ import annotations
 
+import sys
 import time
 from pathlib import Path
 from typing import Any, TextIO
@@ -12,6 +13,8 @@ from typing import Any, TextIO
 from agent_world.config import Config
 from agent_world.core.loop import TickLoop
 from agent_world.core.world import World
+from agent_world.persistence.folder import SaveFolder
+from agent_world.persistence.writer import Persistence
 from agent_world.types import Clock, MonotonicClock, TickReport
 from agent_world.worldlog import WorldLog
 
@@ -35,7 +38,8 @@ class EventCounter:
 
 class Session:
     def __init__(self, config: Config, world: World, *, clock: Clock | None = None,
-                 echo: TextIO | None = None) -> None:
+                 echo: TextIO | None = None, folder: SaveFolder | None = None,
+                 resumed: bool = False) -> None:
         self.config = config
         self.world = world
         self.events = EventCounter()
@@ -48,13 +52,24 @@ class Session:
         )
         self.loop = TickLoop(world, clock or MonotonicClock(), config.world.tick_rate,
                              observers=[self.events, self.world_log])
+        self.persistence: Persistence | None = None
+        if folder is not None:
+            self.persistence = Persistence(folder, config.persistence, world,
+                                           report=self.report_problem)
+            self.loop.observers.append(self.persistence)
+            self.persistence.marker("resume" if resumed else "start")
         self.started = time.monotonic()
         self.start_tick = world.tick
         self._closed = False
 
     @property
-    def save_dir(self) -> Path:
-        return Path(self.config.paths.saves) / self.config.world.name
+    def save_dir(self) -> Path | None:
+        return self.persistence.folder.root if self.persistence else None
+
+    def report_problem(self, message: str) -> None:
+        """Say it loudly: on the terminal and in the world log (any thread may call this)."""
+        print(message, file=sys.stderr, flush=True)
+        self.world_log.note(self.world.tick, message)
 
     async def run(self, *, max_ticks: int | None = None, paced: bool = True) -> None:
         self.world_log.note(self.world.tick, f"world '{self.config.world.name}' running from "
@@ -81,6 +96,8 @@ class Session:
         if self._closed:
             return
         self._closed = True
+        if self.persistence is not None:
+            self.persistence.close()
         self.world_log.note(self.world.tick, f"world '{self.config.world.name}' stopped at "
                             f"tick {self.world.tick}")
         self.world_log.close()

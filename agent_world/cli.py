@@ -1,4 +1,9 @@
-"""Command line: ``python main.py [options]`` runs a world."""
+"""Command line.
+
+``python main.py [options]`` runs a world (new, or the saved one of that name, resumed).
+``python main.py replay saves/NAME [--to TICK] [--playback [SPEED]] [--fork NEW]`` replays a
+saved world from its first snapshot, verifying it, and can fork it into a new world.
+"""
 
 from __future__ import annotations
 
@@ -7,15 +12,24 @@ import asyncio
 import signal
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 import orjson
 
 from agent_world import __version__
 from agent_world.app import Session
 from agent_world.config import Config, ConfigError, load_config
-from agent_world.core.world import World
+from agent_world.persistence import (
+    DivergenceError,
+    OpenedWorld,
+    SaveError,
+    SaveFolder,
+    fork_world,
+    open_world,
+)
+from agent_world.replay_command import run_replay
 
-__all__ = ["build_parser", "main"]
+__all__ = ["build_parser", "build_replay_parser", "main"]
 
 
 def _positive_int(text: str) -> int:
@@ -25,6 +39,16 @@ def _positive_int(text: str) -> int:
         raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
     if value < 1:
         raise argparse.ArgumentTypeError(f"expected a number >= 1, got {value}")
+    return value
+
+
+def _tick(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a tick number, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected a tick >= 0, got {value}")
     return value
 
 
@@ -38,84 +62,161 @@ def _seed(text: str) -> int:
     return value
 
 
+def _speed(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a speed factor, got {text!r}") from None
+    if not 0 < value <= 1000:
+        raise argparse.ArgumentTypeError(f"expected 0 < speed <= 1000, got {value}")
+    return value
+
+
+def _add_run_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--config", metavar="FILE",
+                        help="YAML config (default: ./config.yaml if present, else defaults)")
+    parser.add_argument("--headless", action="store_true",
+                        help="no interactive console; with --ticks or --until, run flat out")
+    stop = parser.add_mutually_exclusive_group()
+    stop.add_argument("--ticks", type=_positive_int, metavar="N",
+                      help="stop after N more ticks and print a JSON summary line")
+    stop.add_argument("--until", type=_tick, metavar="TICK",
+                      help="stop when the world reaches TICK (at once if it is already "
+                           "there) and print a JSON summary line")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python main.py",
-        description="Run an Agent World: agents live, trade, fight and talk at 10 Hz.",
+        description="Run an Agent World: agents live, trade, fight and talk at 10 Hz. "
+                    "A world with a save folder resumes where it stopped. Other commands: "
+                    "'python main.py replay --help'.",
     )
     parser.add_argument("--version", action="version", version=f"agent-world {__version__}")
-    parser.add_argument("--config", metavar="FILE",
-                        help="YAML config (default: ./config.yaml if present, else defaults)")
-    parser.add_argument("--seed", type=_seed, help="override world.seed")
+    _add_run_options(parser)
+    parser.add_argument("--seed", type=_seed, help="override world.seed (new worlds only)")
     parser.add_argument("--world", metavar="NAME", help="override world.name (save folder)")
-    parser.add_argument("--headless", action="store_true",
-                        help="no interactive console; with --ticks, run flat out")
-    parser.add_argument("--ticks", type=_positive_int, metavar="N",
-                        help="stop after N ticks and print a JSON summary line")
+    parser.add_argument("--no-save", action="store_true",
+                        help="run without a save folder (nothing is written but the world log)")
+    return parser
+
+
+def build_replay_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python main.py replay",
+        description="Replay a saved world from its first snapshot using only its logged "
+                    "inputs (no LLM, no network), verifying every logged state hash.",
+    )
+    parser.add_argument("path", type=Path, help="the save folder, e.g. saves/default")
+    parser.add_argument("--to", type=_tick, metavar="TICK",
+                        help="stop at TICK and print that tick's state hash")
+    parser.add_argument("--playback", type=_speed, nargs="?", const=1.0, metavar="SPEED",
+                        help="pace the replay (SPEED x real time, default 1) and print the "
+                             "world log as it goes")
+    parser.add_argument("--fork", metavar="NEW",
+                        help="with --to: start a new world NEW from that tick and run it")
+    _add_run_options(parser)
     return parser
 
 
 def _configure(args: argparse.Namespace) -> Config:
     config = load_config(args.config)
     world_changes: dict[str, object] = {}
-    if args.seed is not None:
+    if getattr(args, "seed", None) is not None:
         world_changes["seed"] = args.seed
-    if args.world is not None:
+    if getattr(args, "world", None) is not None:
         world_changes["name"] = args.world
+    if getattr(args, "fork", None) is not None:
+        world_changes["name"] = args.fork
     if world_changes:
         config = config.replace(world=world_changes)
+    if getattr(args, "no_save", False):
+        config = config.replace(persistence={"enabled": False})
     config.llm.api_key()  # a configured but missing key stops start-up here
     return config
 
 
-def _banner(session: Session) -> str:
+def _banner(session: Session, opened: OpenedWorld) -> str:
     cfg = session.config
     world = session.world
     llm = (f"{cfg.llm.provider} ({cfg.llm.model} at {cfg.llm.base_url})" if cfg.llm.enabled
            else "not configured: agents use built-in brains (set llm.provider to use one)")
-    return "\n".join([
+    if session.save_dir is None:
+        saves = "none (--no-save): nothing but the world log is written"
+    elif opened.resumed:
+        saves = (f"{session.save_dir}/ (resumed at tick {world.tick}, "
+                 f"{opened.replayed_ticks} ticks replayed from the log)")
+    else:
+        saves = f"{session.save_dir}/ (new world)"
+    lines = [
         f"Agent World {__version__}: world '{cfg.world.name}', seed {world.seed}, "
         f"{world.terrain.width}x{world.terrain.height}, {len(world.agents())} agents, "
         f"{cfg.world.tick_rate:g} Hz",
         f"  world log:   {session.world_log.path}  (follow with: tail -F "
         f"{session.world_log.path})",
-        f"  save folder: {session.save_dir}/",
+        f"  save folder: {saves}",
         f"  LLM:         {llm}",
-    ])
+    ]
+    lines.extend(f"  note: {note}" for note in opened.notes)
+    return "\n".join(lines)
 
 
-async def _run(config: Config, args: argparse.Namespace) -> int:
+async def _run(config: Config, opened: OpenedWorld, args: argparse.Namespace) -> int:
     echo = None if args.headless or not config.log.echo else sys.stdout
-    world = World.create(config)
-    session = Session(config, world, echo=echo)
+    session = Session(config, opened.world, echo=echo, folder=opened.folder,
+                      resumed=opened.resumed)
     out = sys.stderr if args.headless else sys.stdout
-    print(_banner(session), file=out)
+    print(_banner(session, opened), file=out)
     print("  Ctrl-C stops cleanly.", file=out, flush=True)
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, session.loop.stop)
+    max_ticks = args.ticks
+    if args.until is not None:
+        max_ticks = max(0, args.until - session.world.tick)
+    scripted = max_ticks is not None
     try:
-        await session.run(max_ticks=args.ticks, paced=not (args.headless and args.ticks))
+        await session.run(max_ticks=max_ticks, paced=not (args.headless and scripted))
     finally:
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.remove_signal_handler(sig)
         session.close()
     summary = session.summary()
-    if args.ticks is not None:
+    if scripted:
         sys.stdout.write(orjson.dumps(summary).decode() + "\n")
     else:
         print(f"stopped at tick {summary['tick']} (state {summary['state_hash']})", file=out)
     return 0
 
 
+def _replay_main(argv: Sequence[str]) -> int:
+    parser = build_replay_parser()
+    args = parser.parse_args(argv)
+    if args.fork and args.to is None:
+        parser.error("--fork needs --to TICK: the tick to fork at")
+    config = _configure(args)
+    if not args.fork:
+        return run_replay(args.path, config, to=args.to, playback=args.playback)
+    opened = fork_world(SaveFolder.open(args.path), args.to, args.fork, config)
+    return asyncio.run(_run(config, opened, args))
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    argv = list(sys.argv[1:] if argv is None else argv)
     try:
+        if argv[:1] == ["replay"]:
+            return _replay_main(argv[1:])
+        args = build_parser().parse_args(argv)
         config = _configure(args)
-    except ConfigError as exc:
+        opened = open_world(config, seed_given=args.seed is not None)
+    except (ConfigError, SaveError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    return asyncio.run(_run(config, args))
+    except DivergenceError as exc:
+        print(f"error: the save does not replay to its own recorded state: {exc}",
+              file=sys.stderr)
+        return 1
+    return asyncio.run(_run(config, opened, args))
 
 
 if __name__ == "__main__":

@@ -27,13 +27,14 @@ __all__ = [
     "LLMConfig",
     "LogConfig",
     "PathsConfig",
+    "PersistenceConfig",
     "WorldConfig",
     "config_from_dict",
     "example_yaml",
     "load_config",
 ]
 
-PERSONALITIES = ("aggressive", "cautious", "trader", "gatherer")
+PERSONALITIES = ("aggressive", "cautious", "gatherer", "trader")
 _WORLD_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 
 
@@ -88,7 +89,7 @@ class WorldConfig:
         0.8, "shelters (better rest) per 1000 tiles", low=0, high=100,
     )
     personality_mix: dict[str, float] = setting(
-        {"aggressive": 1.0, "cautious": 1.0, "trader": 1.0, "gatherer": 1.0},
+        {"aggressive": 1.0, "cautious": 1.0, "gatherer": 1.0, "trader": 1.0},
         "relative weights of the built-in personalities among new agents",
         low=0, high=1000,
     )
@@ -98,6 +99,8 @@ class WorldConfig:
     )
 
     def __post_init__(self) -> None:
+        # One canonical key order: the mix is part of a world's state, and so of its hash.
+        object.__setattr__(self, "personality_mix", dict(sorted(self.personality_mix.items())))
         unknown = sorted(set(self.personality_mix) - set(PERSONALITIES))
         if unknown:
             raise ConfigError(
@@ -218,9 +221,11 @@ class LLMConfig:
                 "(for example 'openai/gpt-4o-mini') or set llm.provider: none"
             )
         if self.api_key_env and not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", self.api_key_env):
+            # The value is not repeated: people paste the key itself here by mistake.
             raise ConfigError(
-                f"llm.api_key_env: {self.api_key_env!r} is not an environment variable name; "
-                "give the variable's name (for example OPENROUTER_API_KEY), never the key itself"
+                "llm.api_key_env is not an environment variable name (letters, digits and _; "
+                "the value is not shown in case it is a secret); give the variable's name, "
+                "for example OPENROUTER_API_KEY, and put the key in that variable"
             )
 
     @property
@@ -266,6 +271,43 @@ class LogConfig:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class PersistenceConfig:
+    """The save folder: snapshots, the event log, and how soon they reach the disk."""
+
+    enabled: bool = setting(True, "write the save folder (off: a throwaway run; --no-save)")
+    snapshot_interval_ticks: int = setting(
+        3000, "a snapshot is written this often (also on /save and clean shutdown)", low=10,
+        high=10**9,
+    )
+    snapshots_kept: int = setting(
+        10, "older snapshots kept (gzipped) besides the first one, which is always kept",
+        low=1, high=100_000,
+    )
+    hash_interval_ticks: int = setting(
+        10, "a state hash is logged this often; replay and resume verify every one",
+        low=1, high=10**6,
+    )
+    events_chunk_ticks: int = setting(
+        10_000, "ticks per event-log file; finished files are gzipped", low=100, high=10**8,
+    )
+    events: str = setting(
+        "all", "what the event log holds besides inputs and state hashes: all (every output "
+        "event) or none", choices=("all", "none"),
+    )
+    flush: str = setting(
+        "tick", "when log lines reach the operating system: every tick, or every "
+        "flush_interval_s (a kill -9 loses at most what was not flushed)",
+        choices=("tick", "interval"),
+    )
+    flush_interval_s: float = setting(1.0, "seconds between writes when flush is interval",
+                                      low=0.01, high=3600)
+    fsync_interval_s: float = setting(
+        5.0, "seconds between fsyncs of the event log (what a power cut can lose); 0 fsyncs "
+        "every write", low=0, high=3600,
+    )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Config:
     """The whole configuration."""
 
@@ -273,6 +315,7 @@ class Config:
     game: GameConfig = field(default_factory=GameConfig)
     llm: LLMConfig = field(default_factory=LLMConfig)
     paths: PathsConfig = field(default_factory=PathsConfig)
+    persistence: PersistenceConfig = field(default_factory=PersistenceConfig)
     log: LogConfig = field(default_factory=LogConfig)
 
     def to_dict(self) -> dict[str, dict[str, Any]]:
@@ -298,6 +341,7 @@ SECTIONS: dict[str, type[Any]] = {
     "game": GameConfig,
     "llm": LLMConfig,
     "paths": PathsConfig,
+    "persistence": PersistenceConfig,
     "log": LogConfig,
 }
 
@@ -356,7 +400,10 @@ def _number(x: float) -> str:
 
 def _in_range(x: float, meta: Mapping[str, Any]) -> bool:
     low, high = meta.get("low"), meta.get("high")
-    if not math.isfinite(x):
+    try:
+        if not math.isfinite(x):
+            return False
+    except OverflowError:  # an integer too big to be a float is out of every range
         return False
     if low is not None and (x <= low if meta.get("low_open") else x < low):
         return False
@@ -375,7 +422,7 @@ def _coerce(tp: Any, value: Any, meta: Mapping[str, Any]) -> Any:
         raise ValueError
     if tp is float:
         if (isinstance(value, (int, float)) and not isinstance(value, bool)
-                and _in_range(float(value), meta)):
+                and _in_range(value, meta)):
             return float(value)
         raise ValueError
     if tp is str:
@@ -396,7 +443,7 @@ def _coerce(tp: Any, value: Any, meta: Mapping[str, Any]) -> Any:
     if typing.get_origin(tp) is dict:
         if isinstance(value, dict) and all(
             isinstance(k, str) and isinstance(v, (int, float)) and not isinstance(v, bool)
-            and _in_range(float(v), meta) for k, v in value.items()
+            and _in_range(v, meta) for k, v in value.items()
         ):
             return {k: float(v) for k, v in value.items()}
         raise ValueError
@@ -453,6 +500,25 @@ def config_from_dict(data: Any, *, source: str = "config") -> Config:
     return Config(**sections)
 
 
+class _StrictLoader(yaml.SafeLoader):
+    """SafeLoader that refuses a key given twice (PyYAML would keep the last silently)."""
+
+
+def _mapping_without_duplicates(loader: _StrictLoader, node: yaml.MappingNode) -> Any:
+    seen: set[Any] = set()
+    for key_node, _value in node.value:
+        key = loader.construct_object(key_node)
+        if key in seen:
+            raise yaml.constructor.ConstructorError(
+                None, None, f"setting {key!r} is given twice; keep one", key_node.start_mark)
+        seen.add(key)
+    return loader.construct_mapping(node)
+
+
+_StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG,
+                              _mapping_without_duplicates)
+
+
 def load_config(path: str | Path | None = None) -> Config:
     """Load ``path``; with no path, ``config.yaml`` in the working folder if it exists, else
     the built-in defaults."""
@@ -470,7 +536,7 @@ def load_config(path: str | Path | None = None) -> Config:
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"{path}: cannot read config file: {exc}") from None
     try:
-        data = yaml.safe_load(text)
+        data = yaml.load(text, Loader=_StrictLoader)  # a SafeLoader subclass
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""

@@ -1,0 +1,189 @@
+"""Re-running a world from a snapshot with only the inputs its log recorded.
+
+Used three ways: resume (latest good snapshot, then every logged tick), ``replay`` (from the
+first snapshot, checking every recorded hash) and fork (replay to a tick, continue elsewhere).
+No LLM, no angel, no network: only logged inputs reach the world.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from agent_world.core.world import World
+from agent_world.persistence.eventlog import LogReader
+from agent_world.persistence.folder import SaveError, SaveFolder
+from agent_world.persistence.snapshots import load_snapshot_file
+from agent_world.types import Input, TickReport
+
+__all__ = ["DivergenceError", "ReplayResult", "describe_difference", "replay"]
+
+
+class DivergenceError(Exception):
+    """The replayed world's hash differs from the one the log recorded."""
+
+    def __init__(self, tick: int, expected: str, actual: str, detail: str) -> None:
+        super().__init__(f"diverged at tick {tick}: logged hash {expected}, replayed {actual}"
+                         f"\n{detail}")
+        self.tick = tick
+        self.expected = expected
+        self.actual = actual
+        self.detail = detail
+
+
+@dataclass
+class ReplayResult:
+    ticks: int = 0
+    checks: int = 0
+    inputs: int = 0
+    last_logged_tick: int = -1
+    warnings: list[str] = field(default_factory=list)
+    torn_tail: tuple[Path, int] | None = None
+    damaged: Path | None = None  # a gzip chunk whose damage ended the readable log
+
+
+class _Records:
+    """Log records grouped by tick, with one record of look-ahead."""
+
+    def __init__(self, reader: LogReader) -> None:
+        self._it: Iterator[dict[str, Any]] = iter(reader)
+        self._next: dict[str, Any] | None = next(self._it, None)
+
+    def exhausted(self) -> bool:
+        return self._next is None
+
+    def take(self, tick: int) -> tuple[list[Input], str | None]:
+        """Inputs and the state hash logged for ``tick`` (records for earlier ticks, which a
+        resumed run can leave behind, are passed over)."""
+        inputs: list[Input] = []
+        check = None
+        while self._next is not None and self._next["tick"] <= tick:
+            rec = self._next
+            self._next = next(self._it, None)
+            if rec["tick"] < tick:
+                continue
+            kind = rec.get("kind")
+            if kind == "input":
+                inputs.append(Input.from_dict(rec))
+            elif kind == "check":
+                check = rec.get("hash")
+        inputs.sort(key=lambda i: i.seq)
+        return inputs, check
+
+
+def describe_difference(expected: Any, actual: Any, path: str = "") -> str | None:
+    """The first place two states differ, named by entity, component and field."""
+    if isinstance(expected, dict) and isinstance(actual, dict):
+        for key in expected.keys() | actual.keys():
+            if key not in actual:
+                return f"{path}{key}: only in the saved state"
+            if key not in expected:
+                return f"{path}{key}: only in the replayed state"
+        # Entities first: "which entity, which component, which field" is the useful answer.
+        for key in sorted(expected, key=lambda k: k != "entities"):
+            found = describe_difference(expected[key], actual[key], f"{path}{key}.")
+            if found:
+                return found
+        return None
+    if isinstance(expected, list) and isinstance(actual, list):
+        if path == "entities.":
+            return _entities_difference(expected, actual)
+        if len(expected) != len(actual):
+            return f"{path.rstrip('.')}: {len(expected)} entries saved, {len(actual)} replayed"
+        for i, (a, b) in enumerate(zip(expected, actual, strict=True)):
+            found = describe_difference(a, b, f"{path}{i}.")
+            if found:
+                return found
+        return None
+    if expected != actual:
+        return f"{path.rstrip('.')}: saved {expected!r}, replayed {actual!r}"
+    return None
+
+
+def _entities_difference(expected: list[dict[str, Any]], actual: list[dict[str, Any]]) -> str:
+    saved = {row["id"]: row for row in expected}
+    replayed = {row["id"]: row for row in actual}
+    for eid in sorted(saved.keys() | replayed.keys()):
+        if eid not in replayed:
+            return f"entity #{eid}: exists in the saved state only"
+        if eid not in saved:
+            return f"entity #{eid}: exists in the replayed state only"
+        a, b = saved[eid], replayed[eid]
+        who = a.get("Agent", {}).get("name") or a.get("Item", {}).get("kind") or ""
+        label = f"entity #{eid}{f' ({who})' if who else ''}"
+        for comp in a.keys() | b.keys():
+            if comp not in b or comp not in a:
+                return f"{label}: component {comp} is missing on one side"
+        for comp in a:
+            if comp == "id":
+                continue
+            found = describe_difference(a[comp], b[comp], "")
+            if found:
+                return f"{label} component {comp} field {found}"
+    return "entities: same content, different order"
+
+
+def _explain(folder: SaveFolder, world: World, tick: int) -> str:
+    """Name what differs: replay on to the next saved snapshot and compare field by field."""
+    candidates = [(t, p) for t, p in folder.history() if t >= tick]
+    if folder.state_path.exists():
+        candidates.append((10**18, folder.state_path))  # its tick is inside the file
+    for _t, path in candidates:
+        try:
+            saved = load_snapshot_file(path, world.config)
+        except SaveError:
+            continue  # a damaged snapshot cannot explain anything; try the next one
+        try:
+            if saved.tick < tick:
+                continue
+            if saved.tick > world.tick:
+                replay(world, folder, until=saved.tick, verify=False)
+            if world.tick != saved.tick:
+                continue
+            found = describe_difference(orjson.loads(saved.world.state_bytes()),
+                                        orjson.loads(world.state_bytes()))
+            where = "" if saved.tick == tick else f" (compared at snapshot tick {saved.tick})"
+            return f"first difference{where}: {found}"
+        finally:
+            saved.world.close()
+    return ("no snapshot was saved at or after that tick to compare fields against; the "
+            "divergence happened after the previous state check")
+
+
+def replay(
+    world: World,
+    folder: SaveFolder,
+    *,
+    until: int | None = None,
+    on_tick: Callable[[TickReport], None] | None = None,
+    verify: bool = True,
+) -> ReplayResult:
+    """Step ``world`` forward with the logged inputs after its tick, verifying every logged
+    state hash (unless ``verify`` is off), up to ``until`` or the end of the log.
+
+    Raises DivergenceError at the first hash that differs."""
+    result = ReplayResult()
+    reader = LogReader(folder, from_tick=world.tick + 1)
+    records = _Records(reader)
+    while (until is None or world.tick < until) and not records.exhausted():
+        tick = world.tick + 1
+        inputs, check = records.take(tick)
+        report = world.step(inputs)
+        result.ticks += 1
+        result.inputs += len(inputs)
+        if on_tick is not None:
+            on_tick(report)
+        if check is not None and verify:
+            actual = world.state_hash()
+            if actual != check:
+                raise DivergenceError(tick, check, actual, _explain(folder, world, tick))
+            result.checks += 1
+    result.last_logged_tick = reader.last_tick
+    result.warnings.extend(reader.warnings)
+    result.torn_tail = reader.torn_tail
+    result.damaged = reader.stopped_at
+    return result

@@ -1,0 +1,95 @@
+"""Snapshot files: the world's state bytes wrapped with their tick and hash.
+
+A snapshot is ``{"format": 1, "tick": T, "hash": H, "state": <World.get_state()>}``. It is
+assembled by byte concatenation, so the state is serialised once (on the main thread) and
+never again; loading rebuilds the world and checks that its hash is still H.
+"""
+
+from __future__ import annotations
+
+import gzip
+import zlib
+from dataclasses import dataclass
+from pathlib import Path
+
+import orjson
+
+from agent_world.config import Config
+from agent_world.core.world import World, WorldError, hash_state_bytes
+from agent_world.persistence.folder import FORMAT_VERSION, SaveError, SaveFolder
+
+__all__ = ["LoadedSnapshot", "decode_snapshot", "encode_snapshot", "load_latest_snapshot",
+           "load_snapshot_file"]
+
+
+def encode_snapshot(tick: int, state: bytes) -> tuple[bytes, str]:
+    digest = hash_state_bytes(state)
+    head = b'{"format":%d,"tick":%d,"hash":"%s","state":' % (FORMAT_VERSION, tick,
+                                                              digest.encode("ascii"))
+    return head + state + b"}", digest
+
+
+@dataclass
+class LoadedSnapshot:
+    world: World
+    tick: int
+    hash: str
+    source: Path
+
+
+def decode_snapshot(data: bytes, config: Config, source: Path) -> LoadedSnapshot:
+    """Rebuild the world a snapshot holds; SaveError if it is damaged in any way."""
+    try:
+        doc = orjson.loads(data)
+        version, tick, digest, state = doc["format"], doc["tick"], doc["hash"], doc["state"]
+    except (orjson.JSONDecodeError, KeyError, TypeError) as exc:
+        raise SaveError(f"{source} is not a readable snapshot ({exc})") from None
+    if version > FORMAT_VERSION:
+        raise SaveError(f"{source} uses snapshot format {version}; this version reads "
+                        f"{FORMAT_VERSION}: upgrade agent-world")
+    try:
+        world = World.from_state(state, config)
+    except (WorldError, KeyError, TypeError, ValueError) as exc:
+        raise SaveError(f"{source} holds an unusable state ({type(exc).__name__}: {exc})") \
+            from None
+    actual = world.state_hash()
+    if actual != digest or world.tick != tick:
+        world.close()
+        raise SaveError(f"{source} does not match its own hash (saved {digest}, rebuilt "
+                        f"{actual}): the file is damaged")
+    return LoadedSnapshot(world, tick, digest, source)
+
+
+def load_snapshot_file(path: Path, config: Config) -> LoadedSnapshot:
+    try:
+        raw = path.read_bytes()
+        data = gzip.decompress(raw) if path.suffix == ".gz" else raw
+    except (OSError, EOFError, zlib.error) as exc:
+        raise SaveError(f"{path} cannot be read ({type(exc).__name__}: {exc})") from None
+    return decode_snapshot(data, config, path)
+
+
+def load_latest_snapshot(folder: SaveFolder, config: Config,
+                         warnings: list[str]) -> LoadedSnapshot:
+    """The newest snapshot that loads and checks out, falling back through the history.
+
+    Each damaged snapshot skipped adds a line to ``warnings``."""
+    candidates = [folder.state_path] + [p for _t, p in reversed(folder.history())]
+    for path in candidates:
+        if not path.exists():
+            continue
+        try:
+            return load_snapshot_file(path, config)
+        except SaveError as exc:
+            warnings.append(f"skipping damaged snapshot: {exc}")
+    raise SaveError(f"{folder.root} has no usable snapshot (tried {len(candidates)} "
+                    "files); the world cannot be restored")
+
+
+def load_first_snapshot(folder: SaveFolder, config: Config) -> LoadedSnapshot:
+    """The world's starting point (tick 0, or the fork tick): where a replay begins."""
+    history = folder.history()
+    if not history:
+        raise SaveError(f"{folder.snapshots_dir} holds no snapshot; without the first "
+                        "snapshot the world cannot be replayed")
+    return load_snapshot_file(history[0][1], config)

@@ -1,0 +1,298 @@
+"""Persistence: the main thread's share (serialise, hand over) and the writer thread (disk).
+
+The main thread turns inputs and events into JSON lines and the world into state bytes, then
+queues them; it never waits on the disk. The writer thread appends lines to the event log,
+writes state-hash checks and snapshots, and keeps everything in memory while the disk
+refuses (full, read-only, gone), retrying until it succeeds: nothing is dropped.
+
+Ordering is what makes crash recovery exact: the queue is FIFO, inputs are queued before
+they are applied, and a snapshot is written only after every line before it is written and
+fsynced, so no snapshot ever reflects an input the log does not hold.
+"""
+
+from __future__ import annotations
+
+import gzip
+import queue
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+from agent_world.config import PersistenceConfig
+from agent_world.core.world import World, hash_state_bytes
+from agent_world.persistence.eventlog import ChunkWriter
+from agent_world.persistence.files import write_atomic
+from agent_world.persistence.folder import SaveFolder, now_iso
+from agent_world.persistence.snapshots import encode_snapshot
+from agent_world.types import Input, TickReport
+
+__all__ = ["Persistence"]
+
+RETRY_SECONDS = 1.0
+
+
+@dataclass(slots=True)
+class _Lines:
+    tick: int
+    data: bytes
+
+
+@dataclass(slots=True)
+class _State:
+    tick: int
+    data: bytes
+    check: bool
+    snapshot: bool
+
+
+class _Stop:
+    pass
+
+
+_Job = _Lines | _State | _Stop
+
+
+def input_line(inp: Input) -> bytes:
+    return orjson.dumps({"tick": inp.tick, "seq": inp.seq, "kind": "input", "type": inp.type,
+                         "source": inp.source, "data": inp.data}) + b"\n"
+
+
+class Persistence:
+    """Attach to a world (its input observers) and a tick loop (as an observer)."""
+
+    def __init__(self, folder: SaveFolder, cfg: PersistenceConfig, world: World, *,
+                 report: Callable[[str], None]) -> None:
+        self.folder = folder
+        self.cfg = cfg
+        self.world = world
+        self._report = report
+        self._queue: queue.SimpleQueue[_Job] = queue.SimpleQueue()
+        self._snapshot_requested = False
+        # Main-thread figures.
+        self.main_ms_last = 0.0
+        self.main_ms_max = 0.0
+        self.snapshots_requested = 0
+        self._writer = _Writer(folder, cfg, report, self._queue)
+        world.input_observers.append(self.on_inputs)
+        self._writer.start()
+
+    # -- main thread -----------------------------------------------------------------------
+
+    def on_inputs(self, inputs: Sequence[Input]) -> None:
+        if inputs:
+            self._queue.put(_Lines(inputs[0].tick, b"".join(input_line(i) for i in inputs)))
+
+    def on_tick(self, report: TickReport) -> None:
+        tick = report.tick
+        if report.events and self.cfg.events == "all":
+            dumps = orjson.dumps
+            lines = [dumps({"tick": tick, "seq": i, "kind": "event", **event})
+                     for i, event in enumerate(report.events)]
+            self._queue.put(_Lines(tick, b"\n".join(lines) + b"\n"))
+        check = tick % self.cfg.hash_interval_ticks == 0
+        snapshot = self._snapshot_requested or tick % self.cfg.snapshot_interval_ticks == 0
+        if check or snapshot:
+            self._queue_state(check=check, snapshot=snapshot)
+
+    def _queue_state(self, *, check: bool, snapshot: bool) -> None:
+        started = time.perf_counter()
+        data = self.world.state_bytes()
+        self._queue.put(_State(self.world.tick, data, check, snapshot))
+        if snapshot:
+            self._snapshot_requested = False
+            elapsed = (time.perf_counter() - started) * 1000
+            self.main_ms_last = elapsed
+            self.main_ms_max = max(self.main_ms_max, elapsed)
+
+    def request_snapshot(self) -> None:
+        """Write a snapshot at the next tick boundary (/save)."""
+        self._snapshot_requested = True
+        self.snapshots_requested += 1
+
+    def snapshot_now(self) -> None:
+        """Queue a snapshot of the world as it is (between ticks)."""
+        self._queue_state(check=False, snapshot=True)
+
+    def marker(self, type: str, **fields: Any) -> None:
+        """A line marking a session boundary (start, resume, shutdown, fork)."""
+        record = {"tick": self.world.tick, "seq": 0, "kind": "marker", "type": type,
+                  "at": now_iso(), **fields}
+        self._queue.put(_Lines(self.world.tick, orjson.dumps(record) + b"\n"))
+
+    def close(self, *, final_snapshot: bool = True, timeout: float = 60.0) -> bool:
+        """Snapshot, mark the shutdown, and wait for the writer to finish. Returns False if
+        the writer could not finish in time (the disk is refusing writes)."""
+        if final_snapshot:
+            self.snapshot_now()
+        self.marker("shutdown")
+        self._queue.put(_Stop())
+        self._writer.join(timeout)
+        if self._writer.is_alive():
+            self._report(f"persistence: still {self._writer.pending_description()} unwritten "
+                         f"after {timeout:g} s at shutdown; {self.folder.root} keeps what "
+                         "reached the disk")
+            return False
+        return True
+
+    def stats(self) -> dict[str, Any]:
+        w = self._writer
+        return {
+            "folder": str(self.folder.root),
+            "queue": self._queue.qsize(),
+            "pending_lines_bytes": w.pending_bytes,
+            "event_bytes_written": w.chunks.bytes_written,
+            "lines_written": w.lines_written,
+            "snapshots_written": w.snapshots_written,
+            "last_snapshot_tick": w.last_snapshot_tick,
+            "last_snapshot_bytes": w.last_snapshot_bytes,
+            "snapshot_main_ms_last": round(self.main_ms_last, 2),
+            "snapshot_main_ms_max": round(self.main_ms_max, 2),
+            "snapshot_write_ms_last": round(w.snapshot_write_ms, 2),
+            "flush": self.cfg.flush,
+            "error": w.last_error,
+            "errors": w.errors,
+        }
+
+
+class _Writer(threading.Thread):
+    def __init__(self, folder: SaveFolder, cfg: PersistenceConfig,
+                 report: Callable[[str], None], jobs: queue.SimpleQueue[_Job]) -> None:
+        super().__init__(name="persistence", daemon=True)
+        self.folder = folder
+        self.cfg = cfg
+        self.report = report
+        self.queue = jobs
+        self.chunks = ChunkWriter(folder, cfg.events_chunk_ticks)
+        self._pending: deque[_Lines] = deque()
+        self._snapshots: deque[_State] = deque()
+        self.pending_bytes = 0
+        self.lines_written = 0
+        self.snapshots_written = 0
+        self.last_snapshot_tick = -1
+        self.last_snapshot_bytes = 0
+        self.snapshot_write_ms = 0.0
+        self.last_error: str | None = None
+        self.errors = 0
+        self._last_write = time.monotonic()
+        self._last_fsync = time.monotonic()
+
+    def pending_description(self) -> str:
+        waiting = len(self._snapshots)
+        return f"{self.pending_bytes} bytes of log lines" + (
+            f" and {waiting} snapshot(s)" if waiting else "")
+
+    # -- loop ---------------------------------------------------------------------------------
+
+    def run(self) -> None:
+        stopping = False
+        while True:
+            timeout = RETRY_SECONDS if (self.last_error or self._pending) else None
+            if self.cfg.flush == "interval" and self._pending and not self.last_error:
+                timeout = max(0.0, self.cfg.flush_interval_s
+                              - (time.monotonic() - self._last_write))
+            try:
+                job = self.queue.get(timeout=timeout) if not stopping else None
+            except queue.Empty:
+                job = None
+            while job is not None:
+                if isinstance(job, _Stop):
+                    stopping = True
+                else:
+                    self._accept(job)
+                try:
+                    job = self.queue.get_nowait()
+                except queue.Empty:
+                    job = None
+            if self._work(force=stopping):
+                if stopping:
+                    self.chunks.close()
+                    return
+            elif stopping:
+                time.sleep(RETRY_SECONDS)
+
+    def _accept(self, job: _Lines | _State) -> None:
+        if isinstance(job, _Lines):
+            self._pending.append(job)
+            self.pending_bytes += len(job.data)
+            return
+        if job.check:
+            line = orjson.dumps({"tick": job.tick, "seq": 0, "kind": "check",
+                                 "type": "state_hash", "hash": hash_state_bytes(job.data)})
+            self._pending.append(_Lines(job.tick, line + b"\n"))
+            self.pending_bytes += len(line) + 1
+        if job.snapshot:
+            self._snapshots.append(job)
+
+    def _work(self, *, force: bool) -> bool:
+        """Write what is due; True when nothing is left pending."""
+        try:
+            now = time.monotonic()
+            due = (force or self.cfg.flush == "tick" or self._snapshots
+                   or now - self._last_write >= self.cfg.flush_interval_s)
+            if due:
+                self._write_lines()
+                self._last_write = now
+            if self._snapshots or force or (
+                    now - self._last_fsync >= self.cfg.fsync_interval_s):
+                self.chunks.fsync()  # no snapshot may get ahead of the durable log
+                self._last_fsync = now
+            while self._snapshots:
+                self._write_snapshot(self._snapshots[0])
+                self._snapshots.popleft()
+        except OSError as exc:
+            self._failed(exc)
+            return False
+        if self.last_error is not None:
+            self.report(f"persistence: writing {self.folder.root} again; nothing was lost")
+            self.last_error = None
+        return not self._pending and not self._snapshots
+
+    def _write_lines(self) -> None:
+        while self._pending:
+            first = self._pending[0]
+            # Group consecutive lines of one chunk into a single write.
+            span = self.cfg.events_chunk_ticks
+            batch = [first]
+            for item in list(self._pending)[1:]:
+                if item.tick // span != first.tick // span:
+                    break
+                batch.append(item)
+            data = b"".join(item.data for item in batch)
+            self.chunks.write(batch[-1].tick, data)
+            for _ in batch:
+                self._pending.popleft()
+            self.pending_bytes -= len(data)
+            self.lines_written += data.count(b"\n")
+        if self.cfg.fsync_interval_s == 0:
+            self.chunks.fsync()
+
+    def _write_snapshot(self, job: _State) -> None:
+        started = time.perf_counter()
+        data, _digest = encode_snapshot(job.tick, job.data)
+        history = self.folder.history()
+        write_atomic(self.folder.snapshot_path(job.tick), gzip.compress(data, 3))
+        write_atomic(self.folder.state_path, data)
+        self.folder.update_meta(last_tick=job.tick, last_snapshot_tick=job.tick)
+        kept = self.cfg.snapshots_kept
+        older = [p for t, p in history if t != job.tick][1:]  # the first is kept forever
+        for path in older[: max(0, len(older) - kept + 1)]:
+            path.unlink(missing_ok=True)
+        self.snapshots_written += 1
+        self.last_snapshot_tick = job.tick
+        self.last_snapshot_bytes = len(data)
+        self.snapshot_write_ms = (time.perf_counter() - started) * 1000
+
+    def _failed(self, exc: OSError) -> None:
+        message = f"{type(exc).__name__}: {exc}"
+        repeated = message == self.last_error
+        self.last_error = message
+        self.errors += 1
+        if not repeated:
+            self.report(f"persistence: cannot write {self.folder.root} ({message}); the world "
+                        f"keeps running, {self.pending_description()} held in memory, "
+                        f"retrying every {RETRY_SECONDS:g} s")

@@ -1,0 +1,140 @@
+"""Replay (verify, --to, --playback), divergence reports, and fork."""
+
+from __future__ import annotations
+
+import hashlib
+import subprocess
+import sys
+from pathlib import Path
+
+import orjson
+import pytest
+
+from agent_world.config import Config
+from agent_world.core.world import World
+from agent_world.persistence import SaveError, SaveFolder, fork_world, open_world
+from agent_world.replay_command import run_replay
+from tests.persistence_helpers import records, reference_hash, run_session, saving_config
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _agents(cfg: Config) -> list[int]:
+    world = World.create(cfg)
+    try:
+        return sorted(world.names.values())
+    finally:
+        world.close()
+
+
+_A = _agents(saving_config(Path("/unused")))
+INPUTS = {3: [("spawn", {"kind": "agent", "name": "Visitor", "personality": "aggressive"})],
+          30: [("spawn", {"kind": "gold", "qty": 30})],
+          55: [("give", {"target": _A[0], "item": "sword", "qty": 1}),
+               ("kill", {"target": _A[1]})],
+          90: [("plan", {"agent": _A[2], "actions": [{"name": "wander", "args": {"ticks": 20}},
+                                                     {"name": "rest", "args": {}}]})]}
+
+
+def _saved(tmp_path: Path, ticks: int = 200) -> Path:
+    run_session(saving_config(tmp_path), ticks, inputs=INPUTS)
+    return tmp_path / "saves" / "w"
+
+
+def test_replay_of_a_run_with_console_inputs_verifies(tmp_path: Path, capsys) -> None:
+    folder = _saved(tmp_path)
+    assert run_replay(folder, saving_config(tmp_path), to=None, playback=None) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("OK: replayed ticks 1..200 (200 ticks, 5 inputs, 20 state hashes "
+                          "verified)")
+    assert "ticks/s" in out and "x real time" in out
+
+
+def test_replay_to_a_tick_prints_that_ticks_hash(tmp_path: Path, capsys) -> None:
+    cfg = saving_config(tmp_path)
+    folder = _saved(tmp_path)
+    assert run_replay(folder, cfg, to=77, playback=None) == 0
+    out = capsys.readouterr().out
+    assert f"tick 77 state_hash {reference_hash(cfg, 77, INPUTS)}" in out
+    assert run_replay(folder, cfg, to=900, playback=None) == 2
+    assert "ends at tick 200" in capsys.readouterr().err
+
+
+def test_playback_prints_the_world_log(tmp_path: Path, capsys) -> None:
+    folder = _saved(tmp_path, ticks=60)
+    assert run_replay(folder, saving_config(tmp_path), to=None, playback=1000.0) == 0
+    out = capsys.readouterr().out
+    assert "t=0000004 SPAWN    Visitor#" in out
+    assert "t=0000056 DEATH" in out and "struck down by the operator" in out
+
+
+def test_a_tampered_input_is_caught_at_the_first_check_with_the_field(tmp_path: Path,
+                                                                      capsys) -> None:
+    folder = _saved(tmp_path)
+    chunk = folder / "events" / "0000000-0000249.jsonl"
+    lines = chunk.read_bytes().splitlines(keepends=True)
+    for i, raw in enumerate(lines):
+        rec = orjson.loads(raw)
+        if rec["kind"] == "input" and rec["data"].get("kind") == "gold":
+            rec["data"]["qty"] = 31
+            lines[i] = orjson.dumps(rec) + b"\n"
+    chunk.write_bytes(b"".join(lines))
+    assert run_replay(folder, saving_config(tmp_path), to=None, playback=None) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("DIVERGED at tick 40:")
+    assert "compared at snapshot tick 100" in err
+    assert "first difference (compared at snapshot tick 100): entity #" in err
+
+
+def test_fork_starts_a_new_world_and_leaves_the_original_untouched(tmp_path: Path) -> None:
+    cfg = saving_config(tmp_path)
+    source = _saved(tmp_path)
+
+    def fingerprint() -> dict[str, str]:
+        return {str(p.relative_to(source)): hashlib.sha256(p.read_bytes()).hexdigest()
+                for p in sorted(source.rglob("*")) if p.is_file()}
+
+    before = fingerprint()
+    opened = fork_world(SaveFolder.open(source), 120, "branch", cfg)
+    assert opened.world.tick == 120
+    assert opened.world.state_hash() == reference_hash(cfg, 120, INPUTS)
+    fork_cfg = cfg.replace(world={"name": "branch"})
+    run_session(fork_cfg, 50, opened=opened,
+                inputs={130: [("spawn", {"kind": "agent", "name": "Forked"})]})
+    assert fingerprint() == before
+    branch = tmp_path / "saves" / "branch"
+    meta = orjson.loads((branch / "meta.json").read_bytes())
+    assert meta["origin"]["tick"] == 120 and meta["origin"]["world"] == "w"
+    assert meta["origin"]["state_hash"] == reference_hash(cfg, 120, INPUTS)
+    assert SaveFolder(branch).history()[0][0] == 120
+    assert run_replay(branch, fork_cfg, to=None, playback=None) == 0
+    resumed = open_world(fork_cfg)
+    assert resumed.world.tick == 170 and resumed.world.find_agent("Forked") is not None
+    assert min(r["tick"] for r in records(branch)) == 120
+
+
+def test_fork_past_the_end_of_the_log_or_into_an_existing_world_is_refused(
+        tmp_path: Path) -> None:
+    cfg = saving_config(tmp_path)
+    source = SaveFolder.open(_saved(tmp_path))
+    with pytest.raises(SaveError, match="ends at tick 200"):
+        fork_world(source, 5000, "late", cfg)
+    with pytest.raises(SaveError, match="already exists"):
+        fork_world(source, 10, "w", cfg)
+
+
+def _main(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, str(ROOT / "main.py"), *args], cwd=cwd,
+                          capture_output=True, text=True, timeout=120, check=False)
+
+
+def test_replay_command_line(tmp_path: Path) -> None:
+    folder = _saved(tmp_path, ticks=80)
+    done = _main("replay", str(folder), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("OK: replayed ticks 1..80")
+    missing = _main("replay", str(tmp_path / "nope"), cwd=tmp_path)
+    assert missing.returncode == 2
+    assert missing.stderr.startswith("error: ") and "does not exist" in missing.stderr
+    no_to = _main("replay", str(folder), "--fork", "x", cwd=tmp_path)
+    assert no_to.returncode == 2 and "--fork needs --to" in no_to.stderr
