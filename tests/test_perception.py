@@ -43,18 +43,6 @@ def test_perception_refreshes_every_interval_ticks() -> None:
     assert perc.next_update == w.tick + 3
 
 
-def test_seeing_a_newcomer_sets_new_seen() -> None:
-    w = small_world(game={"perception_interval_ticks": 1})
-    me = add_agent(w, "Me", 10, 10)
-    give_plan(w, me, act("idle", ticks=100))
-    perc = w.store.get(me, c.Perception)
-    run(w, 2)
-    assert not perc.new_seen
-    add_agent(w, "Other", 13, 10)
-    run(w, 1)
-    assert perc.new_seen
-
-
 def test_perception_system_excludes_self_and_drops_what_is_gone() -> None:
     w = small_world(game={"perception_interval_ticks": 1})
     me = add_agent(w, "Me", 10, 10)

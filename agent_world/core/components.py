@@ -119,7 +119,6 @@ class Perception:
     objects: list[int] = field(default_factory=list)
     heard: list[dict[str, Any]] = field(default_factory=list)
     next_update: int = 0
-    new_seen: bool = False
 
 
 @dataclass

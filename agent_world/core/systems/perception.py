@@ -27,6 +27,4 @@ def perception_system(world: World) -> None:
             continue
         perc.next_update = tick + interval
         agents, items, objects = perceive(world, eid, pos.x, pos.y)
-        if not perc.new_seen and not set(agents).issubset(perc.agents):
-            perc.new_seen = True
         perc.agents, perc.items, perc.objects = agents, items, objects
