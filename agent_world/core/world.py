@@ -61,8 +61,12 @@ class World:
         self.store = EntityStore()
         self.inbox = Inbox()
         self.agents_grid = SpatialGrid(terrain.width, terrain.height)
-        self.items_grid = SpatialGrid(terrain.width, terrain.height)
-        self.objects_grid = SpatialGrid(terrain.width, terrain.height)
+        self.items_grid = SpatialGrid(terrain.width, terrain.height, static=True)
+        self.objects_grid = SpatialGrid(terrain.width, terrain.height, static=True)
+        # Derived indexes (rebuilt on load): tiles next to a shelter (-> how many shelters),
+        # and harvestable objects below full stock.
+        self.shelter_tiles: dict[int, int] = {}
+        self.regrowing: set[int] = set()
         self.prices: dict[str, float] = {k: v.value for k, v in ITEMS.items()}
         self.offers: dict[int, dict[str, Any]] = {}
         self.offers_to: dict[int, list[int]] = {}  # addressee -> open offer ids (derived)
@@ -241,10 +245,23 @@ class World:
             raise WorldError(f"tile ({x}, {y}) has items on it; pick a clear tile")
         pos = c.Position(x, y)
         eid = self.store.create(c.StaticObject(kind=kind, stock=spec.max_stock), pos)
-        self.objects_grid.insert(eid, pos)
-        if spec.blocking:
-            self.terrain.block(x, y)
+        self._index(eid)
         return eid
+
+    def _shelter_area(self, x: int, y: int, delta: int) -> None:
+        w = self.terrain.width
+        for ny in range(max(0, y - 1), min(self.terrain.height, y + 2)):
+            for nx in range(max(0, x - 1), min(w, x + 2)):
+                tile = ny * w + nx
+                count = self.shelter_tiles.get(tile, 0) + delta
+                if count:
+                    self.shelter_tiles[tile] = count
+                else:
+                    del self.shelter_tiles[tile]
+
+    def near_shelter(self, x: int, y: int) -> bool:
+        """A shelter on this tile or any of the eight around it."""
+        return y * self.terrain.width + x in self.shelter_tiles
 
     def spawn_random_item(self) -> int | None:
         spot = self.terrain.random_open_tile(self.rng)
@@ -264,10 +281,14 @@ class World:
         elif store.has(eid, c.Item):
             self.items_grid.remove(eid)
         elif store.has(eid, c.StaticObject):
+            obj = store.get(eid, c.StaticObject)
+            pos = store.get(eid, c.Position)
             self.objects_grid.remove(eid)
-            if OBJECTS[store.get(eid, c.StaticObject).kind].blocking:
-                pos = store.get(eid, c.Position)
+            self.regrowing.discard(eid)
+            if OBJECTS[obj.kind].blocking:
                 self.terrain.unblock(pos.x, pos.y)
+            if obj.kind == "shelter":
+                self._shelter_area(pos.x, pos.y, -1)
         store.delete(eid)
 
     # -- queries -----------------------------------------------------------------------------
@@ -458,9 +479,14 @@ class World:
         elif store.has(eid, c.Item):
             self.items_grid.insert(eid, pos)
         elif store.has(eid, c.StaticObject):
+            obj = store.get(eid, c.StaticObject)
             self.objects_grid.insert(eid, pos)
-            if OBJECTS[store.get(eid, c.StaticObject).kind].blocking:
+            if OBJECTS[obj.kind].blocking:
                 self.terrain.block(pos.x, pos.y)
+            if obj.kind == "shelter":
+                self._shelter_area(pos.x, pos.y, 1)
+            if obj.stock < OBJECTS[obj.kind].max_stock:
+                self.regrowing.add(eid)
 
     def close(self) -> None:
         self.store.close()

@@ -93,11 +93,14 @@ def _spawn_items(world: World) -> None:
 
 def _regrow(world: World) -> None:
     tick = world.tick
-    for _eid, (obj,) in world.store.query(c.StaticObject):
-        kind = OBJECTS[obj.kind]
-        if obj.stock < kind.max_stock and obj.regrow_at <= tick:
+    store = world.store
+    for eid in sorted(world.regrowing):
+        obj = store.get(eid, c.StaticObject)
+        if obj.regrow_at <= tick:
             obj.stock += 1
             obj.regrow_at = tick + world.rules.object_regrow_ticks
+            if obj.stock >= OBJECTS[obj.kind].max_stock:
+                world.regrowing.discard(eid)
 
 
 def economy_system(world: World) -> None:

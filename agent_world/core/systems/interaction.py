@@ -153,6 +153,7 @@ def _use(world: World, eid: int, row: AgentRow, action: Action) -> None:
     if obj.stock == kind.max_stock or obj.regrow_at <= world.tick:
         obj.regrow_at = world.tick + world.rules.object_regrow_ticks
     obj.stock -= 1
+    world.regrowing.add(target)
     got = kind.yields
     if kind.rare_yield and world.rng.random() < kind.rare_chance:
         got = kind.rare_yield
