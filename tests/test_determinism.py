@@ -31,7 +31,8 @@ def test_two_worlds_of_200_agents_agree_on_every_tick_hash() -> None:
     finally:
         a.close()
         b.close()
-    first_difference = next((i + 1 for i, (x, y) in enumerate(zip(ha, hb)) if x != y), None)
+    pairs = enumerate(zip(ha, hb, strict=True))
+    first_difference = next((i + 1 for i, (x, y) in pairs if x != y), None)
     assert first_difference is None, f"worlds diverged at tick {first_difference}"
     assert len(set(ha)) == 500, "the state should change every tick"
 
