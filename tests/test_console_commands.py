@@ -467,3 +467,23 @@ def test_recent_events_are_bounded_and_the_console_detaches(h: Harness) -> None:
     assert h.console.recent in h.session.loop.observers
     h.console.close()
     assert h.console.recent not in h.session.loop.observers
+
+
+def test_the_console_changes_the_world_only_through_its_inbox() -> None:
+    """No console module calls the world's mutators; changes go in as inputs."""
+    import ast
+
+    import agent_world.console as package
+
+    mutators = {"spawn_agent", "spawn_item", "spawn_object", "spawn_random_item",
+                "remove_entity", "die", "create", "delete", "add", "remove", "step", "emit",
+                "apply_input", "add_offer", "remove_offer", "remember"}
+    offenders = []
+    for path in sorted(Path(package.__file__).parent.glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                    and node.func.attr in mutators):
+                receiver = ast.unparse(node.func.value)
+                if "world" in receiver or "store" in receiver:
+                    offenders.append(f"{path.name}:{node.lineno} {ast.unparse(node.func)}")
+    assert offenders == [], offenders
