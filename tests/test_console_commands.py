@@ -108,6 +108,17 @@ def test_step_advances_exactly_n_ticks_while_paused(h: Harness) -> None:
     assert h.session.loop.paused
 
 
+def test_a_long_step_ends_early_when_the_world_stops(h: Harness) -> None:
+    class StopAt:
+        def on_tick(self, report: TickReport) -> None:
+            if report.tick == 150:
+                h.session.loop.stop()  # as SIGINT does, in the middle of the step
+
+    h.paused().session.loop.observers.append(StopAt())
+    assert h.one("/step 100000") == ("stopped after 200 of 100000 ticks: tick 0 -> 200: the "
+                                     "world is stopping")
+
+
 def test_step_is_refused_while_running(h: Harness) -> None:
     reply = h.one("/step 3")
     assert reply.startswith("error: /step works only while paused; /pause first")

@@ -12,6 +12,7 @@ if TYPE_CHECKING:
 
 __all__ = ["SAVE_OFF", "SAVE_REQUESTED", "pause", "resume", "save", "speed", "step", "stop"]
 
+STEP_CHUNK = 100
 SAVE_OFF = "saving is off for this world (started with --no-save)"
 SAVE_REQUESTED = "snapshot requested; it is written at the next tick boundary"
 
@@ -36,13 +37,19 @@ async def step(console: Console, args: StepArgs) -> list[str]:
     if not loop.paused:
         raise CommandError("/step works only while paused; /pause first")
     before = console.world.tick
+    left = args.n
     try:
-        await loop.step(args.n)
+        while left and not loop.stopped:  # in chunks, so a stop (Ctrl-C) cuts a long step
+            chunk = min(left, STEP_CHUNK)
+            await loop.step(chunk)
+            left -= chunk
     except LoopError as exc:
         raise CommandError(str(exc)) from None
     after = console.world.tick
-    return [f"stepped {after - before} tick{'s' if after - before != 1 else ''}: "
-            f"tick {before} -> {after} (paused)"]
+    done = f"tick{'s' if after - before != 1 else ''}: tick {before} -> {after}"
+    if left:
+        return [f"stopped after {after - before} of {args.n} {done}: the world is stopping"]
+    return [f"stepped {after - before} {done} (paused)"]
 
 
 async def speed(console: Console, args: SpeedArgs) -> list[str]:
