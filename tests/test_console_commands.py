@@ -16,7 +16,6 @@ from typing import Any
 import pytest
 
 from agent_world.app import Session
-from agent_world.persistence import open_world
 from agent_world.config import Config
 from agent_world.console import COMMANDS, Console
 from agent_world.console.control import SAVE_OFF, SAVE_REQUESTED
@@ -24,6 +23,7 @@ from agent_world.console.recent import RecentEvents
 from agent_world.console.status import status_text
 from agent_world.core import components as c
 from agent_world.core.world import World
+from agent_world.persistence import open_world
 from agent_world.types import FakeClock, Input, TickReport
 
 
@@ -116,7 +116,7 @@ def test_a_long_step_ends_early_when_the_world_stops(h: Harness) -> None:
                 h.session.loop.stop()  # as SIGINT does, in the middle of the step
 
     h.paused().session.loop.observers.append(StopAt())
-    assert h.one("/step 100000") == ("stopped after 200 of 100000 ticks: tick 0 -> 200: the "
+    assert h.one("/step 100000") == ("stopped after 150 of 100000 ticks: tick 0 -> 150: the "
                                      "world is stopping")
 
 

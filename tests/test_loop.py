@@ -446,3 +446,21 @@ def test_observers_receive_every_report_in_order(world: World) -> None:
     assert first.reports[-5:] == stepped
     assert order == [f"{who}{t}" for t in range(1, 26) for who in "ab"]
     assert all(isinstance(r, TickReport) for r in first.reports)
+
+
+def test_stopping_applies_inputs_already_accepted() -> None:
+    """An operator's last command before /quit takes effect (and so is logged)."""
+    world = World.create(Config().replace(world={"size": [16, 16], "starting_agents": 3}),
+                         seed=1)
+    loop = TickLoop(world, FakeClock(), 10)
+
+    async def scenario() -> None:
+        task = asyncio.create_task(loop.run())
+        await asyncio.sleep(0)
+        world.inbox.submit("spawn", {"kind": "agent", "name": "Last"})
+        loop.stop()
+        await task
+
+    asyncio.run(scenario())
+    assert world.find_agent("Last") is not None
+    assert world.inbox.pending() == 0

@@ -96,13 +96,16 @@ class TickLoop:
         return self._stopped
 
     async def step(self, n: int = 1) -> list[TickReport]:
-        """Advance exactly ``n`` ticks while paused, as fast as possible."""
+        """Advance exactly ``n`` ticks while paused, as fast as possible (fewer if the loop
+        is stopped meanwhile)."""
         if not self.paused:
             raise LoopError("step works while paused; pause first")
         if not isinstance(n, int) or isinstance(n, bool) or n < 1:
             raise LoopError(f"step count must be a whole number >= 1, got {n!r}")
         reports = []
         for i in range(n):
+            if self._stopped:
+                break
             reports.append(self.tick_once())
             if i % YIELD_EVERY == YIELD_EVERY - 1:
                 await asyncio.sleep(0)
@@ -148,6 +151,10 @@ class TickLoop:
             if deadline < now - self.period:
                 deadline = now  # far behind: start afresh rather than burst
             await self.clock.sleep_until(deadline)
+        if self._stopped and self.world.inbox.pending():
+            # Inputs already accepted (an operator's last commands before /quit) are applied,
+            # and so logged, in one last tick rather than silently dropped.
+            self.tick_once()
 
     # -- figures -----------------------------------------------------------------------------
 

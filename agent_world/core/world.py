@@ -18,10 +18,13 @@ from agent_world.config import PERSONALITIES, Config, GameConfig, WorldConfig, c
 from agent_world.core import components as c
 from agent_world.core.components import NO_ONE
 from agent_world.core.ecs import EntityStore
+from agent_world.core.errors import WorldError
 from agent_world.core.inbox import Inbox
+from agent_world.core.inputs import apply_input
 from agent_world.core.items import GOLD, ITEMS, OBJECTS
 from agent_world.core.names import pick_name
 from agent_world.core.spatial import SpatialGrid
+from agent_world.core.systems import SYSTEMS
 from agent_world.core.terrain import Terrain
 from agent_world.types import Event, Input, TickReport
 
@@ -40,10 +43,6 @@ AgentRow = tuple[
 ]
 AGENT_TYPES = (c.Agent, c.Position, c.Needs, c.Inventory, c.Intent, c.Combat, c.Perception,
                c.Social, c.Memory)
-
-
-class WorldError(ValueError):
-    """A request the world cannot carry out (bad tile, unknown kind, unknown entity ...)."""
 
 
 class World:
@@ -164,6 +163,9 @@ class World:
         if name is not None:
             if not name.strip() or len(name) > 32 or not name.isprintable():
                 raise WorldError(f"agent name {name!r} must be 1-32 printable characters")
+            if name.strip().lstrip("#").isdigit():
+                raise WorldError(f"agent name {name!r} looks like an entity id; include a "
+                                 "letter")
             if name.lower() in self.names:
                 raise WorldError(f"an agent named {name!r} already lives; pick another name")
         if gold is not None and gold < 0:
@@ -241,8 +243,9 @@ class World:
             raise WorldError(f"unknown object kind {kind!r}; expected one of "
                              f"{', '.join(OBJECTS)}")
         self._check_tile(x, y)
-        if self.items_grid.at(x, y) and spec.blocking:
-            raise WorldError(f"tile ({x}, {y}) has items on it; pick a clear tile")
+        if spec.blocking and (self.items_grid.at(x, y) or self.agents_grid.at(x, y)):
+            raise WorldError(f"tile ({x}, {y}) is not clear (an agent or items stand there) "
+                             f"and a {kind} would block it; pick a clear tile")
         pos = c.Position(x, y)
         eid = self.store.create(c.StaticObject(kind=kind, stock=spec.max_stock), pos)
         self._index(eid)
@@ -380,9 +383,6 @@ class World:
 
     def step(self, inputs: Sequence[Input] | None = None) -> TickReport:
         """Advance one tick. ``inputs`` (for replay) replaces draining the inbox."""
-        from agent_world.core.inputs import apply_input  # noqa: PLC0415 - cycle
-        from agent_world.core.systems import SYSTEMS  # noqa: PLC0415 - cycle
-
         self.tick += 1
         if inputs is None:
             inputs = self.inbox.drain(self.tick)

@@ -69,7 +69,8 @@ def _pickup(world: World, eid: int, row: AgentRow, action: Action) -> None:
     inv.add(item.kind, item.qty)
     owner = item.owner
     world.remove_entity(target)
-    world.emit("pickup", agent=eid, name=world.name_of(eid), item=item.kind, qty=item.qty)
+    world.emit("pickup", agent=eid, name=world.name_of(eid), item=item.kind, qty=item.qty,
+               item_id=target)
     if owner not in (NO_ONE, eid) and world.alive(owner):
         opos = world.store.get(owner, c.Position)
         radius = world.rules.vision_radius
