@@ -163,7 +163,8 @@ def _agent_lines(world: World, eid: int) -> list[str]:
     if intent.action is not None:
         action = f"{intent.action} since tick {intent.since} ({tick - intent.since} ticks)"
         if intent.path:
-            action += f"; walking, {len(intent.path)} steps to {_tile(world, intent.goal)}"
+            # The path's far end is where the walk leads (wander legs have no goal tile).
+            action += f"; walking, {len(intent.path)} steps to {_tile(world, intent.path[0])}"
     else:
         action = "none"
     plan = " ; ".join(f"{i}. {a}" for i, a in enumerate(intent.plan, 1)) or "none"
