@@ -305,6 +305,10 @@ class PersistenceConfig:
         5.0, "seconds between fsyncs of the event log (what a power cut can lose); 0 fsyncs "
         "every write", low=0, high=3600,
     )
+    serialize_in_child: bool = setting(
+        True, "turn snapshots and state hashes into JSON in a forked child process, so the "
+        "tick loop pays only for the fork (Linux; elsewhere the main thread does it)",
+    )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
