@@ -1,0 +1,129 @@
+"""The worlds the benchmark runs: the default map scaled to N agents at constant density,
+set up the way a user runs them (a Session with persistence on, the real clock)."""
+
+from __future__ import annotations
+
+import math
+import time
+from pathlib import Path
+from typing import Any
+
+from agent_world.app import Session
+from agent_world.config import Config
+from agent_world.core.loop import TickLoop
+from agent_world.core.world import World
+from agent_world.persistence import SaveFolder
+from agent_world.persistence.worlds import write_first_snapshot
+from agent_world.types import MonotonicClock, TickReport
+
+__all__ = [
+    "Mark",
+    "MeasuredLoop",
+    "percentile",
+    "saved_session",
+    "scaled_config",
+    "side_for",
+    "summarise",
+]
+
+_BASE = Config()
+_BASE_AREA = _BASE.world.width * _BASE.world.height
+DENSITY = _BASE.world.starting_agents / _BASE_AREA  # agents per tile on the default map
+
+
+def side_for(agents: int) -> int:
+    """Side of the square map that holds ``agents`` at the default map's density."""
+    return max(16, round(math.sqrt(agents / DENSITY)))
+
+
+def scaled_config(agents: int, root: Path | None = None) -> Config:
+    """The default configuration for ``agents`` agents: the map grows with the population,
+    and so do the per-map rates (items spawned per tick, immigration), so every agent sees
+    the same world as on the default 64x64 map. Objects, shelters and the item cap are
+    already per tile. ``root`` holds the save folders and the world log."""
+    side = side_for(agents)
+    scale = side * side / _BASE_AREA
+    base = _BASE.world
+    interval = base.immigration_interval_ticks
+    world: dict[str, Any] = {
+        "name": f"bench-{agents}",
+        "size": [side, side],
+        "starting_agents": agents,
+        "item_spawn_rate": min(1000.0, base.item_spawn_rate * scale),
+        "immigration_interval_ticks": max(1, round(interval / scale)) if interval else 0,
+    }
+    sections: dict[str, dict[str, Any]] = {"world": world, "log": {"echo": False}}
+    if root is not None:
+        sections["paths"] = {"saves": str(root / "saves"), "logs": str(root / "logs")}
+    return _BASE.replace(**sections)
+
+
+def percentile(values: list[float], q: float) -> float:
+    """Nearest-rank percentile (as the tick loop's statistics use)."""
+    if not values:
+        return 0.0
+    ordered = sorted(values)
+    index = min(len(ordered) - 1, max(0, math.ceil(q * len(ordered)) - 1))
+    return ordered[index]
+
+
+def summarise(seconds: list[float]) -> dict[str, float]:
+    """p50/p99/max/mean of durations, in milliseconds."""
+    ms = [s * 1000 for s in seconds]
+    return {
+        "p50_ms": round(percentile(ms, 0.50), 2),
+        "p99_ms": round(percentile(ms, 0.99), 2),
+        "max_ms": round(max(ms, default=0.0), 2),
+        "mean_ms": round(sum(ms) / len(ms), 2) if ms else 0.0,
+    }
+
+
+class Mark:
+    """A tick observer that only notes the time it was called: put around other observers
+    to time them."""
+
+    def __init__(self) -> None:
+        self.last = 0.0
+
+    def on_tick(self, report: TickReport) -> None:
+        self.last = time.perf_counter()
+
+
+class MeasuredLoop(TickLoop):
+    """The tick loop, also timing each tick's systems and its observers (world log, event
+    counter, persistence) on the main thread: what the tick loop's own statistics leave
+    out. A Mark observer before and after the persistence writer times its share."""
+
+    def __init__(self, loop: TickLoop) -> None:
+        super().__init__(loop.world, loop.clock, loop.tick_rate, loop.observers)
+        self.first = Mark()
+        self.before_persistence = Mark()
+        self.after_persistence = Mark()
+        self.observers.insert(0, self.first)
+        self.observers.append(self.after_persistence)
+        # Session appends the persistence writer last: mark just before it.
+        self.observers.insert(len(self.observers) - 2, self.before_persistence)
+        self.step_s: list[float] = []
+        self.total_s: list[float] = []
+        self.persistence_s: list[float] = []
+
+    def tick_once(self) -> TickReport:
+        started = time.perf_counter()
+        report = super().tick_once()
+        ended = time.perf_counter()
+        self.step_s.append(self.first.last - started)
+        self.total_s.append(ended - started)
+        self.persistence_s.append(self.after_persistence.last - self.before_persistence.last)
+        return report
+
+
+def saved_session(world: World, config: Config, name: str) -> Session:
+    """A session with persistence on for an existing (warmed-up) world: a new save folder
+    starting at the world's current tick, as ``open_world`` makes one for a new world."""
+    root = Path(config.paths.saves) / name
+    folder = SaveFolder.create(root, {"world": name, "seed": world.seed,
+                                      "config": config.to_dict(), "origin": None})
+    write_first_snapshot(folder, world)
+    session = Session(config, world, clock=MonotonicClock(), folder=folder)
+    session.loop = MeasuredLoop(session.loop)
+    return session
