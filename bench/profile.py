@@ -9,6 +9,7 @@ the profiled time and the functions that spend the most time themselves.
 from __future__ import annotations
 
 import cProfile
+import gc
 import importlib.util
 import pstats
 import tempfile
@@ -78,14 +79,39 @@ def _with_cprofile(world: World, ticks: int) -> tuple[dict[str, float],
     return by_system, sorted(own, key=lambda kv: -kv[1]), total, ""
 
 
+class GcPauses:
+    """Collector pauses, by generation, while in use (the profilers do not show them)."""
+
+    def __init__(self) -> None:
+        self.seconds = [0.0, 0.0, 0.0]
+        self.count = [0, 0, 0]
+        self._started = 0.0
+
+    def __call__(self, phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            self._started = time.perf_counter()
+        else:
+            generation = info["generation"]
+            self.seconds[generation] += time.perf_counter() - self._started
+            self.count[generation] += 1
+
+    def __enter__(self) -> GcPauses:
+        gc.callbacks.append(self)
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        gc.callbacks.remove(self)
+
+
 def profile_world(agents: int, ticks: int, *, warmup_ticks: int = 20, top: int = 15,
                   tree: bool = False, log: Callable[[str], None] = print) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="bench-prof-") as tmp:
         world, _config, info = build_world(agents, Path(tmp), warmup_ticks)
-        started = time.perf_counter()
-        for _ in range(ticks):
-            world.step()
-        plain_ms = (time.perf_counter() - started) / ticks * 1000
+        with GcPauses() as pauses:
+            started = time.perf_counter()
+            for _ in range(ticks):
+                world.step()
+            plain_ms = (time.perf_counter() - started) / ticks * 1000
         use_pyinstrument = importlib.util.find_spec("pyinstrument") is not None
         run = _with_pyinstrument if use_pyinstrument else _with_cprofile
         by_system, own, total, text = run(world, ticks)
@@ -96,6 +122,11 @@ def profile_world(agents: int, ticks: int, *, warmup_ticks: int = 20, top: int =
         f"{ticks} ticks after {warmup_ticks} warm-up ticks")
     log(f"unprofiled: {plain_ms:.1f} ms/tick; profiled with {profiler}: "
         f"{total / ticks * 1000:.1f} ms/tick")
+    gc_ms = sum(pauses.seconds) * 1000
+    log(f"garbage collector (unprofiled run): {gc_ms / ticks:.2f} ms/tick "
+        f"({gc_ms / (plain_ms * ticks):.1%}); collections by generation "
+        f"{pauses.count}, time per generation "
+        f"{[round(s * 1000, 1) for s in pauses.seconds]} ms")
     log("")
     log(f"{'system':<22}{'ms/tick':>10}{'share':>8}")
     accounted = 0.0
@@ -113,6 +144,7 @@ def profile_world(agents: int, ticks: int, *, warmup_ticks: int = 20, top: int =
         log("")
         log(text)
     return {"agents": agents, "ticks": ticks, "plain_ms_per_tick": round(plain_ms, 2),
+            "gc_ms_per_tick": round(gc_ms / ticks, 2),
             "profiler": profiler,
             "systems_ms_per_tick": {k: round(v / ticks * 1000, 2) for k, v in by_system.items()},
             "top": [(w, round(s / ticks * 1000, 3)) for w, s in own[:top]]}
