@@ -25,6 +25,7 @@ from agent_world.core.items import GOLD, ITEMS, OBJECTS
 from agent_world.core.names import pick_name
 from agent_world.core.spatial import SpatialGrid
 from agent_world.core.systems import SYSTEMS
+from agent_world.core.systems.perception import perceive
 from agent_world.core.terrain import Terrain
 from agent_world.types import Event, Input, TickReport
 
@@ -120,6 +121,8 @@ class World:
             self.spawn_agent(personality=personality)
         for _ in range(int(self.max_ground_items() // 3)):
             self.spawn_random_item()
+        for eid, row in self.agents():  # everyone sees the world as it was created
+            self._perceive(eid, row[1], row[6])
 
     def _starting_personalities(self) -> list[str]:
         """The configured mix apportioned exactly (largest remainder), in shuffled order."""
@@ -213,10 +216,14 @@ class World:
             self.tick + 1 + eid % r.perception_interval_ticks)
         self.agents_grid.insert(eid, pos)
         self.names[name.lower()] = eid
+        self._perceive(eid, pos, self.store.get(eid, c.Perception))
         self.count("agents_spawned")
         self.emit("spawn", agent=eid, name=name, personality=personality, x=x, y=y,
                   brain=brain)
         return eid
+
+    def _perceive(self, eid: int, pos: c.Position, perc: c.Perception) -> None:
+        perc.agents, perc.items, perc.objects = perceive(self, eid, pos.x, pos.y)
 
     def spawn_item(self, kind: str, qty: int, x: int, y: int, *, owner: int = NO_ONE,
                    source: str | None = None) -> int:
