@@ -153,7 +153,7 @@ class GameConfig:
     vision_radius: int = setting(8, "how far agents see, in tiles", low=1, high=64)
     hearing_radius: int = setting(10, "how far speech carries, in tiles", low=1, high=64)
     perception_interval_ticks: int = setting(
-        3, "ticks between two updates of one agent's visible set (staggered across agents)",
+        5, "ticks between two updates of one agent's visible set (staggered across agents)",
         low=1, high=100,
     )
     think_interval_ticks: int = setting(

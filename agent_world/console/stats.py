@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 
 __all__ = ["SEAM_ATTRS", "StatsSection", "default_sections", "format_figures", "show"]
 
-SEAM_ATTRS = ("llm", "angel", "persistence")
+SEAM_ATTRS = ("llm", "angel", "persistence", "gc")
 """Session attributes that, when present and not None, report ``stats() -> dict``."""
 
 Figures = Mapping[str, object]

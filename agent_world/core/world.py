@@ -25,6 +25,7 @@ from agent_world.core.items import GOLD, ITEMS, OBJECTS
 from agent_world.core.names import pick_name
 from agent_world.core.spatial import SpatialGrid
 from agent_world.core.systems import SYSTEMS
+from agent_world.core.systems.perception import perceive
 from agent_world.core.terrain import Terrain
 from agent_world.types import Event, Input, TickReport
 
@@ -66,6 +67,9 @@ class World:
         # and harvestable objects below full stock.
         self.shelter_tiles: dict[int, int] = {}
         self.regrowing: set[int] = set()
+        self.ground_goods: dict[str, int] = {}  # units lying on the ground, by kind
+        # The census of the current price period (state: it carries over ticks).
+        self.market_tally: dict[str, dict[str, Any]] = {"carried": {}, "wanted": {}}
         self.prices: dict[str, float] = {k: v.value for k, v in ITEMS.items()}
         self.offers: dict[int, dict[str, Any]] = {}
         self.offers_to: dict[int, list[int]] = {}  # addressee -> open offer ids (derived)
@@ -117,6 +121,8 @@ class World:
             self.spawn_agent(personality=personality)
         for _ in range(int(self.max_ground_items() // 3)):
             self.spawn_random_item()
+        for eid, row in self.agents():  # everyone sees the world as it was created
+            self._perceive(eid, row[1], row[6])
 
     def _starting_personalities(self) -> list[str]:
         """The configured mix apportioned exactly (largest remainder), in shuffled order."""
@@ -210,10 +216,14 @@ class World:
             self.tick + 1 + eid % r.perception_interval_ticks)
         self.agents_grid.insert(eid, pos)
         self.names[name.lower()] = eid
+        self._perceive(eid, pos, self.store.get(eid, c.Perception))
         self.count("agents_spawned")
         self.emit("spawn", agent=eid, name=name, personality=personality, x=x, y=y,
                   brain=brain)
         return eid
+
+    def _perceive(self, eid: int, pos: c.Position, perc: c.Perception) -> None:
+        perc.agents, perc.items, perc.objects = perceive(self, eid, pos.x, pos.y)
 
     def spawn_item(self, kind: str, qty: int, x: int, y: int, *, owner: int = NO_ONE,
                    source: str | None = None) -> int:
@@ -227,6 +237,7 @@ class World:
             raise WorldError(f"tile ({x}, {y}) is off the map")
         if kind == GOLD and source is not None:
             self.ledger["gold_created"] += qty
+        self.ground_goods[kind] = self.ground_goods.get(kind, 0) + qty
         for eid in self.items_grid.at(x, y):
             item = self.store.get(eid, c.Item)
             if item.kind == kind and item.owner == owner:
@@ -283,6 +294,8 @@ class World:
             self.names.pop(store.get(eid, c.Agent).name.lower(), None)
         elif store.has(eid, c.Item):
             self.items_grid.remove(eid)
+            item = store.get(eid, c.Item)
+            self.ground_goods[item.kind] -= item.qty
         elif store.has(eid, c.StaticObject):
             obj = store.get(eid, c.StaticObject)
             pos = store.get(eid, c.Position)
@@ -423,6 +436,7 @@ class World:
             "ledger": self.ledger,
             "counters": self.counters,
             "spawn_credit": self.spawn_credit,
+            "market_tally": self.market_tally,
             "entities": self.store.rows(),
         }
 
@@ -460,6 +474,8 @@ class World:
         world.ledger = dict(state["ledger"])
         world.counters = dict(state["counters"])
         world.spawn_credit = float(state["spawn_credit"])
+        world.market_tally = {"carried": dict(state["market_tally"]["carried"]),
+                              "wanted": dict(state["market_tally"]["wanted"])}
         for row in state["entities"]:
             comps = [c.component_from_state(name, data) for name, data in row.items()
                      if name != "id"]
@@ -478,6 +494,8 @@ class World:
             self.names[store.get(eid, c.Agent).name.lower()] = eid
         elif store.has(eid, c.Item):
             self.items_grid.insert(eid, pos)
+            item = store.get(eid, c.Item)
+            self.ground_goods[item.kind] = self.ground_goods.get(item.kind, 0) + item.qty
         elif store.has(eid, c.StaticObject):
             obj = store.get(eid, c.StaticObject)
             self.objects_grid.insert(eid, pos)
