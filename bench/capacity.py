@@ -1,5 +1,6 @@
 """The largest population that holds the tick rate: p99 of the main thread's time per tick
-(systems plus observers, persistence on) under one tick period (100 ms at 10 Hz).
+(systems plus observers, persistence on; what /stats shows) under one tick period (100 ms
+at 10 Hz).
 
 Starts from the sizes the paced section measured, takes the largest that passed and the
 smallest larger one that failed, and bisects between them with short paced runs until the
@@ -61,5 +62,5 @@ def find_capacity(measured: list[tuple[int, float, bool]], *, seconds: float,
             hi = mid
     return {"largest_agents": lo, "bracket": [lo, hi], "steps": steps,
             "method": f"bisection between the paced sizes with {seconds:g} s paced runs "
-                      f"(persistence on); passes when the main thread's p99 per tick "
+                      f"(persistence on); passes when the tick p99 (systems + observers) "
                       f"< 100 ms; stopped with the limit in [{lo}, {hi})"}

@@ -135,7 +135,7 @@ def _run_size(agents: int, sections: set[str], budget: Budget, root: Path) -> di
             if "snapshot" in paced:
                 out["snapshot"] = paced.pop("snapshot")
             out["paced"] = paced
-            _log(f"  paced: {paced['ticks']} ticks at {paced['rate_hz']} Hz, main thread p99 "
+            _log(f"  paced: {paced['ticks']} ticks at {paced['rate_hz']} Hz, tick p99 "
                  f"{paced['main_thread']['p99_ms']} ms, persistence p99 "
                  f"{paced['persistence']['p99_ms']} ms")
         elif "snapshot" in sections:

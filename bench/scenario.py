@@ -90,12 +90,14 @@ class Mark:
 
 
 class MeasuredLoop(TickLoop):
-    """The tick loop, also timing each tick's systems and its observers (world log, event
-    counter, persistence) on the main thread: what the tick loop's own statistics leave
-    out. A Mark observer before and after the persistence writer times its share."""
+    """The session's tick loop, also splitting each tick's main-thread time into the
+    systems (``World.step``), the observers (event counter, world log, persistence; a Mark
+    before and after the persistence writer times its share) and the work the loop does
+    between ticks (the session's garbage collections)."""
 
     def __init__(self, loop: TickLoop) -> None:
         super().__init__(loop.world, loop.clock, loop.tick_rate, loop.observers)
+        self.between_ticks = loop.between_ticks
         self.first = Mark()
         self.before_persistence = Mark()
         self.after_persistence = Mark()
@@ -106,14 +108,17 @@ class MeasuredLoop(TickLoop):
         self.step_s: list[float] = []
         self.total_s: list[float] = []
         self.persistence_s: list[float] = []
+        self.between_s: list[float] = []
 
     def tick_once(self) -> TickReport:
         started = time.perf_counter()
         report = super().tick_once()
         ended = time.perf_counter()
+        observed = self.after_persistence.last  # the last observer: the tick is done
         self.step_s.append(self.first.last - started)
-        self.total_s.append(ended - started)
-        self.persistence_s.append(self.after_persistence.last - self.before_persistence.last)
+        self.total_s.append(observed - started)
+        self.persistence_s.append(observed - self.before_persistence.last)
+        self.between_s.append(ended - observed)
         return report
 
 
