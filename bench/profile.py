@@ -123,7 +123,8 @@ def profile_world(agents: int, ticks: int, *, warmup_ticks: int = 20, top: int =
     log(f"unprofiled: {plain_ms:.1f} ms/tick; profiled with {profiler}: "
         f"{total / ticks * 1000:.1f} ms/tick")
     gc_ms = sum(pauses.seconds) * 1000
-    log(f"garbage collector (unprofiled run): {gc_ms / ticks:.2f} ms/tick "
+    log(f"automatic garbage collection in the unprofiled run (a session moves it between "
+        f"ticks, see agent_world/gcpolicy.py): {gc_ms / ticks:.2f} ms/tick "
         f"({gc_ms / (plain_ms * ticks):.1%}); collections by generation "
         f"{pauses.count}, time per generation "
         f"{[round(s * 1000, 1) for s in pauses.seconds]} ms")
