@@ -80,6 +80,8 @@ class World:
         self.names: dict[str, int] = {}  # lower-case agent name -> id (derived)
         self.input_observers: list[Callable[[Sequence[Input]], None]] = []
         self._events: list[Event] = []
+        self._row_index: dict[int, AgentRow] = {}
+        self._rows_indexed: list[tuple[int, AgentRow]] | None = None
         sections = config.to_dict()
         # Settings that shape the simulation travel with its state; name and pace do not.
         self._sim_config = {
@@ -313,6 +315,14 @@ class World:
         """Every living agent with all its components, ascending by id (cached)."""
         rows: list[tuple[int, AgentRow]] = self.store.query(*AGENT_TYPES)
         return rows
+
+    def agent_row(self, eid: int) -> AgentRow | None:
+        """One agent's components (as in ``agents()``), or None if it is not an agent."""
+        rows = self.agents()
+        if rows is not self._rows_indexed:  # the agent set changed since the index was built
+            self._row_index = dict(rows)
+            self._rows_indexed = rows
+        return self._row_index.get(eid)
 
     def is_agent(self, eid: int) -> bool:
         return self.store.has(eid, c.Agent)
