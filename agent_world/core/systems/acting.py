@@ -24,6 +24,8 @@ def reach(world: World, action: Action) -> int:
     """Tiles (Chebyshev) within which ``action`` takes effect."""
     if action.name in _TRADE_REACH:
         return world.rules.trade_range
+    if action.name == "use_ability":
+        return world.abilities.range_of(action.args["ability"])
     return action.spec.reach
 
 

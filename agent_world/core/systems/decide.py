@@ -46,6 +46,13 @@ def begin(world: World, eid: int, row: AgentRow, action: Action) -> bool:
     return True
 
 
+def _time_limit(world: World, action: Action, timeout: int) -> int:
+    if action.name == "request_ability":  # the abilities system ends it on its own timeout
+        return world.ability_rules.request_timeout_ticks + TIMEOUT_MARGIN
+    ticks: int = action.args.get("ticks", 0)
+    return max(timeout, ticks + TIMEOUT_MARGIN)
+
+
 def decide_system(world: World) -> None:
     tick = world.tick
     timeout = world.rules.action_timeout_ticks
@@ -53,8 +60,7 @@ def decide_system(world: World) -> None:
     for eid, row in world.agents():
         intent, combat = row[4], row[5]
         action = intent.action
-        if action is not None and tick - intent.since > max(
-                timeout, action.args.get("ticks", 0) + TIMEOUT_MARGIN):
+        if action is not None and tick - intent.since > _time_limit(world, action, timeout):
             fail(world, eid, intent, "timed out")
             action = None
         attacked = combat.last_attacked >= tick - 1
