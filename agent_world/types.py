@@ -176,8 +176,10 @@ class AbilityRunner(Protocol):
     """Runs ability code for the world, all calls of one tick in one batch.
 
     ``run`` returns one result per call, in order, and never raises for anything the code
-    does. ``replaying`` is true when the tick's inputs come from a log: the runner must then
-    not postpone calls for lack of time and should allow them more wall time, because the
-    log, not this machine's speed, decides which calls were stopped."""
+    does. ``steps`` and ``alloc`` are the world's step and allocation budgets per call.
+    ``replaying`` is true when the tick's inputs come from a log: the runner must then not
+    postpone calls for lack of time and should allow them more wall time, because the log,
+    not this machine's speed, decides which calls were stopped."""
 
-    def run(self, calls: Sequence[AbilityCall], *, replaying: bool) -> list[AbilityResult]: ...
+    def run(self, calls: Sequence[AbilityCall], *, replaying: bool, steps: int,
+            alloc: int) -> list[AbilityResult]: ...

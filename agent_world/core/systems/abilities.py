@@ -287,7 +287,9 @@ def _cast(world: World, casts: list[_Cast]) -> None:
     results: list[AbilityResult] = []
     if pending:
         assert book.runner is not None  # _prepare checked
-        results = book.runner.run([cast.call for cast in pending], replaying=world.replaying)
+        rules = world.ability_rules
+        results = book.runner.run([cast.call for cast in pending], replaying=world.replaying,
+                                  steps=rules.step_budget, alloc=rules.alloc_budget)
         if len(results) != len(pending):
             raise RuntimeError(f"the ability runner returned {len(results)} results for "
                                f"{len(pending)} calls")
