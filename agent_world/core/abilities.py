@@ -233,6 +233,14 @@ class AbilityBook:
     def names(self) -> list[str]:
         return [*self.builtins, *self.generated]
 
+    def catalog(self) -> list[dict[str, Any]]:
+        """Every ability an agent may use, as plain data for observations and the console:
+        name, description, cost, cooldown, range, arguments, and why it is disabled."""
+        return [{**spec.meta.to_dict(), "builtin": spec.builtin,
+                 **({"disabled": self.disabled[spec.name]} if spec.name in self.disabled
+                    else {})}
+                for spec in (*self.builtins.values(), *self.generated.values())]
+
     def range_of(self, name: str) -> int:
         spec = self.get(name)
         return spec.meta.range if spec else 0

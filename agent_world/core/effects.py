@@ -39,7 +39,6 @@ from agent_world.core.actions import MAX_QTY, MAX_TEXT
 from agent_world.core.components import NO_ONE
 from agent_world.core.items import ITEMS, OBJECTS
 from agent_world.core.social import adjust_relationship
-from agent_world.core.systems.acting import chebyshev
 
 if TYPE_CHECKING:
     from agent_world.core.world import World
@@ -68,6 +67,10 @@ EFFECTS: dict[str, dict[str, str]] = {
     "spawn_object": {"kind": "object", "x": "coord", "y": "coord"},
     "status": {"target": "id", "status": "status", "ticks": "count"},
 }
+
+
+def chebyshev(ax: int, ay: int, bx: int, by: int) -> int:
+    return max(abs(ax - bx), abs(ay - by))
 
 
 class MalformedEffects(ValueError):
