@@ -258,7 +258,8 @@ def _check_node(node: ast.AST, bound: set[str]) -> None:
         if spec is not None:
             text = "".join(v.value for v in getattr(spec, "values", [])
                            if isinstance(v, ast.Constant) and isinstance(v.value, str))
-            if (not isinstance(spec, ast.JoinedStr) or len(spec.values) != 1
+            if (not isinstance(spec, ast.JoinedStr)
+                    or not all(isinstance(v, ast.Constant) for v in spec.values)
                     or not _FORMAT_SPEC.match(text)):
                 raise GateError(f"{_where(node)}f-string format spec must be a short "
                                 "constant such as :.1f or :>3")
@@ -333,6 +334,9 @@ def gate(source: object) -> Gated:
             raise GateError(f"line {exc.lineno}: syntax error: {exc.msg}") from None
         except (tokenize.TokenError, IndentationError) as exc:
             raise GateError(f"cannot read the source: {exc}") from None
+        except (RecursionError, MemoryError):
+            raise GateError(f"the source is nested too deeply to parse (nesting deeper "
+                            f"than {MAX_DEPTH} levels is refused anyway)") from None
         _check_shape(tree)
         bound = _bound_names(tree)
         for node in ast.walk(tree):

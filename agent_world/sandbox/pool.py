@@ -103,6 +103,8 @@ class Worker:
         try:
             return read_frame(self._out, deadline)
         except FrameError as exc:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.proc.wait(timeout=0.2)  # let the exit status arrive, to name the signal
             raise WorkerDied(f"{exc} ({self.describe_exit()})") from None
 
     def kill(self) -> None:

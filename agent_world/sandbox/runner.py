@@ -87,6 +87,11 @@ class SandboxRunner:
         results: list[AbilityResult] = []
         trips = 0
         while len(results) < len(calls):
+            if budget_end is not None and time.monotonic() >= budget_end:
+                results.extend(AbilityResult(status=ABILITY_POSTPONED,
+                                             reason="the tick's sandbox time ran out")
+                               for _ in calls[len(results):])
+                break
             wait_until = (started + REPLAY_WORKER_WAIT_S if budget_end is None
                           else budget_end)
             worker = self.pool.current(wait_until)
@@ -161,6 +166,10 @@ class SandboxRunner:
                 raise WorkerDied("the worker did not end its batch")
         except (TimedOut, WorkerDied):
             self.pool.discard(worker)
+
+    def warm(self, timeout: float = 15.0) -> None:
+        """Wait until every worker of the pool has started (after start-up or kills)."""
+        self.pool.wait_ready(timeout)
 
     def stats(self) -> dict[str, Any]:
         with self._lock:
