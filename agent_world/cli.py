@@ -220,6 +220,12 @@ async def _run(config: Config, opened: OpenedWorld, args: argparse.Namespace,
     out = sys.stderr if args.headless else sys.stdout
     print(_banner(session, opened), file=out)
     print("  Ctrl-C stops cleanly.", file=out, flush=True)
+    try:
+        sandbox.ready()  # started long ago, while the world was opened
+    except WorkerDied as exc:
+        session.close()
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, session.loop.stop)
@@ -247,7 +253,7 @@ def _replay_main(argv: Sequence[str]) -> int:
     if args.fork and args.to is None:
         parser.error("--fork needs --to TICK: the tick to fork at")
     config = _configure(args)
-    sandbox = Sandbox(config)
+    sandbox = Sandbox(config, wait=False)
     if not args.fork:
         try:
             return run_replay(args.path, config, to=args.to, playback=args.playback,
@@ -273,7 +279,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _ability_main(argv[1:])
         args = build_parser().parse_args(argv)
         config = _configure(args)
-        sandbox = Sandbox(config)
+        sandbox = Sandbox(config, wait=False)
         opened = open_world(config, seed_given=args.seed is not None, setup=sandbox.install)
     except (ConfigError, SaveError, WorkerDied) as exc:
         if sandbox is not None:

@@ -7,7 +7,6 @@ abstract interface; nothing imports the engine.
 from __future__ import annotations
 
 import abc
-import asyncio
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -39,6 +38,8 @@ class MonotonicClock(Clock):
         return time.monotonic()
 
     async def sleep_until(self, deadline: float) -> None:
+        import asyncio  # noqa: PLC0415 - kept out of the import of this leaf module
+
         delay = deadline - time.monotonic()
         await asyncio.sleep(max(0.0, delay))
 
@@ -60,6 +61,8 @@ class FakeClock(Clock):
         self._now += seconds
 
     async def sleep_until(self, deadline: float) -> None:
+        import asyncio  # noqa: PLC0415 - kept out of the import of this leaf module
+
         self.sleeps.append(max(0.0, deadline - self._now))
         self._now = max(self._now, deadline)
         await asyncio.sleep(0)
@@ -121,6 +124,12 @@ class Stateful(Protocol):
 # -- abilities ---------------------------------------------------------------------------------
 # The core decides who casts what and applies the effects; the code itself runs behind this
 # seam (agent_world.sandbox implements it). Everything crossing it is plain data.
+
+ABILITY_METADATA = ("NAME", "DESCRIPTION", "ENERGY_COST", "COOLDOWN", "RANGE", "ARGS")
+"""The literal assignments an ability source makes (ARGS may be left out: no arguments),
+besides its one ``def execute(ctx):`` returning a list of effect dicts."""
+MAX_ABILITY_SOURCE = 16_000
+"""Characters an ability source may have."""
 
 ABILITY_OK = "ok"
 """The call returned effects (a deterministic outcome: a replay computes the same)."""

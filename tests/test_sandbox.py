@@ -38,7 +38,8 @@ def run_here(body: str, steps: int = 20_000, alloc: int = 4_000_000) -> dict:
 
 @pytest.fixture(scope="module")
 def runner():
-    r = SandboxRunner(Config().sandbox)
+    # A roomy tick budget: first calls compile their source, and a loaded machine is slow.
+    r = SandboxRunner(Config().replace(sandbox={"tick_budget_ms": 2000}).sandbox)
     yield r
     r.close()
 
@@ -47,9 +48,11 @@ def runner():
 
 
 def test_a_good_source_passes_with_its_metadata() -> None:
-    gated = gate(source("    return []\n", name="calm", energy=2, cooldown=5, range_=1,
-                        args={"target": "agent?"}))
-    assert gated.meta.name == "calm" and gated.meta.args == {"target": "agent?"}
+    text = source("    return []\n", name="calm", energy=2, cooldown=5, range_=1,
+                  args={"target": "agent?"})
+    assert gate(text).values["NAME"] == "calm"
+    meta, _code = compile_ability(text)
+    assert meta.name == "calm" and meta.args == {"target": "agent?"}
 
 
 @pytest.mark.parametrize(("text", "message"), [
@@ -71,7 +74,7 @@ def test_a_good_source_passes_with_its_metadata() -> None:
 ])
 def test_the_gate_refuses_malformed_files(text, message) -> None:
     with pytest.raises(GateError, match=message):
-        gate(text)
+        compile_ability(text)
 
 
 def test_the_gate_walks_deep_trees_without_recursing() -> None:

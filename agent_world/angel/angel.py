@@ -40,6 +40,8 @@ class Angel:
         self._report = report or (lambda _message: None)
         self._queue: queue.SimpleQueue[AbilityRequest | None] = queue.SimpleQueue()
         self._lock = threading.Lock()
+        self._idle = threading.Condition(self._lock)
+        self._open = 0  # requests submitted and not yet answered
         self._issued: set[str] = set()  # names handed to the world (it may not have them yet)
         self.requests = 0
         self.generated = 0
@@ -54,10 +56,18 @@ class Angel:
     def submit(self, request: AbilityRequest) -> None:
         with self._lock:
             self.requests += 1
+            self._open += 1
         self._queue.put(request)
 
     def pending(self) -> int:
-        return self._queue.qsize() + (1 if self.busy else 0)
+        """Requests not answered yet."""
+        return self._open
+
+    def wait_idle(self, timeout: float) -> bool:
+        """Block until every submitted request is answered (its input is in the inbox);
+        False if that takes longer than ``timeout`` seconds."""
+        with self._idle:
+            return self._idle.wait_for(lambda: self._open == 0, timeout)
 
     def close(self, timeout: float = 10.0) -> None:
         self._queue.put(None)
@@ -68,7 +78,7 @@ class Angel:
             return {"generator": self.generator.name, "requests": self.requests,
                     "generated": self.generated, "accepted": self.accepted,
                     "rejected": dict(self.rejected), "refused": self.refused,
-                    "pending": self.pending(), "last_error": self.last_error}
+                    "pending": self._open, "last_error": self.last_error}
 
     # -- the thread ----------------------------------------------------------------------------
 
@@ -89,6 +99,9 @@ class Angel:
                     self._refuse(request, f"the angel failed: {self.last_error}")
                 finally:
                     self.busy = False
+                    with self._idle:
+                        self._open -= 1
+                        self._idle.notify_all()
                     if self._on_done is not None:
                         self._on_done(request)
         finally:

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from agent_world.config import AbilitiesConfig
-from agent_world.types import AbilityRunner
+from agent_world.types import ABILITY_METADATA, MAX_ABILITY_SOURCE, AbilityRunner
 
 if TYPE_CHECKING:
     from agent_world.core.world import World
@@ -41,14 +41,13 @@ __all__ = [
     "source_digest",
 ]
 
-MAX_SOURCE_CHARS = 16_000
+MAX_SOURCE_CHARS = MAX_ABILITY_SOURCE
 NAME_PATTERN = re.compile(r"^[a-z][a-z0-9_]{1,31}$")
 MAX_DESCRIPTION = 200
 MAX_ENERGY_COST = 100.0
 MAX_COOLDOWN = 100_000
 
-METADATA_NAMES = ("NAME", "DESCRIPTION", "ENERGY_COST", "COOLDOWN", "RANGE", "ARGS")
-"""The literal assignments an ability source makes (ARGS may be left out: no arguments)."""
+METADATA_NAMES = ABILITY_METADATA
 
 ARG_KINDS: dict[str, tuple[str, ...]] = {
     "target": ("agent", "object", "item", "entity"),

@@ -11,10 +11,28 @@
 An outer layer: it depends on the core, never the reverse.
 """
 
-from agent_world.sandbox.check import AbilityChecker, CheckReport
-from agent_world.sandbox.gate import GateError
-from agent_world.sandbox.host import Sandbox, load_builtins
-from agent_world.sandbox.runner import SandboxRunner
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from agent_world.sandbox.check import AbilityChecker, CheckReport
+    from agent_world.sandbox.gate import GateError
+    from agent_world.sandbox.host import Sandbox, load_builtins
+    from agent_world.sandbox.runner import SandboxRunner
 
 __all__ = ["AbilityChecker", "CheckReport", "GateError", "Sandbox", "SandboxRunner",
            "load_builtins"]
+
+_HOMES = {"AbilityChecker": "check", "CheckReport": "check", "GateError": "gate",
+          "Sandbox": "host", "load_builtins": "host", "SandboxRunner": "runner"}
+
+
+def __getattr__(name: str) -> Any:
+    # Loaded on first use: a worker process imports this package too, and must start fast
+    # without the host-side modules (and the core) they pull in.
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module 'agent_world.sandbox' has no attribute {name!r}")
+    return getattr(importlib.import_module(f"agent_world.sandbox.{home}"), name)

@@ -21,14 +21,16 @@ from __future__ import annotations
 
 import ast
 from types import CodeType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from RestrictedPython.transformer import RestrictingNodeTransformer
 
-from agent_world.core.abilities import AbilityMeta
 from agent_world.sandbox.gate import Gated, GateError, gate
 
-__all__ = ["BINARY_GUARDS", "compile_ability", "compile_gated"]
+if TYPE_CHECKING:
+    from agent_world.core.abilities import AbilityMeta
+
+__all__ = ["BINARY_GUARDS", "compile_ability", "compile_gated", "compile_source"]
 
 BINARY_GUARDS: dict[type[ast.operator], str] = {
     ast.Add: "_add_",
@@ -116,7 +118,22 @@ def compile_gated(gated: Gated, name: str) -> CodeType:
                         f"{str(exc)[:200]})") from None
 
 
+def compile_source(source: object, name: str = "ability") -> CodeType:
+    """Gate, restrict and compile (what a worker does; the host checked the metadata)."""
+    return compile_gated(gate(source), name)
+
+
 def compile_ability(source: object) -> tuple[AbilityMeta, CodeType]:
-    """Gate, restrict and compile a source; GateError says why one is refused."""
+    """Gate a source, check its metadata, restrict and compile it; GateError says why one
+    is refused. (The worker uses ``compile_source`` and so never imports the core.)"""
+    from agent_world.core.abilities import (  # noqa: PLC0415 - keeps workers light
+        AbilityError,
+        AbilityMeta,
+    )
+
     gated = gate(source)
-    return gated.meta, compile_gated(gated, gated.meta.name)
+    try:
+        meta = AbilityMeta.from_source_values(gated.values)
+    except AbilityError as exc:
+        raise GateError(str(exc)) from None
+    return meta, compile_gated(gated, meta.name)

@@ -32,12 +32,8 @@ import tokenize
 from dataclasses import dataclass
 from typing import Any
 
-from agent_world.core.abilities import (
-    MAX_SOURCE_CHARS,
-    METADATA_NAMES,
-    AbilityError,
-    AbilityMeta,
-)
+from agent_world.types import ABILITY_METADATA as METADATA_NAMES
+from agent_world.types import MAX_ABILITY_SOURCE as MAX_SOURCE_CHARS
 
 __all__ = ["ALLOWED_ATTRIBUTES", "RUNTIME_NAMES", "GateError", "Gated", "gate"]
 
@@ -120,9 +116,10 @@ class GateError(ValueError):
 
 @dataclass(frozen=True, slots=True)
 class Gated:
-    """A source that passed the gate: its metadata and its parsed tree."""
+    """A source that passed the gate: its literal metadata values (checked as metadata by
+    ``compiler.compile_ability``) and its parsed tree."""
 
-    meta: AbilityMeta
+    values: dict[str, Any]
     tree: ast.Module
 
 
@@ -284,7 +281,7 @@ def _bound_names(tree: ast.AST) -> set[str]:
     return bound
 
 
-def _metadata(tree: ast.Module) -> AbilityMeta:
+def _metadata(tree: ast.Module) -> dict[str, Any]:
     body = list(tree.body)
     if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
             and isinstance(body[0].value.value, str):
@@ -317,14 +314,15 @@ def _metadata(tree: ast.Module) -> AbilityMeta:
     nested = sum(isinstance(n, (ast.FunctionDef, ast.Lambda)) for n in ast.walk(execute))
     if nested > MAX_FUNCTIONS:
         raise GateError(f"more than {MAX_FUNCTIONS} functions")
-    try:
-        return AbilityMeta.from_source_values(values)
-    except AbilityError as exc:
-        raise GateError(str(exc)) from None
+    missing = [k for k in METADATA_NAMES if k != "ARGS" and k not in values]
+    if missing:
+        raise GateError(f"missing metadata: {', '.join(missing)} (an ability assigns "
+                        f"{', '.join(METADATA_NAMES)} as literals)")
+    return values
 
 
 def gate(source: object) -> Gated:
-    """Check a source file; the metadata and tree, or GateError saying why not."""
+    """Check a source file; its metadata values and tree, or GateError saying why not."""
     try:
         text = _check_text(source)
         try:
@@ -341,10 +339,10 @@ def gate(source: object) -> Gated:
         bound = _bound_names(tree)
         for node in ast.walk(tree):
             _check_node(node, bound)
-        meta = _metadata(tree)
+        values = _metadata(tree)
     except GateError:
         raise
     except Exception as exc:  # fail closed: anything unexpected is a rejection
         raise GateError(f"the source could not be validated ({type(exc).__name__}: "
                         f"{str(exc)[:200]})") from None
-    return Gated(meta, tree)
+    return Gated(values, tree)

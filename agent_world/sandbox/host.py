@@ -42,10 +42,22 @@ def load_builtins() -> list[AbilitySpec]:
 class Sandbox:
     """Worker processes for one world, plus the built-in abilities."""
 
-    def __init__(self, config: Config) -> None:
+    def __init__(self, config: Config, *, wait: bool = True) -> None:
+        """Starts the worker processes; ``wait=False`` lets them come up while the caller
+        does other work (opening a save), and ``ready()`` waits for them later."""
         self.config = config
-        self.builtins = load_builtins()
-        self.runner = SandboxRunner(config.sandbox)
+        self.runner = SandboxRunner(config.sandbox, wait=False)
+        try:
+            self.builtins = load_builtins()
+            if wait:
+                self.ready()
+        except BaseException:
+            self.runner.close()
+            raise
+
+    def ready(self, timeout: float = 15.0) -> None:
+        """Wait until the workers have started (WorkerDied if one cannot)."""
+        self.runner.warm(timeout)
 
     def install(self, world: World) -> None:
         """Attach the runner to ``world`` and make the built-in abilities known to it."""

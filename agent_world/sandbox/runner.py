@@ -60,14 +60,18 @@ def _result(frame: Any, ms: float) -> AbilityResult:
 class SandboxRunner:
     """Runs ability calls in worker processes. One thread uses a runner at a time."""
 
-    def __init__(self, cfg: SandboxConfig, *, spare: int | None = None) -> None:
+    def __init__(self, cfg: SandboxConfig, *, spare: int | None = None,
+                 wait: bool = True) -> None:
+        """Starts the workers at once; with ``wait`` also waits until they are up (else the
+        first batch, or ``warm``, does)."""
         self.cfg = cfg
         self.pool = WorkerPool(cfg.memory_mb, cfg.spare_workers if spare is None else spare)
-        try:
-            self.pool.wait_ready()
-        except WorkerDied:
-            self.pool.close()
-            raise
+        if wait:
+            try:
+                self.pool.wait_ready()
+            except WorkerDied:
+                self.pool.close()
+                raise
         self._lock = threading.Lock()
         self.batches = 0  # run() calls that had calls
         self.round_trips = 0

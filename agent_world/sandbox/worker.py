@@ -27,7 +27,7 @@ import time
 from types import CodeType
 from typing import Any
 
-from agent_world.sandbox.compiler import compile_ability
+from agent_world.sandbox.compiler import compile_source
 from agent_world.sandbox.gate import GateError
 from agent_world.sandbox.protocol import encode, read_frame, write_all
 from agent_world.sandbox.runtime import (
@@ -109,8 +109,7 @@ def _serve(memory_mb: int) -> None:
         stop_after = arrived + float(request.get("stop_after_ms", 1e9)) / 1000
         for digest, source in request.get("sources", {}).items():
             try:
-                _meta, code = compile_ability(source)
-                compiled[digest] = code
+                compiled[digest] = compile_source(source)
             except GateError as exc:
                 compiled[digest] = f"rejected: {exc}"
             if len(compiled) > CODE_CACHE:
