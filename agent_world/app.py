@@ -17,6 +17,7 @@ from agent_world.angel.link import AngelLink
 from agent_world.config import Config, ConfigError
 from agent_world.core.loop import TickLoop
 from agent_world.core.world import World
+from agent_world.gcpolicy import GcPolicy
 from agent_world.persistence.folder import SaveFolder
 from agent_world.persistence.writer import Persistence
 from agent_world.sandbox import Sandbox
@@ -91,6 +92,8 @@ class Session:
                                on_done=self.angel_link.done, report=self.note)
             self.angel_link.angel = self.angel
             self.loop.observers.append(self.angel_link)
+        self.gc = GcPolicy()
+        self.loop.between_ticks = self.gc.between_ticks
         self.started = time.monotonic()
         self.start_tick = world.tick
         self._closed = False
@@ -189,3 +192,4 @@ class Session:
         self.world_log.note(self.world.tick, f"world '{self.config.world.name}' stopped at "
                             f"tick {self.world.tick}")
         self.world_log.close()
+        self.gc.close()

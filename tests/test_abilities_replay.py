@@ -37,7 +37,10 @@ def _accept(text: str) -> dict:
 
 def _config(tmp_path: Path) -> Config:
     # A step budget so large that only the wall clock can stop the spinning ability.
+    # Only cautious agents: nobody attacks, so no plan below is cut short by a fight.
     return saving_config(tmp_path, snapshot_interval_ticks=1000).replace(
+        world={"personality_mix": {"aggressive": 0, "cautious": 1, "gatherer": 0,
+                                   "trader": 0}},
         sandbox={"call_timeout_ms": 40, "tick_budget_ms": 2000},
         abilities={"step_budget": 10**7})
 
@@ -114,7 +117,7 @@ def test_a_killed_call_replays_from_the_log_and_resumes_to_the_same_state(tmp_pa
 
     # And the command a user runs.
     done = subprocess.run(
-        [sys.executable, str(ROOT / "main.py"), "replay", str(root)], cwd=tmp_path,
+        [sys.executable, str(ROOT / "main.py"), "replay", str(root)], cwd=tmp_path, check=False,
         capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("OK: replayed ticks 1..")
@@ -124,7 +127,7 @@ def _check(tmp_path: Path, text: str) -> subprocess.CompletedProcess[str]:
     path = tmp_path / "ability.py"
     path.write_text(text)
     return subprocess.run([sys.executable, str(ROOT / "main.py"), "ability", "check",
-                           str(path)], cwd=tmp_path, capture_output=True, text=True,
+                           str(path)], cwd=tmp_path, capture_output=True, text=True, check=False,
                           timeout=120)
 
 
@@ -140,5 +143,5 @@ def test_ability_check_prints_the_verdict_and_exits_zero_only_when_accepted(tmp_
                             "division by zero\n"
     missing = subprocess.run([sys.executable, str(ROOT / "main.py"), "ability", "check",
                               str(tmp_path / "nope.py")], capture_output=True, text=True,
-                             timeout=60)
+                             check=False, timeout=60)
     assert missing.returncode == 2 and "cannot read" in missing.stderr

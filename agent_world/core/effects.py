@@ -359,13 +359,16 @@ def _transfer(world: World, caster: int, e: Effect) -> str:
         if obj.stock == OBJECTS[obj.kind].max_stock or obj.regrow_at <= world.tick:
             obj.regrow_at = world.tick + world.rules.object_regrow_ticks
         obj.stock -= qty
+        world.regrowing.add(src)
         store.get(caster, c.Inventory).add(kind, qty)
         return f"take {qty} {kind} from {world.label(src)}"
     item = store.get(src, c.Item)
     label = world.label(src)
-    item.qty -= qty
-    if item.qty <= 0:
-        world.remove_entity(src)
+    if item.qty <= qty:
+        world.remove_entity(src)  # keeps the ground tally
+    else:
+        item.qty -= qty
+        world.ground_goods[kind] -= qty
     store.get(caster, c.Inventory).add(kind, qty)
     return f"take {qty} {kind} from {label}"
 

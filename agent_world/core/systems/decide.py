@@ -19,8 +19,6 @@ if TYPE_CHECKING:
 
 __all__ = ["begin", "decide_system"]
 
-TIMEOUT_MARGIN = 10  # ticks an action with its own duration may overrun it
-
 
 def begin(world: World, eid: int, row: AgentRow, action: Action) -> bool:
     """Start ``action`` if it makes sense right now; otherwise fail it with the reason."""
@@ -46,21 +44,13 @@ def begin(world: World, eid: int, row: AgentRow, action: Action) -> bool:
     return True
 
 
-def _time_limit(world: World, action: Action, timeout: int) -> int:
-    if action.name == "request_ability":  # the abilities system ends it on its own timeout
-        return world.ability_rules.request_timeout_ticks + TIMEOUT_MARGIN
-    ticks: int = action.args.get("ticks", 0)
-    return max(timeout, ticks + TIMEOUT_MARGIN)
-
-
 def decide_system(world: World) -> None:
     tick = world.tick
-    timeout = world.rules.action_timeout_ticks
     interval = world.rules.think_interval_ticks
     for eid, row in world.agents():
         intent, combat = row[4], row[5]
         action = intent.action
-        if action is not None and tick - intent.since > _time_limit(world, action, timeout):
+        if action is not None and tick > intent.deadline:
             fail(world, eid, intent, "timed out")
             action = None
         attacked = combat.last_attacked >= tick - 1
