@@ -74,11 +74,16 @@ class Angel:
         self._thread.join(timeout)
 
     def stats(self) -> dict[str, Any]:
+        """Requests, sources written, accepted, rejected by reason, refused, pending."""
         with self._lock:
-            return {"generator": self.generator.name, "requests": self.requests,
-                    "generated": self.generated, "accepted": self.accepted,
-                    "rejected": dict(self.rejected), "refused": self.refused,
-                    "pending": self._open, "last_error": self.last_error}
+            out: dict[str, Any] = {
+                "generator": self.generator.name, "requests": self.requests,
+                "generated": self.generated, "accepted": self.accepted,
+                "rejected": dict(self.rejected), "refused": self.refused,
+                "pending": self._open}
+            if self.last_error is not None:
+                out["last_error"] = self.last_error
+            return out
 
     # -- the thread ----------------------------------------------------------------------------
 
