@@ -62,7 +62,7 @@ __all__ = [
 
 OUTCOME_INPUT = "ability_outcome"
 STATUS_HEALTH_PER_TICK = 0.5
-NEARBY = 12  # entities of each kind a ctx lists
+NEARBY = 8  # entities of each kind a ctx lists (nearest first)
 
 
 class AbilityInputError(ValueError):
