@@ -16,7 +16,7 @@ from persistence_helpers import records, saving_config
 from agent_world.app import Session
 from agent_world.config import Config
 from agent_world.core.abilities import AbilityMeta, source_digest
-from agent_world.persistence import SaveFolder, open_world, replay
+from agent_world.persistence import SaveFolder, fork_world, open_world, replay
 from agent_world.persistence.snapshots import load_first_snapshot
 from agent_world.sandbox import Sandbox
 
@@ -114,6 +114,13 @@ def test_a_killed_call_replays_from_the_log_and_resumes_to_the_same_state(tmp_pa
         assert opened.world.state_hash() == live_hash
         assert "spin" in opened.world.abilities.disabled
         opened.world.close()
+
+    # A fork carries the generated abilities into its own folder.
+    with Sandbox(config) as sandbox:
+        forked = fork_world(folder, 40, "forked", config, setup=sandbox.install)
+        assert set(forked.world.abilities.generated) == {"spin", "glow"}
+        assert (tmp_path / "saves" / "forked" / "abilities" / "glow.py").read_text() == GLOW
+        forked.world.close()
 
     # And the command a user runs.
     done = subprocess.run(
