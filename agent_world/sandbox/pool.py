@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import select
 import signal
 import subprocess
 import sys
@@ -19,7 +20,14 @@ from pathlib import Path
 from typing import Any
 
 import agent_world
-from agent_world.sandbox.protocol import FrameError, TimedOut, encode, read_frame, write_all
+from agent_world.sandbox.protocol import (
+    MAX_FRAME,
+    FrameError,
+    TimedOut,
+    decode,
+    encode,
+    write_all,
+)
 
 __all__ = ["Worker", "WorkerDied", "WorkerPool"]
 
@@ -60,6 +68,7 @@ class Worker:
         self.ready = False
         self.known: set[str] = set()  # digests whose source this worker has compiled
         self.pid = self.proc.pid
+        self._buffer = bytearray()  # bytes read but not yet a whole frame
 
     def alive(self) -> bool:
         return self.proc.poll() is None
@@ -80,12 +89,11 @@ class Worker:
         if self.ready:
             return True
         try:
-            hello = read_frame(self._out, deadline)
+            hello = self._frame(deadline)
         except TimedOut:
             return False
-        except FrameError as exc:
-            raise WorkerDied(f"the worker did not start ({self.describe_exit()}: {exc})") \
-                from None
+        except WorkerDied as exc:
+            raise WorkerDied(f"the worker did not start: {exc}") from None
         if not isinstance(hello, dict) or hello.get("op") != "ready":
             raise WorkerDied("the worker greeted with something else than 'ready'")
         self.ready = True
@@ -100,12 +108,36 @@ class Worker:
 
     def recv(self, deadline: float) -> Any:
         """The next frame; TimedOut at the deadline, WorkerDied if the pipe broke."""
-        try:
-            return read_frame(self._out, deadline)
-        except FrameError as exc:
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                self.proc.wait(timeout=0.2)  # let the exit status arrive, to name the signal
-            raise WorkerDied(f"{exc} ({self.describe_exit()})") from None
+        return self._frame(deadline)
+
+    def _frame(self, deadline: float) -> Any:
+        """The next whole frame. Bytes read before a timeout stay buffered, so waiting in
+        slices (a few milliseconds per tick) never loses the stream's place."""
+        buffer = self._buffer
+        while True:
+            if len(buffer) >= 4:
+                size = int.from_bytes(buffer[:4], "big")
+                if size > MAX_FRAME:
+                    raise WorkerDied(f"announced frame of {size} bytes exceeds {MAX_FRAME}")
+                if len(buffer) >= 4 + size:
+                    data = bytes(buffer[4:4 + size])
+                    del buffer[:4 + size]
+                    try:
+                        return decode(data)
+                    except FrameError as exc:
+                        raise WorkerDied(str(exc)) from None
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise TimedOut
+            ready, _w, _x = select.select([self._out], [], [], remaining)
+            if not ready:
+                raise TimedOut
+            chunk = os.read(self._out, 1 << 16)
+            if not chunk:
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    self.proc.wait(timeout=0.2)  # let the exit status arrive, to name it
+                raise WorkerDied(f"the pipe closed ({self.describe_exit()})")
+            buffer += chunk
 
     def kill(self) -> None:
         """SIGKILL and reap (the process cannot refuse)."""
