@@ -92,6 +92,8 @@ class World:
         self.replaying = False  # true while a step's inputs come from a log
         self._events: list[Event] = []
         self._late_inputs: list[Input] = []
+        self._row_index: dict[int, AgentRow] = {}
+        self._rows_indexed: list[tuple[int, AgentRow]] | None = None
         sections = config.to_dict()
         # Settings that shape the simulation travel with its state; name and pace do not.
         self._sim_config = {
@@ -326,6 +328,14 @@ class World:
         """Every living agent with all its components, ascending by id (cached)."""
         rows: list[tuple[int, AgentRow]] = self.store.query(*AGENT_TYPES)
         return rows
+
+    def agent_row(self, eid: int) -> AgentRow | None:
+        """One agent's components (as in ``agents()``), or None if it is not an agent."""
+        rows = self.agents()
+        if rows is not self._rows_indexed:  # the agent set changed since the index was built
+            self._row_index = dict(rows)
+            self._rows_indexed = rows
+        return self._row_index.get(eid)
 
     def is_agent(self, eid: int) -> bool:
         return self.store.has(eid, c.Agent)
