@@ -52,7 +52,7 @@ def write_first_snapshot(folder: SaveFolder, world: World) -> str:
 def _setting_differences(saved: dict[str, Any], config: Config) -> list[str]:
     current = config.to_dict()
     notes = []
-    for section in ("world", "game"):
+    for section in ("world", "game", "abilities"):
         for key, value in saved.get(section, {}).items():
             if key in _NOT_SIMULATION:
                 continue
