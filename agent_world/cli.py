@@ -269,15 +269,15 @@ async def _run(config: Config, opened: OpenedWorld, args: argparse.Namespace,
     session = Session(config, opened.world, echo=echo, folder=opened.folder,
                       resumed=opened.resumed, sandbox=sandbox)
     out = sys.stderr if args.headless else sys.stdout
-    mode = _console_mode(args)
-    print(_banner(session, opened), file=out)
-    print(_CONSOLE_HINT[mode], file=out, flush=True)
     try:
-        sandbox.ready()  # started long ago, while the world was opened
+        sandbox.ready()  # started while the world was opened; before "Ctrl-C stops cleanly"
     except WorkerDied as exc:
         session.close()
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    mode = _console_mode(args)
+    print(_banner(session, opened), file=out)
+    print(_CONSOLE_HINT[mode], file=out, flush=True)
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, session.loop.stop)
