@@ -32,7 +32,9 @@ from agent_world.core.inputs import apply_input
 from agent_world.core.items import GOLD, ITEMS, OBJECTS
 from agent_world.core.names import pick_name
 from agent_world.core.spatial import SpatialGrid
+from agent_world.core.actions import Action
 from agent_world.core.systems import SYSTEMS
+from agent_world.core.systems.acting import start
 from agent_world.core.systems.perception import perceive
 from agent_world.core.terrain import Terrain
 from agent_world.types import JSON, Event, Input, TickReport
@@ -224,8 +226,10 @@ class World:
             c.Social(),
             c.Memory(),
         )
-        # Stagger the expensive per-agent work across ticks.
+        # Stagger the expensive per-agent work across ticks: a newcomer first takes in its
+        # surroundings for a few ticks, so a crowd does not make its first decisions at once.
         intent = self.store.get(eid, c.Intent)
+        start(self, intent, Action(name="idle", args={"ticks": 1 + eid % r.think_interval_ticks}))
         intent.next_think = self.tick + 1 + eid % r.think_interval_ticks
         self.store.get(eid, c.Perception).next_update = (
             self.tick + 1 + eid % r.perception_interval_ticks)
