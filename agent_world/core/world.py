@@ -24,6 +24,7 @@ from agent_world.config import (
 )
 from agent_world.core import components as c
 from agent_world.core.abilities import AbilityBook
+from agent_world.core.actions import Action
 from agent_world.core.components import NO_ONE
 from agent_world.core.ecs import EntityStore
 from agent_world.core.errors import WorldError
@@ -32,7 +33,6 @@ from agent_world.core.inputs import apply_input
 from agent_world.core.items import GOLD, ITEMS, OBJECTS
 from agent_world.core.names import pick_name
 from agent_world.core.spatial import SpatialGrid
-from agent_world.core.actions import Action
 from agent_world.core.systems import SYSTEMS
 from agent_world.core.systems.acting import start
 from agent_world.core.systems.perception import perceive
