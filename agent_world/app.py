@@ -5,42 +5,63 @@ The CLI builds a session from the configuration; tests build one with a fake clo
 
 from __future__ import annotations
 
+import asyncio
+import dataclasses
 import sys
 import time
 from pathlib import Path
 from typing import Any, TextIO
 
-from agent_world.config import Config
+from agent_world.angel import Angel, Generator, LLMGenerator, TemplateGenerator, TextModel
+from agent_world.angel.link import AngelLink
+from agent_world.config import Config, ConfigError
 from agent_world.core.loop import TickLoop
 from agent_world.core.world import World
 from agent_world.gcpolicy import GcPolicy
 from agent_world.persistence.folder import SaveFolder
 from agent_world.persistence.writer import Persistence
+from agent_world.sandbox import Sandbox
 from agent_world.types import Clock, MonotonicClock, TickReport
 from agent_world.worldlog import WorldLog
 
-__all__ = ["EventCounter", "Session"]
+__all__ = ["EventCounter", "Session", "choose_generator"]
+
+
+def choose_generator(config: Config, text_model: TextModel | None) -> Generator:
+    """The angel's writer: an LLM when configured (``angel.generator``), else templates."""
+    choice = config.angel.generator
+    if choice == "templates" or (choice == "auto" and text_model is None):
+        return TemplateGenerator()
+    if text_model is None:
+        raise ConfigError("angel.generator: 'llm' needs an LLM provider, and none is "
+                          "available to the angel in this build; use auto or templates")
+    return LLMGenerator(text_model, config.abilities)
 
 
 class EventCounter:
-    """Counts every output event (by type) for summaries and /stats."""
+    """Counts output events by type for summaries and /stats. ``total`` counts the world's
+    own events only, so equal runs report equal totals: overruns depend on the machine."""
 
     def __init__(self) -> None:
         self.total = 0
         self.by_type: dict[str, int] = {}
 
     def on_tick(self, report: TickReport) -> None:
-        self.total += len(report.events)
         by_type = self.by_type
         for event in report.events:
             kind = event["type"]
             by_type[kind] = by_type.get(kind, 0) + 1
+            if kind != "overrun":
+                self.total += 1
 
 
 class Session:
     def __init__(self, config: Config, world: World, *, clock: Clock | None = None,
                  echo: TextIO | None = None, folder: SaveFolder | None = None,
-                 resumed: bool = False) -> None:
+                 resumed: bool = False, sandbox: Sandbox | None = None,
+                 text_model: TextModel | None = None) -> None:
+        """``sandbox`` (owned by the session from here on) lets the world run abilities and
+        brings the angel; without one, use_ability fails and nothing is generated."""
         self.config = config
         self.world = world
         self.events = EventCounter()
@@ -59,6 +80,20 @@ class Session:
                                            report=self.report_problem)
             self.loop.observers.append(self.persistence)
             self.persistence.marker("resume" if resumed else "start")
+            if resumed:
+                self.persistence.write_abilities()
+        self.sandbox = sandbox
+        self.angel: Angel | None = None
+        self.angel_link: AngelLink | None = None
+        if sandbox is not None:
+            sandbox.install(world)
+            # The angel checks new abilities under the rules this world runs with.
+            rules = dataclasses.replace(config, abilities=world.ability_rules)
+            self.angel_link = AngelLink(self.loop, pause_world=config.angel.wait == "world")
+            self.angel = Angel(rules, world.inbox, choose_generator(rules, text_model),
+                               on_done=self.angel_link.done, report=self.note)
+            self.angel_link.angel = self.angel
+            self.loop.observers.append(self.angel_link)
         self.gc = GcPolicy()
         self.loop.between_ticks = self.gc.between_ticks
         self.started = time.monotonic()
@@ -74,10 +109,52 @@ class Session:
         print(message, file=sys.stderr, flush=True)
         self.world_log.note(self.world.tick, message)
 
+    def note(self, message: str) -> None:
+        """A line for the operator in the world log (any thread may call this)."""
+        self.world_log.note(self.world.tick, message)
+
+    def request_ability(self, description: str) -> None:
+        """The operator's /ability: ask the angel for a new ability. ValueError says what is
+        wrong (no angel in this session, an empty or overlong description)."""
+        if self.angel_link is None:
+            raise ValueError("this session has no angel (it runs without a sandbox)")
+        self.angel_link.request(description)
+
+    def ability_stats(self) -> dict[str, Any]:
+        """Abilities at a glance, for /stats: the angel's work, the world's casts and the
+        sandbox's time per tick."""
+        world = self.world
+        counters = world.counters
+        out: dict[str, Any] = {
+            "known": len(world.abilities.names()),
+            "generated_in_world": len(world.abilities.generated),
+            "disabled": len(world.abilities.disabled),
+            "disabled_names": dict(world.abilities.disabled),
+            "casts": counters.get("ability_casts", 0),
+            "casts_refused": counters.get("ability_casts_refused", 0),
+            "requests": counters.get("ability_requests", 0),
+        }
+        if self.angel is not None:
+            out["angel"] = self.angel.stats()
+            out["generated"] = out["angel"]["generated"]
+            out["accepted"] = out["angel"]["accepted"]
+            out["rejected"] = out["angel"]["rejected"]
+        if self.sandbox is not None:
+            sandbox = self.sandbox.stats()
+            out["sandbox"] = sandbox
+            out["sandbox_ms_per_tick"] = sandbox["ms_per_tick"]
+        return out
+
     async def run(self, *, max_ticks: int | None = None, paced: bool = True) -> None:
         self.world_log.note(self.world.tick, f"world '{self.config.world.name}' running from "
                             f"tick {self.world.tick} (seed {self.world.seed})")
-        await self.loop.run(max_ticks=max_ticks, paced=paced)
+        if self.angel_link is not None:
+            self.angel_link.aio_loop = asyncio.get_running_loop()
+        try:
+            await self.loop.run(max_ticks=max_ticks, paced=paced)
+        finally:
+            if self.angel_link is not None:
+                self.angel_link.aio_loop = None
 
     def summary(self) -> dict[str, Any]:
         """The one-line result of a run, for scripts comparing runs."""
@@ -93,12 +170,25 @@ class Session:
             "ticks_run": ticks,
             "elapsed_s": round(elapsed, 3),
             "ticks_per_s": round(ticks / elapsed, 1) if elapsed > 0 else None,
-        }
+        } | self._ability_summary()
+
+    def _ability_summary(self) -> dict[str, Any]:
+        if self.sandbox is None:
+            return {}
+        sandbox = self.sandbox.stats()
+        return {"ability_casts": self.world.counters.get("ability_casts", 0),
+                "abilities_disabled": len(self.world.abilities.disabled),
+                "sandbox_calls": sandbox["calls"],
+                "sandbox_ms_per_tick": sandbox["ms_per_tick"]}
 
     def close(self) -> None:
         if self._closed:
             return
         self._closed = True
+        if self.angel is not None:
+            self.angel.close()
+        if self.sandbox is not None:
+            self.sandbox.close()
         if self.persistence is not None:
             self.persistence.close()
         self.world_log.note(self.world.tick, f"world '{self.config.world.name}' stopped at "

@@ -3,6 +3,7 @@
 ``python main.py [options]`` runs a world (new, or the saved one of that name, resumed).
 ``python main.py replay saves/NAME [--to TICK] [--playback [SPEED]] [--fork NEW]`` replays a
 saved world from its first snapshot, verifying it, and can fork it into a new world.
+``python main.py ability check FILE.py`` validates an ability source and dry-runs it.
 """
 
 from __future__ import annotations
@@ -30,8 +31,10 @@ from agent_world.persistence import (
     open_world,
 )
 from agent_world.replay_command import run_replay
+from agent_world.sandbox import AbilityChecker, Sandbox
+from agent_world.sandbox.pool import WorkerDied
 
-__all__ = ["build_parser", "build_replay_parser", "main"]
+__all__ = ["build_ability_parser", "build_parser", "build_replay_parser", "main"]
 
 
 def _positive_int(text: str) -> int:
@@ -124,6 +127,48 @@ def build_replay_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def build_ability_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python main.py ability",
+        description="Work with ability source files (the same contract built-in and generated "
+                    "abilities follow).",
+    )
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    check = commands.add_parser(
+        "check", help="validate a source and dry-run it in scratch worlds",
+        description="Validate an ability source (gate, RestrictedPython, metadata) and "
+                    "dry-run it in scratch worlds through the real sandbox. Prints "
+                    "'accepted', 'rejected: REASON' or 'disabled: REASON' (stopped while "
+                    "running); exits 0 only when accepted.")
+    check.add_argument("file", type=Path, help="the ability source, e.g. my_ability.py")
+    check.add_argument("--config", metavar="FILE",
+                       help="YAML config whose abilities/sandbox settings apply "
+                            "(default: ./config.yaml if present, else defaults)")
+    return parser
+
+
+def _ability_main(argv: Sequence[str]) -> int:
+    args = build_ability_parser().parse_args(argv)
+    config = load_config(args.config)
+    try:
+        source = args.file.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        print(f"error: cannot read {args.file}: {exc}", file=sys.stderr)
+        return 2
+    with AbilityChecker(config) as checker:
+        report = checker.check(source)
+    print(report.line())
+    if report.accepted and report.meta is not None:
+        meta = report.meta
+        print(f"  {meta.name}: {meta.description} (energy {meta.energy_cost:g}, cooldown "
+              f"{meta.cooldown}, range {meta.range}, args {dict(meta.args) or 'none'}); took "
+              f"effect in {report.casts} of {config.angel.dry_runs} dry runs",
+              file=sys.stderr)
+        for note in report.notes:
+            print(f"  {note}", file=sys.stderr)
+    return 0 if report.accepted else 1
+
+
 def _configure(args: argparse.Namespace) -> Config:
     config = load_config(args.config)
     world_changes: dict[str, object] = {}
@@ -162,6 +207,12 @@ def _banner(session: Session, opened: OpenedWorld) -> str:
         f"  save folder: {saves}",
         f"  LLM:         {llm}",
     ]
+    book = world.abilities
+    if session.angel is not None:
+        lines.append(f"  abilities:   {len(book.builtins)} built-in, {len(book.generated)} "
+                     f"generated; angel writes with {session.angel.generator.name} "
+                     f"({'the world pauses' if cfg.angel.wait == 'world' else 'the asker waits'}"
+                     f" while it works)")
     lines.extend(f"  note: {note}" for note in opened.notes)
     return "\n".join(lines)
 
@@ -212,11 +263,18 @@ async def _stop_console(task: asyncio.Task[None] | None) -> None:
         await task
 
 
-async def _run(config: Config, opened: OpenedWorld, args: argparse.Namespace) -> int:
+async def _run(config: Config, opened: OpenedWorld, args: argparse.Namespace,
+               sandbox: Sandbox) -> int:
     echo = None if args.headless or not config.log.echo else sys.stdout
     session = Session(config, opened.world, echo=echo, folder=opened.folder,
-                      resumed=opened.resumed)
+                      resumed=opened.resumed, sandbox=sandbox)
     out = sys.stderr if args.headless else sys.stdout
+    try:
+        sandbox.ready()  # started while the world was opened; before "Ctrl-C stops cleanly"
+    except WorkerDied as exc:
+        session.close()
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     mode = _console_mode(args)
     print(_banner(session, opened), file=out)
     print(_CONSOLE_HINT[mode], file=out, flush=True)
@@ -251,28 +309,46 @@ def _replay_main(argv: Sequence[str]) -> int:
     if args.fork and args.to is None:
         parser.error("--fork needs --to TICK: the tick to fork at")
     config = _configure(args)
+    sandbox = Sandbox(config, wait=False)
     if not args.fork:
-        return run_replay(args.path, config, to=args.to, playback=args.playback)
-    opened = fork_world(SaveFolder.open(args.path), args.to, args.fork, config)
-    return asyncio.run(_run(config, opened, args))
+        try:
+            return run_replay(args.path, config, to=args.to, playback=args.playback,
+                              setup=sandbox.install)
+        finally:
+            sandbox.close()
+    try:
+        opened = fork_world(SaveFolder.open(args.path), args.to, args.fork, config,
+                            setup=sandbox.install)
+    except BaseException:
+        sandbox.close()
+        raise
+    return asyncio.run(_run(config, opened, args, sandbox))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    sandbox: Sandbox | None = None
     try:
         if argv[:1] == ["replay"]:
             return _replay_main(argv[1:])
+        if argv[:1] == ["ability"]:
+            return _ability_main(argv[1:])
         args = build_parser().parse_args(argv)
         config = _configure(args)
-        opened = open_world(config, seed_given=args.seed is not None)
-    except (ConfigError, SaveError) as exc:
+        sandbox = Sandbox(config, wait=False)
+        opened = open_world(config, seed_given=args.seed is not None, setup=sandbox.install)
+    except (ConfigError, SaveError, WorkerDied) as exc:
+        if sandbox is not None:
+            sandbox.close()
         print(f"error: {exc}", file=sys.stderr)
         return 2
     except DivergenceError as exc:
+        if sandbox is not None:
+            sandbox.close()
         print(f"error: the save does not replay to its own recorded state: {exc}",
               file=sys.stderr)
         return 1
-    return asyncio.run(_run(config, opened, args))
+    return asyncio.run(_run(config, opened, args, sandbox))
 
 
 if __name__ == "__main__":

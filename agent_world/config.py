@@ -21,6 +21,8 @@ from typing import Any
 import yaml
 
 __all__ = [
+    "AbilitiesConfig",
+    "AngelConfig",
     "Config",
     "ConfigError",
     "GameConfig",
@@ -28,6 +30,7 @@ __all__ = [
     "LogConfig",
     "PathsConfig",
     "PersistenceConfig",
+    "SandboxConfig",
     "WorldConfig",
     "config_from_dict",
     "example_yaml",
@@ -312,6 +315,94 @@ class PersistenceConfig:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class AbilitiesConfig:
+    """Rules every ability (built-in or generated) runs under. Part of a world's state like
+    the game section: a save keeps the ones it ran with."""
+
+    step_budget: int = setting(
+        20_000, "steps one ability call may take (loop turns, function calls, except and "
+        "finally entries, items iterated); the call fails once it runs out", low=100,
+        high=10_000_000,
+    )
+    alloc_budget: int = setting(
+        4_000_000, "characters and list items one call may create through operators, "
+        "methods and conversions; past it the call fails", low=10_000, high=100_000_000,
+    )
+    max_effects: int = setting(8, "effects one call may return", low=1, high=100)
+    max_damage: float = setting(30.0, "damage one effect may deal", low=0, high=10_000)
+    max_heal: float = setting(30.0, "health one effect may restore", low=0, high=10_000)
+    max_move_tiles: int = setting(6, "tiles a move (teleport) effect may carry the caster",
+                                  low=0, high=64)
+    max_push_tiles: int = setting(3, "tiles a push effect may shove its target", low=0,
+                                  high=64)
+    max_created_items: int = setting(
+        3, "items one create_item effect may make (food, materials and herbs only)", low=0,
+        high=1000,
+    )
+    max_need_change: float = setting(30.0, "hunger or energy one need effect may change",
+                                     low=0, high=100)
+    max_status_ticks: int = setting(300, "longest status effect (shield, haste ...) in ticks",
+                                    low=1, high=1_000_000)
+    max_range: int = setting(8, "largest RANGE an ability may declare, in tiles", low=0,
+                             high=64)
+    calls_per_tick: int = setting(
+        64, "ability calls run in one tick at most; casters past it (by id) wait a tick",
+        low=1, high=10_000,
+    )
+    request_timeout_ticks: int = setting(
+        600, "an agent's request_ability fails when the angel has not answered by then",
+        low=10, high=10**9,
+    )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SandboxConfig:
+    """The worker processes that run ability code (they never touch the world)."""
+
+    call_timeout_ms: float = setting(
+        50.0, "a call still running after this long is killed and its ability disabled",
+        low=1, high=60_000,
+    )
+    tick_budget_ms: float = setting(
+        40.0, "sandbox time one tick may use; calls not started by then wait a tick", low=1,
+        high=60_000,
+    )
+    memory_mb: int = setting(256, "address-space limit of a worker process (RLIMIT_AS)",
+                             low=64, high=1_000_000)
+    cpu_seconds: int = setting(
+        2, "CPU seconds a worker may use per batch of calls (RLIMIT_CPU, a backstop behind "
+        "the wall-clock kill)", low=1, high=3600,
+    )
+    spare_workers: int = setting(
+        1, "workers kept started and idle, so a killed one is replaced at once", low=0,
+        high=16,
+    )
+    replay_slack: float = setting(
+        20.0, "replay and resume give calls this many times call_timeout_ms (a slower "
+        "machine must not stop what the recorded run did not)", low=1, high=10_000,
+    )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AngelConfig:
+    """The angel: writes new abilities when an agent (request_ability) or the operator
+    (/ability) asks for one."""
+
+    generator: str = setting(
+        "auto", "who writes the code: auto (the LLM when llm.provider is set, else "
+        "templates), templates, or llm", choices=("auto", "templates", "llm"),
+    )
+    wait: str = setting(
+        "requester", "while the angel works: requester (only the asking agent waits) or "
+        "world (the world pauses until the answer is in)", choices=("requester", "world"),
+    )
+    max_tries: int = setting(3, "attempts per request, each failure fed back, before refusing",
+                             low=1, high=20)
+    dry_runs: int = setting(4, "scratch worlds a new ability must run cleanly in", low=1,
+                            high=64)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Config:
     """The whole configuration."""
 
@@ -321,6 +412,16 @@ class Config:
     paths: PathsConfig = field(default_factory=PathsConfig)
     persistence: PersistenceConfig = field(default_factory=PersistenceConfig)
     log: LogConfig = field(default_factory=LogConfig)
+    abilities: AbilitiesConfig = field(default_factory=AbilitiesConfig)
+    sandbox: SandboxConfig = field(default_factory=SandboxConfig)
+    angel: AngelConfig = field(default_factory=AngelConfig)
+
+    def __post_init__(self) -> None:
+        if self.angel.generator == "llm" and not self.llm.enabled:
+            raise ConfigError(
+                "angel.generator: 'llm' needs an LLM, but llm.provider is 'none'; set "
+                "llm.provider (and llm.model), or angel.generator: auto or templates"
+            )
 
     def to_dict(self) -> dict[str, dict[str, Any]]:
         """Plain, JSON-ready values (never a secret: only the key's variable name is kept)."""
@@ -347,6 +448,9 @@ SECTIONS: dict[str, type[Any]] = {
     "paths": PathsConfig,
     "persistence": PersistenceConfig,
     "log": LogConfig,
+    "abilities": AbilitiesConfig,
+    "sandbox": SandboxConfig,
+    "angel": AngelConfig,
 }
 
 
@@ -501,7 +605,10 @@ def config_from_dict(data: Any, *, source: str = "config") -> Config:
                 f"(valid sections: {', '.join(SECTIONS)})"
             )
         sections[key] = _build_section(key, SECTIONS[key], raw, source)
-    return Config(**sections)
+    try:
+        return Config(**sections)
+    except ConfigError as exc:
+        raise ConfigError(f"{source}: {exc}") from None
 
 
 class _StrictLoader(yaml.SafeLoader):
@@ -564,7 +671,7 @@ def example_yaml() -> str:
     ]
     for name, cls in SECTIONS.items():
         lines.append("")
-        lines.append(f"# {(cls.__doc__ or '').strip()}")
+        lines.append(f"# {' '.join((cls.__doc__ or '').split())}")
         lines.append(f"{name}:")
         hints = typing.get_type_hints(cls)
         for f in dataclasses.fields(cls):

@@ -9,6 +9,7 @@ from pathlib import Path
 from agent_world.config import Config
 from agent_world.persistence import DivergenceError, SaveFolder, replay
 from agent_world.persistence.snapshots import load_first_snapshot
+from agent_world.persistence.worlds import Setup
 from agent_world.types import TickReport
 from agent_world.worldlog import ROUTINE, format_event
 
@@ -34,7 +35,8 @@ class _Playback:
             self.deadline = time.monotonic()
 
 
-def run_replay(path: Path, config: Config, *, to: int | None, playback: float | None) -> int:
+def run_replay(path: Path, config: Config, *, to: int | None, playback: float | None,
+               setup: Setup | None = None) -> int:
     """Replay from the first snapshot with logged inputs only, checking every logged hash.
 
     Prints OK with the speed, or the first diverging tick and what differs. Returns the exit
@@ -45,6 +47,8 @@ def run_replay(path: Path, config: Config, *, to: int | None, playback: float | 
         config.world.tick_rate)
     start = load_first_snapshot(folder, config)
     world = start.world
+    if setup is not None:
+        setup(world)
     on_tick = _Playback(tick_rate, playback) if playback else None
     began = time.perf_counter()
     try:

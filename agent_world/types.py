@@ -7,7 +7,6 @@ abstract interface; nothing imports the engine.
 from __future__ import annotations
 
 import abc
-import asyncio
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -39,6 +38,8 @@ class MonotonicClock(Clock):
         return time.monotonic()
 
     async def sleep_until(self, deadline: float) -> None:
+        import asyncio  # noqa: PLC0415 - kept out of the import of this leaf module
+
         delay = deadline - time.monotonic()
         await asyncio.sleep(max(0.0, delay))
 
@@ -60,6 +61,8 @@ class FakeClock(Clock):
         self._now += seconds
 
     async def sleep_until(self, deadline: float) -> None:
+        import asyncio  # noqa: PLC0415 - kept out of the import of this leaf module
+
         self.sleeps.append(max(0.0, deadline - self._now))
         self._now = max(self._now, deadline)
         await asyncio.sleep(0)
@@ -116,3 +119,76 @@ class Stateful(Protocol):
     def get_state(self) -> JSON: ...
 
     def set_state(self, state: JSON) -> None: ...
+
+
+# -- abilities ---------------------------------------------------------------------------------
+# The core decides who casts what and applies the effects; the code itself runs behind this
+# seam (agent_world.sandbox implements it). Everything crossing it is plain data.
+
+ABILITY_METADATA = ("NAME", "DESCRIPTION", "ENERGY_COST", "COOLDOWN", "RANGE", "ARGS")
+"""The literal assignments an ability source makes (ARGS may be left out: no arguments),
+besides its one ``def execute(ctx):`` returning a list of effect dicts."""
+MAX_ABILITY_SOURCE = 16_000
+"""Characters an ability source may have."""
+
+ABILITY_OK = "ok"
+"""The call returned effects (a deterministic outcome: a replay computes the same)."""
+ABILITY_ERROR = "error"
+"""The code raised, hit its step budget or a size guard, or returned something that is not
+effect data (deterministic too: a replay computes the same)."""
+ABILITY_KILLED = "killed"
+"""Stopped from outside: wall clock, memory or CPU limit, a worker that died. Depends on the
+machine, so the world records it as an input and a replay uses the record."""
+ABILITY_POSTPONED = "postponed"
+"""Not started because the tick's sandbox time ran out; the caster tries again next tick.
+Recorded as an input like a kill."""
+ABILITY_STATUSES = (ABILITY_OK, ABILITY_ERROR, ABILITY_KILLED, ABILITY_POSTPONED)
+RECORDED_STATUSES = (ABILITY_KILLED, ABILITY_POSTPONED)
+"""Outcomes that depend on wall-clock time; the world logs them as ``ability_outcome``."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AbilityCall:
+    """One execution of an ability's ``execute(ctx)``: the source (known by its sha256 digest,
+    so a worker compiles it once), and ``ctx``, plain JSON data holding everything the code
+    may see, including the seed of its own random numbers."""
+
+    caster: int
+    ability: str
+    digest: str
+    source: str
+    ctx: Mapping[str, JSON]
+
+    def __post_init__(self) -> None:
+        if len(self.digest) != 64:
+            raise ValueError(f"digest must be a sha256 hex digest, got {self.digest!r:.80}")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AbilityResult:
+    """What one call came to. ``effects`` is the returned JSON data when ``status`` is ok;
+    ``reason`` says what went wrong otherwise. ``ms`` is wall time, for statistics only."""
+
+    status: str
+    effects: JSON = None
+    reason: str = ""
+    steps: int = 0
+    ms: float = 0.0
+
+    def __post_init__(self) -> None:
+        if self.status not in ABILITY_STATUSES:
+            raise ValueError(f"status {self.status!r} is not one of {ABILITY_STATUSES!r}")
+
+
+@runtime_checkable
+class AbilityRunner(Protocol):
+    """Runs ability code for the world, all calls of one tick in one batch.
+
+    ``run`` returns one result per call, in order, and never raises for anything the code
+    does. ``steps`` and ``alloc`` are the world's step and allocation budgets per call.
+    ``replaying`` is true when the tick's inputs come from a log: the runner must then not
+    postpone calls for lack of time and should allow them more wall time, because the log,
+    not this machine's speed, decides which calls were stopped."""
+
+    def run(self, calls: Sequence[AbilityCall], *, replaying: bool, steps: int,
+            alloc: int) -> list[AbilityResult]: ...

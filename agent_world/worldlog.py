@@ -64,6 +64,21 @@ _FORMATS: dict[str, Callable[[Event], str]] = {
     "removed": lambda e: f"REMOVED  {e['what']} by the operator",
     "given": lambda e: f"GIVEN    the operator gives {e['qty']} {e['item']} to "
                        f"{_who(e, 'target', 'target_name')}",
+    "ability": lambda e: f"ABILITY  {_who(e)} uses {e['ability']}: "
+                         + ("; ".join(e["effects"]) or "no effect"),
+    "ability_requested": lambda e: f"REQUEST  {_who(e)} asks the angel (request "
+                                   f"#{e['request']}): \"{e['text']}\"",
+    "ability_accepted": lambda e: f"NEW      ability {e['ability']} ({e['origin']}"
+                                  + (f", for {_who(e)}" if "agent" in e else "")
+                                  + f"): {e['description']}",
+    "ability_refused": lambda e: f"REFUSED  the angel refused {_who(e)} (request "
+                                 f"#{e['request']}): {e['reason']}",
+    "ability_disabled": lambda e: f"DISABLED ability {e['ability']}"
+                                  + (f" (cast by {_who(e)})" if "agent" in e else "")
+                                  + f": {e['reason']}",
+    "ability_enabled": lambda e: f"ENABLED  ability {e['ability']} by the operator",
+    "ability_request_expired": lambda e: f"EXPIRED  request #{e['request']} of agent "
+                                         f"#{e['agent']} got no answer in time",
 }
 
 

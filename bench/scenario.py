@@ -14,7 +14,8 @@ from agent_world.core.loop import TickLoop
 from agent_world.core.world import World
 from agent_world.persistence import SaveFolder
 from agent_world.persistence.worlds import write_first_snapshot
-from agent_world.types import MonotonicClock, TickReport
+from agent_world.sandbox import Sandbox
+from agent_world.types import MonotonicClock, TickObserver, TickReport
 
 __all__ = [
     "Mark",
@@ -95,16 +96,18 @@ class MeasuredLoop(TickLoop):
     before and after the persistence writer times its share) and the work the loop does
     between ticks (the session's garbage collections)."""
 
-    def __init__(self, loop: TickLoop) -> None:
+    def __init__(self, loop: TickLoop, persistence: TickObserver) -> None:
         super().__init__(loop.world, loop.clock, loop.tick_rate, loop.observers)
         self.between_ticks = loop.between_ticks
         self.first = Mark()
         self.before_persistence = Mark()
         self.after_persistence = Mark()
+        self.last = Mark()
+        at = self.observers.index(persistence)
+        self.observers[at:at + 1] = [self.before_persistence, persistence,
+                                     self.after_persistence]
         self.observers.insert(0, self.first)
-        self.observers.append(self.after_persistence)
-        # Session appends the persistence writer last: mark just before it.
-        self.observers.insert(len(self.observers) - 2, self.before_persistence)
+        self.observers.append(self.last)
         self.step_s: list[float] = []
         self.total_s: list[float] = []
         self.persistence_s: list[float] = []
@@ -114,21 +117,27 @@ class MeasuredLoop(TickLoop):
         started = time.perf_counter()
         report = super().tick_once()
         ended = time.perf_counter()
-        observed = self.after_persistence.last  # the last observer: the tick is done
+        observed = self.last.last  # after the last observer: the tick is done
         self.step_s.append(self.first.last - started)
         self.total_s.append(observed - started)
-        self.persistence_s.append(observed - self.before_persistence.last)
+        self.persistence_s.append(self.after_persistence.last - self.before_persistence.last)
         self.between_s.append(ended - observed)
         return report
 
 
 def saved_session(world: World, config: Config, name: str) -> Session:
-    """A session with persistence on for an existing (warmed-up) world: a new save folder
-    starting at the world's current tick, as ``open_world`` makes one for a new world."""
+    """A session as ``python main.py`` runs one, for an existing (warmed-up) world:
+    persistence on, into a new save folder starting at the world's current tick (as
+    ``open_world`` makes one for a new world), and the ability sandbox's workers running
+    (the session owns and closes them)."""
     root = Path(config.paths.saves) / name
     folder = SaveFolder.create(root, {"world": name, "seed": world.seed,
                                       "config": config.to_dict(), "origin": None})
     write_first_snapshot(folder, world)
-    session = Session(config, world, clock=MonotonicClock(), folder=folder)
-    session.loop = MeasuredLoop(session.loop)
+    sandbox = Sandbox(config)
+    session = Session(config, world, clock=MonotonicClock(), folder=folder, sandbox=sandbox)
+    assert session.persistence is not None
+    session.loop = MeasuredLoop(session.loop, session.persistence)
+    if session.angel_link is not None:
+        session.angel_link.loop = session.loop  # it pauses the loop while the angel works
     return session

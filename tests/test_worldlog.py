@@ -150,6 +150,33 @@ EXAMPLES: dict[str, list[tuple[Event, str]]] = {
                  "REMOVED  bread#5 by the operator")],
     "given": [({"type": "given", "target": 9, "target_name": "Bram", "item": "gold", "qty": 10},
                "GIVEN    the operator gives 10 gold to Bram#9")],
+    "ability": [({"type": "ability", "agent": 7, "name": "Asha", "ability": "fire_bolt",
+                  "effects": ["damage 8 to Bram#9", "message 'Burn!' (heard by 2)"]},
+                 "ABILITY  Asha#7 uses fire_bolt: damage 8 to Bram#9; message 'Burn!' "
+                 "(heard by 2)")],
+    "ability_requested": [({"type": "ability_requested", "request": 2, "agent": 7,
+                            "name": "Asha", "text": "let me fly"},
+                           'REQUEST  Asha#7 asks the angel (request #2): "let me fly"')],
+    "ability_accepted": [({"type": "ability_accepted", "ability": "fly", "description": "Fly.",
+                           "origin": "angel", "sha256": "ab12", "request": 2, "agent": 7,
+                           "name": "Asha"},
+                          "NEW      ability fly (angel, for Asha#7): Fly."),
+                         ({"type": "ability_accepted", "ability": "zap", "description": "Zap.",
+                           "origin": "operator", "sha256": "cd34"},
+                          "NEW      ability zap (operator): Zap.")],
+    "ability_refused": [({"type": "ability_refused", "request": 2, "agent": 7,
+                          "name": "Asha", "reason": "no acceptable ability after 3 tries"},
+                         "REFUSED  the angel refused Asha#7 (request #2): no acceptable "
+                         "ability after 3 tries")],
+    "ability_disabled": [({"type": "ability_disabled", "ability": "spin", "agent": 7,
+                           "name": "Asha", "reason": "was stopped: ran longer than 50 ms"},
+                          "DISABLED ability spin (cast by Asha#7): was stopped: ran longer "
+                          "than 50 ms")],
+    "ability_enabled": [({"type": "ability_enabled", "ability": "spin"},
+                         "ENABLED  ability spin by the operator")],
+    "ability_request_expired": [({"type": "ability_request_expired", "request": 2,
+                                  "agent": 7},
+                                 "EXPIRED  request #2 of agent #7 got no answer in time")],
 }
 
 CASES = [case for cases in EXAMPLES.values() for case in cases]

@@ -8,6 +8,7 @@ the world's inbox, so every change it makes is an input: logged and replayed.
     parsing.py     command words -> typed argument records (the edge)
     control.py     /pause /resume /step /speed /save /quit
     changes.py     /spawn /kill /give (submitted as inputs)
+    abilities.py   /ability (asks the angel) and /abilities (list, disable, enable)
     views.py       /list /debug
     stats.py       /stats and its open list of sections
     recent.py      the ring buffer of recent events (a TickObserver)

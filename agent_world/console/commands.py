@@ -13,7 +13,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
-from agent_world.console import changes, control, stats, views
+from agent_world.console import abilities, changes, control, stats, views
 from agent_world.console.parsing import (
     CommandError,
     HelpArgs,
@@ -183,6 +183,13 @@ COMMANDS: dict[str, Command[Any]] = _table(
             "log figures", parse=parse_no_args, run=stats.show),
     Command(name="save", usage="/save", summary="ask for a snapshot at the next tick "
             "boundary", parse=parse_no_args, run=control.save),
+    Command(name="ability", usage='/ability "DESCRIPTION"', summary="ask the angel for a "
+            "new ability", parse=abilities.parse_ability, run=abilities.ask,
+            details=abilities.ABILITY_HELP),
+    Command(name="abilities", usage="/abilities [disable NAME [REASON] | enable NAME]",
+            summary="list the abilities, or turn one off or on",
+            parse=abilities.parse_abilities, run=abilities.manage,
+            details=abilities.ABILITIES_HELP),
     Command(name="help", usage="/help [COMMAND]", summary="this list, or one command in "
             "detail", parse=parse_help, run=_help),
     Command(name="quit", usage="/quit", summary="stop the world cleanly and exit",

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 
 __all__ = ["SEAM_ATTRS", "StatsSection", "default_sections", "format_figures", "show"]
 
-SEAM_ATTRS = ("llm", "angel", "persistence", "gc")
+SEAM_ATTRS = ("llm", "angel", "sandbox", "persistence", "gc")
 """Session attributes that, when present and not None, report ``stats() -> dict``."""
 
 Figures = Mapping[str, object]
@@ -97,6 +97,17 @@ def _world_log(console: Console) -> Figures:
     return {"path": str(log.path), **log.stats()}
 
 
+def _abilities(console: Console) -> Figures:
+    world = console.world
+    book = world.abilities
+    counters = world.counters
+    return {"known": len(book.names()), "generated": len(book.generated),
+            "disabled": len(book.disabled), "casts": counters.get("ability_casts", 0),
+            "refused by the world": counters.get("ability_casts_refused", 0),
+            "requests": counters.get("ability_requests", 0),
+            "open requests": len(book.requests)}
+
+
 def _console(console: Console) -> Figures:
     return {"commands": console.commands_run, "errors": console.errors,
             "internal errors": console.internal_errors,
@@ -111,6 +122,7 @@ def default_sections() -> list[StatsSection]:
         StatsSection("objects", _objects),
         StatsSection("events", _events),
         StatsSection("world log", _world_log),
+        StatsSection("abilities", _abilities),
         StatsSection("console", _console),
     ]
 

@@ -12,7 +12,8 @@ __all__ = ["status_text"]
 
 def status_text(session: Session) -> str:
     """``tick 1234 | running | 10 Hz | 18 agents | p99 2.31 ms`` (plus LLM requests in
-    flight when the session has an LLM: an ``llm`` attribute with an ``in_flight`` count)."""
+    flight when the session has an LLM: an ``llm`` attribute with an ``in_flight`` count,
+    and the angel's open requests while it writes)."""
     loop = session.loop
     stats = loop.stats()
     parts = [
@@ -25,4 +26,7 @@ def status_text(session: Session) -> str:
     llm = getattr(session, "llm", None)
     if llm is not None:
         parts.append(f"LLM {getattr(llm, 'in_flight', '?')} in flight")
+    angel = getattr(session, "angel", None)
+    if angel is not None and angel.pending():
+        parts.append(f"angel writing ({angel.pending()})")
     return " | ".join(parts)

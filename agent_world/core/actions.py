@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import difflib
 import math
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -28,6 +29,7 @@ __all__ = [
 MAX_TEXT = 160
 MAX_GOODS_ENTRIES = 4
 MAX_QTY = 10_000
+NAME_PATTERN = re.compile(r"^[a-z][a-z0-9_]{1,31}$")
 
 
 class ActionError(ValueError):
@@ -36,7 +38,8 @@ class ActionError(ValueError):
 
 @dataclass(frozen=True, slots=True)
 class Arg:
-    """One argument: ``kind`` is entity | int | item | text | goods."""
+    """One argument: ``kind`` is entity | int | item | text | goods | name (an ability's
+    name: a-z, 0-9 and _)."""
 
     kind: str
     doc: str
@@ -108,6 +111,18 @@ ACTIONS: dict[str, ActionSpec] = {
               offer=Arg("int", "offer id", low=1, high=2**62)),
         _spec("steal", "try to take goods from an agent (costs reputation if noticed)",
               target=_TARGET),
+        _spec("use_ability", "use an ability (built-in or granted by the angel); give the "
+              "arguments its ARGS ask for", reach=0,
+              ability=Arg("name", "the ability's name"),
+              target=Arg("entity", "id of the agent, object or item it acts on",
+                         required=False),
+              x=Arg("int", "tile column", required=False, high=100_000),
+              y=Arg("int", "tile row", required=False, high=100_000),
+              item=Arg("item", "item kind", required=False),
+              qty=Arg("int", "how many", required=False, low=1),
+              text=Arg("text", "words it uses", required=False)),
+        _spec("request_ability", "ask the angel for a new ability; you wait until it "
+              "answers", text=Arg("text", "what the ability should do")),
     )
 }
 
@@ -142,6 +157,10 @@ def _check_arg(action: str, key: str, arg: Arg, value: Any) -> None:
             if not isinstance(qty, int) or isinstance(qty, bool) or not 1 <= qty <= MAX_QTY:
                 raise ActionError(f"{where}[{kind!r}] must be a whole number in "
                                   f"[1, {MAX_QTY}], got {qty!r}")
+    elif arg.kind == "name":
+        if not isinstance(value, str) or not NAME_PATTERN.match(value):
+            raise ActionError(f"{where} must be an ability name (2-32 of a-z, 0-9 and _, "
+                              f"starting with a letter), got {value!r:.60}")
     else:  # pragma: no cover - a table bug
         raise AssertionError(f"unknown argument kind {arg.kind!r}")
 
@@ -262,6 +281,8 @@ def action_schema() -> dict[str, Any]:
                 props[key] = {"type": "string", "enum": list(ITEMS)}
             elif arg.kind == "text":
                 props[key] = {"type": "string", "maxLength": MAX_TEXT}
+            elif arg.kind == "name":
+                props[key] = {"type": "string", "pattern": NAME_PATTERN.pattern}
             else:
                 props[key] = {"type": "object", "minProperties": 1,
                               "maxProperties": MAX_GOODS_ENTRIES,

@@ -9,7 +9,12 @@ import orjson
 
 from agent_world.types import Input
 
-__all__ = ["Inbox"]
+__all__ = ["LATE_INPUTS", "Inbox"]
+
+LATE_INPUTS = frozenset({"ability_outcome"})
+"""Input types the world writes itself, during a tick (``World.report_input``): outcomes that
+depended on wall-clock time. They reach the world only from a log, never through the inbox,
+so no outside thread can forge one."""
 
 
 class Inbox:
@@ -27,6 +32,9 @@ class Inbox:
                source: str = "console") -> None:
         if not type:
             raise ValueError("input type must be a non-empty string")
+        if type in LATE_INPUTS:
+            raise ValueError(f"{type!r} inputs are written by the world itself during a "
+                             "tick; they cannot be submitted")
         try:
             frozen = orjson.loads(orjson.dumps(data or {}))
         except TypeError as exc:

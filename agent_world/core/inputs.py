@@ -14,6 +14,13 @@ from agent_world.core import components as c
 from agent_world.core.actions import Action, ActionError
 from agent_world.core.errors import WorldError
 from agent_world.core.items import ITEMS, OBJECTS
+from agent_world.core.systems.abilities import (
+    AbilityInputError,
+    accept_input,
+    outcome_input,
+    refused_input,
+    state_input,
+)
 from agent_world.core.systems.acting import finish
 from agent_world.core.systems.lifecycle import die
 from agent_world.types import Input
@@ -140,6 +147,10 @@ INPUT_HANDLERS: dict[str, InputHandler] = {
     "kill": _kill,
     "give": _give,
     "plan": _plan,
+    "ability": accept_input,
+    "ability_refused": refused_input,
+    "ability_state": state_input,
+    "ability_outcome": outcome_input,  # late: written during a tick, replayed from the log
 }
 
 
@@ -156,6 +167,6 @@ def apply_input(world: World, inp: Input) -> None:
         if handler is None:
             raise InputRejected(f"unknown input type {inp.type!r}")
         handler(world, inp.data)
-    except InputRejected as exc:
+    except (InputRejected, AbilityInputError) as exc:
         world.emit("input_rejected", seq=inp.seq, input=inp.type, source=inp.source,
                    reason=str(exc))

@@ -14,8 +14,17 @@ from typing import Any
 
 import orjson
 
-from agent_world.config import PERSONALITIES, Config, GameConfig, WorldConfig, config_from_dict
+from agent_world.config import (
+    PERSONALITIES,
+    AbilitiesConfig,
+    Config,
+    GameConfig,
+    WorldConfig,
+    config_from_dict,
+)
 from agent_world.core import components as c
+from agent_world.core.abilities import AbilityBook
+from agent_world.core.actions import Action
 from agent_world.core.components import NO_ONE
 from agent_world.core.ecs import EntityStore
 from agent_world.core.errors import WorldError
@@ -25,9 +34,10 @@ from agent_world.core.items import GOLD, ITEMS, OBJECTS
 from agent_world.core.names import pick_name
 from agent_world.core.spatial import SpatialGrid
 from agent_world.core.systems import SYSTEMS
+from agent_world.core.systems.acting import start
 from agent_world.core.systems.perception import perceive
 from agent_world.core.terrain import Terrain
-from agent_world.types import Event, Input, TickReport
+from agent_world.types import JSON, Event, Input, TickReport
 
 __all__ = ["BRAINS", "STATE_FORMAT", "AgentRow", "World", "WorldError"]
 
@@ -54,6 +64,7 @@ class World:
         self.config = config
         self.settings: WorldConfig = config.world
         self.rules: GameConfig = config.game
+        self.ability_rules: AbilitiesConfig = config.abilities
         self.seed = seed
         self.rng = random.Random(seed)
         self.tick = 0
@@ -79,12 +90,18 @@ class World:
         self.spawn_credit = 0.0
         self.names: dict[str, int] = {}  # lower-case agent name -> id (derived)
         self.input_observers: list[Callable[[Sequence[Input]], None]] = []
+        self.abilities = AbilityBook(config.abilities)
+        self.replaying = False  # true while a step's inputs come from a log
         self._events: list[Event] = []
+        self._late_inputs: list[Input] = []
+        self._row_index: dict[int, AgentRow] = {}
+        self._rows_indexed: list[tuple[int, AgentRow]] | None = None
         sections = config.to_dict()
         # Settings that shape the simulation travel with its state; name and pace do not.
         self._sim_config = {
             "world": {k: v for k, v in sections["world"].items() if k not in _NOT_SIMULATION},
             "game": sections["game"],
+            "abilities": sections["abilities"],
         }
 
     # -- construction ------------------------------------------------------------------------
@@ -209,8 +226,10 @@ class World:
             c.Social(),
             c.Memory(),
         )
-        # Stagger the expensive per-agent work across ticks.
+        # Stagger the expensive per-agent work across ticks: a newcomer first takes in its
+        # surroundings for a few ticks, so a crowd does not make its first decisions at once.
         intent = self.store.get(eid, c.Intent)
+        start(self, intent, Action(name="idle", args={"ticks": 1 + eid % r.think_interval_ticks}))
         intent.next_think = self.tick + 1 + eid % r.think_interval_ticks
         self.store.get(eid, c.Perception).next_update = (
             self.tick + 1 + eid % r.perception_interval_ticks)
@@ -314,6 +333,14 @@ class World:
         rows: list[tuple[int, AgentRow]] = self.store.query(*AGENT_TYPES)
         return rows
 
+    def agent_row(self, eid: int) -> AgentRow | None:
+        """One agent's components (as in ``agents()``), or None if it is not an agent."""
+        rows = self.agents()
+        if rows is not self._rows_indexed:  # the agent set changed since the index was built
+            self._row_index = dict(rows)
+            self._rows_indexed = rows
+        return self._row_index.get(eid)
+
     def is_agent(self, eid: int) -> bool:
         return self.store.has(eid, c.Agent)
 
@@ -397,6 +424,7 @@ class World:
     def step(self, inputs: Sequence[Input] | None = None) -> TickReport:
         """Advance one tick. ``inputs`` (for replay) replaces draining the inbox."""
         self.tick += 1
+        self.replaying = inputs is not None
         if inputs is None:
             inputs = self.inbox.drain(self.tick)
         else:
@@ -413,7 +441,28 @@ class World:
         for system in SYSTEMS:
             system(self)
         events, self._events = self._events, []
+        if self._late_inputs:
+            inputs = [*inputs, *self._late_inputs]
+            self._late_inputs = []
         return TickReport(tick=self.tick, inputs=inputs, events=events)
+
+    def report_input(self, type: str, data: dict[str, JSON], source: str) -> Input:
+        """Record an input a system produced during this tick: an outcome that depended on
+        wall-clock time (a sandbox kill). It is stamped with this tick and the next sequence
+        number and shown to the input observers at once, so the event log holds it; a replay
+        passes it back in with the tick's inputs, and its handler hands it to the system
+        instead of the system measuring time again. Types in ``inbox.LATE_INPUTS`` only."""
+        from agent_world.core.inbox import LATE_INPUTS  # noqa: PLC0415 - keep inbox leaf
+
+        if type not in LATE_INPUTS:
+            raise WorldError(f"{type!r} is not a late input type ({', '.join(LATE_INPUTS)})")
+        inp = Input(tick=self.tick, seq=self.inbox.next_seq, type=type, data=data,
+                    source=source)
+        self.inbox.next_seq += 1
+        for observer in self.input_observers:
+            observer([inp])
+        self._late_inputs.append(inp)
+        return inp
 
     # -- state -------------------------------------------------------------------------------
 
@@ -438,7 +487,7 @@ class World:
             "spawn_credit": self.spawn_credit,
             "market_tally": self.market_tally,
             "entities": self.store.rows(),
-        }
+        } | ({} if self.abilities.is_empty() else {"abilities": self.abilities.get_state()})
 
     def state_bytes(self) -> bytes:
         return orjson.dumps(self.get_state(), option=orjson.OPT_NON_STR_KEYS)
@@ -459,8 +508,11 @@ class World:
         saved = state["config"]
         world_settings = {**saved["world"],
                           **{k: base["world"][k] for k in _NOT_SIMULATION}}
-        merged = config_from_dict({**base, "world": world_settings, "game": saved["game"]},
-                                  source="saved state")
+        # A state written before abilities existed has no rules for them: the defaults apply,
+        # and its config stays without the section so that it hashes as it did.
+        ability_rules = saved.get("abilities", Config().to_dict()["abilities"])
+        merged = config_from_dict({**base, "world": world_settings, "game": saved["game"],
+                                   "abilities": ability_rules}, source="saved state")
         world = cls(merged, Terrain.from_state(state["terrain"]), seed=int(state["seed"]))
         version, internal, gauss = state["rng"]
         world.rng.setstate((version, tuple(internal), gauss))
@@ -476,6 +528,9 @@ class World:
         world.spawn_credit = float(state["spawn_credit"])
         world.market_tally = {"carried": dict(state["market_tally"]["carried"]),
                               "wanted": dict(state["market_tally"]["wanted"])}
+        if "abilities" not in saved:
+            del world._sim_config["abilities"]
+        world.abilities.set_state(state.get("abilities"))
         for row in state["entities"]:
             comps = [c.component_from_state(name, data) for name, data in row.items()
                      if name != "id"]

@@ -29,6 +29,7 @@ __all__ = ["FORMAT_VERSION", "Chunk", "SaveError", "SaveFolder", "now_iso"]
 FORMAT_VERSION = 1
 _CHUNK = re.compile(r"^(\d+)-(\d+)\.jsonl(\.gz)?$")
 _SNAPSHOT = re.compile(r"^(\d+)\.json\.gz$")
+_ABILITY_NAME = re.compile(r"^[a-z][a-z0-9_]{1,31}$")
 
 
 class SaveError(Exception):
@@ -151,6 +152,16 @@ class SaveFolder:
                 if m:
                     found.append((int(m.group(1)), p))
         return sorted(found)
+
+    def ability_path(self, name: str) -> Path:
+        """Where a generated ability's source is kept for people to read."""
+        if not _ABILITY_NAME.match(name):
+            raise SaveError(f"{name!r} is not an ability name")
+        return self.abilities_dir / f"{name}.py"
+
+    def write_ability(self, name: str, source: str) -> None:
+        self.abilities_dir.mkdir(exist_ok=True)
+        write_atomic(self.ability_path(name), source.encode("utf-8"))
 
     def chunk_name(self, start: int, end: int) -> str:
         return f"{start:07d}-{end:07d}.jsonl"

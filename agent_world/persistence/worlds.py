@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -20,7 +21,12 @@ from agent_world.persistence.snapshots import (
     load_snapshot_file,
 )
 
-__all__ = ["OpenedWorld", "fork_world", "open_world", "write_first_snapshot"]
+__all__ = ["OpenedWorld", "Setup", "fork_world", "open_world", "write_first_snapshot"]
+
+Setup = Callable[[World], None]
+"""Prepares a world before it runs or replays (the sandbox attaches its runner and installs
+the built-in abilities). Resume, replay and fork call it exactly as a new run does, so they
+run the same code."""
 
 _NOT_SIMULATION = ("name", "tick_rate")
 
@@ -46,7 +52,7 @@ def write_first_snapshot(folder: SaveFolder, world: World) -> str:
 def _setting_differences(saved: dict[str, Any], config: Config) -> list[str]:
     current = config.to_dict()
     notes = []
-    for section in ("world", "game"):
+    for section in ("world", "game", "abilities"):
         for key, value in saved.get(section, {}).items():
             if key in _NOT_SIMULATION:
                 continue
@@ -63,17 +69,24 @@ def _cut_torn_tail(path: Path, size: int) -> str:
     return f"cut a torn line ({torn} bytes) off the end of {path.name}"
 
 
-def open_world(config: Config, *, seed_given: bool = False) -> OpenedWorld:
+def _prepare(world: World, setup: Setup | None) -> World:
+    if setup is not None:
+        setup(world)
+    return world
+
+
+def open_world(config: Config, *, seed_given: bool = False,
+               setup: Setup | None = None) -> OpenedWorld:
     """The configured world: resumed from its save folder, or new (and saved from tick 0).
 
     Resuming loads the latest good snapshot and re-applies every logged input after it,
     verifying each logged state hash, so the world is exactly where the log ends."""
     if not config.persistence.enabled:
-        return OpenedWorld(World.create(config), None)
+        return OpenedWorld(_prepare(World.create(config), setup), None)
     root = Path(config.paths.saves) / config.world.name
     kind = SaveFolder.describe(root)
     if kind in ("missing", "empty"):
-        world = World.create(config)
+        world = _prepare(World.create(config), setup)
         folder = SaveFolder.create(root, {"world": config.world.name, "seed": world.seed,
                                           "config": config.to_dict(), "origin": None})
         write_first_snapshot(folder, world)
@@ -86,7 +99,7 @@ def open_world(config: Config, *, seed_given: bool = False) -> OpenedWorld:
                         "--world NEW_NAME to start one")
     notes: list[str] = []
     snap = load_latest_snapshot(folder, config, notes)
-    world = snap.world
+    world = _prepare(snap.world, setup)
     saved_rules = world.config.to_dict()
     result = replay(world, folder)
     notes.extend(result.warnings)
@@ -100,7 +113,8 @@ def open_world(config: Config, *, seed_given: bool = False) -> OpenedWorld:
     return OpenedWorld(world, folder, resumed=True, replayed_ticks=result.ticks, notes=notes)
 
 
-def fork_world(source: SaveFolder, tick: int, new_name: str, config: Config) -> OpenedWorld:
+def fork_world(source: SaveFolder, tick: int, new_name: str, config: Config, *,
+               setup: Setup | None = None) -> OpenedWorld:
     """Replay ``source`` to ``tick`` and start a new save folder there; the source is only
     read."""
     target = Path(config.paths.saves) / new_name
@@ -119,7 +133,7 @@ def fork_world(source: SaveFolder, tick: int, new_name: str, config: Config) -> 
             notes.append(f"skipping damaged snapshot: {exc}")
     if snap is None:
         raise SaveError(f"no usable snapshot at or before tick {tick} in {source.root}")
-    world = snap.world
+    world = _prepare(snap.world, setup)
     result = replay(world, source, until=tick)
     notes.extend(result.warnings)
     if world.tick != tick:
@@ -132,5 +146,7 @@ def fork_world(source: SaveFolder, tick: int, new_name: str, config: Config) -> 
     folder = SaveFolder.create(target, {"world": new_name, "seed": world.seed,
                                         "config": config.to_dict(), "origin": origin})
     write_first_snapshot(folder, world)
+    for spec in world.abilities.generated.values():
+        folder.write_ability(spec.name, spec.source)
     notes.append(f"forked from {source.root} at tick {tick} (state {digest})")
     return OpenedWorld(world, folder, notes=notes)

@@ -59,11 +59,17 @@ class _State:
     child: ForkedState | None = None
 
 
+@dataclass(slots=True)
+class _Ability:
+    name: str
+    source: str
+
+
 class _Stop:
     pass
 
 
-_Job = _Lines | _State | _Stop
+_Job = _Lines | _State | _Ability | _Stop
 
 
 def input_line(inp: Input) -> bytes:
@@ -101,6 +107,9 @@ class Persistence:
 
     def on_tick(self, report: TickReport) -> None:
         tick = report.tick
+        for inp in report.inputs:
+            if inp.type == "ability":
+                self._queue_ability(inp.data)
         if report.events and self.cfg.events == "all":
             dumps = orjson.dumps
             lines = [dumps({"tick": tick, "seq": i, "kind": "event", **event})
@@ -128,6 +137,19 @@ class Persistence:
         self.main_ms_max = max(self.main_ms_max, elapsed)
         if snapshot:
             self._snapshot_requested = False
+
+    def _queue_ability(self, data: Any) -> None:
+        """Keep the source of an ability the world accepted in abilities/NAME.py (an input
+        the world refused, such as a name already taken, writes nothing)."""
+        spec = self.world.abilities.generated.get(str(data.get("name")))
+        if spec is not None and spec.digest == data.get("sha256"):
+            self._queue.put(_Ability(spec.name, spec.source))
+
+    def write_abilities(self) -> None:
+        """Queue every generated ability's source (a fork or resume makes sure all are
+        there)."""
+        for spec in self.world.abilities.generated.values():
+            self._queue.put(_Ability(spec.name, spec.source))
 
     def request_snapshot(self) -> None:
         """Write a snapshot at the next tick boundary (/save)."""
@@ -193,6 +215,7 @@ class _Writer(threading.Thread):
         self.children_collected = 0
         self._pending: deque[_Lines] = deque()
         self._snapshots: deque[_State] = deque()
+        self._abilities: deque[_Ability] = deque()
         self.pending_bytes = 0
         self.lines_written = 0
         self.snapshots_written = 0
@@ -238,7 +261,10 @@ class _Writer(threading.Thread):
             elif stopping:
                 time.sleep(RETRY_SECONDS)
 
-    def _accept(self, job: _Lines | _State) -> None:
+    def _accept(self, job: _Lines | _State | _Ability) -> None:
+        if isinstance(job, _Ability):
+            self._abilities.append(job)
+            return
         if isinstance(job, _Lines):
             self._pending.append(job)
             self.pending_bytes += len(job.data)
@@ -278,13 +304,17 @@ class _Writer(threading.Thread):
             while self._snapshots:
                 self._write_snapshot(self._snapshots[0])
                 self._snapshots.popleft()
+            while self._abilities:
+                job = self._abilities[0]
+                self.folder.write_ability(job.name, job.source)
+                self._abilities.popleft()
         except OSError as exc:
             self._failed(exc)
             return False
         if self.last_error is not None:
             self.report(f"persistence: writing {self.folder.root} again; nothing was lost")
             self.last_error = None
-        return not self._pending and not self._snapshots
+        return not self._pending and not self._snapshots and not self._abilities
 
     def _write_lines(self) -> None:
         while self._pending:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from agent_world.core.systems.abilities import abilities_system
 from agent_world.core.systems.combat import combat_system
 from agent_world.core.systems.decide import decide_system
 from agent_world.core.systems.economy import economy_system
@@ -26,6 +27,7 @@ SYSTEMS: tuple[Callable[[World], None], ...] = (
     perception_system,
     interaction_system,
     combat_system,
+    abilities_system,
     economy_system,
     lifecycle_system,
 )

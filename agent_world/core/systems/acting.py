@@ -24,6 +24,8 @@ def reach(world: World, action: Action) -> int:
     """Tiles (Chebyshev) within which ``action`` takes effect."""
     if action.name in _TRADE_REACH:
         return world.rules.trade_range
+    if action.name == "use_ability":
+        return world.abilities.range_of(action.args["ability"])
     return action.spec.reach
 
 
@@ -33,8 +35,11 @@ TIMEOUT_MARGIN = 10  # ticks an action with its own duration may overrun it
 def start(world: World, intent: c.Intent, action: Action) -> None:
     intent.action = action
     intent.since = world.tick
-    intent.deadline = world.tick + max(world.rules.action_timeout_ticks,
-                                       action.args.get("ticks", 0) + TIMEOUT_MARGIN)
+    if action.name == "request_ability":  # the abilities system ends it on its own timeout
+        intent.deadline = world.tick + world.ability_rules.request_timeout_ticks + TIMEOUT_MARGIN
+    else:
+        intent.deadline = world.tick + max(world.rules.action_timeout_ticks,
+                                           action.args.get("ticks", 0) + TIMEOUT_MARGIN)
     intent.path = []
     intent.goal = -1
     intent.next_think = world.tick + world.rules.think_interval_ticks

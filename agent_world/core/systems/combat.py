@@ -56,6 +56,9 @@ def _attack(world: World, eid: int, row: AgentRow) -> None:
     tcombat = store.get(target, c.Combat)
     defending = tcombat.defending_until > tick
     damage = round(damage_of(world, inv, world.rng.random(), defending), 2)
+    if target in world.abilities.statuses and world.abilities.has_status(target, "shield",
+                                                                         tick):
+        damage = round(damage / 2, 2)
     tneeds.health = round(tneeds.health - damage, 2)
     r = world.rules
     combat.next_attack = tick + r.attack_cooldown_ticks

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from agent_world.core import components as c
+from agent_world.core.abilities import forget_agent
 from agent_world.core.components import NO_ONE
 from agent_world.core.items import GOLD
 
@@ -49,6 +50,7 @@ def die(world: World, eid: int, cause: str | None = None) -> None:
     world.emit("death", agent=eid, name=agent.name, personality=agent.personality,
                cause=cause, killer=killer, x=pos.x, y=pos.y, age=world.tick - agent.born,
                dropped=dict(inv.items) | ({GOLD: inv.gold} if inv.gold else {}))
+    forget_agent(world, eid)
     world.remove_entity(eid)
 
 

@@ -18,7 +18,8 @@ WANDER_TICKS = 30
 FOLLOW_TICKS = 100
 FLEE_TICKS = 80
 # Targeted actions whose target is an entity the agent must walk up to.
-APPROACHING = frozenset({"pickup", "use", "attack", "steal", "give", "trade_offer"})
+APPROACHING = frozenset({"pickup", "use", "attack", "steal", "give", "trade_offer",
+                         "use_ability"})
 
 
 def _step(world: World, eid: int, pos: c.Position, needs: c.Needs, intent: c.Intent,
@@ -33,7 +34,14 @@ def _step(world: World, eid: int, pos: c.Position, needs: c.Needs, intent: c.Int
     energy = needs.energy - r.energy_per_step
     needs.energy = 0.0 if energy < 0.0 else energy
     slow = 2 if needs.energy < 10.0 else 1
-    intent.next_move = world.tick + r.move_interval_ticks * slow
+    interval = r.move_interval_ticks * slow
+    if eid in world.abilities.statuses:  # haste and slow, from abilities
+        book, tick = world.abilities, world.tick
+        if book.has_status(eid, "haste", tick):
+            interval = max(1, interval // 2)
+        if book.has_status(eid, "slow", tick):
+            interval *= 2
+    intent.next_move = world.tick + interval
     return True
 
 
@@ -188,9 +196,12 @@ _MOVERS = {"move_to": _move_to, "wander": _wander, "follow": _follow, "flee": _f
 
 def movement_system(world: World) -> None:
     tick = world.tick
+    statuses = world.abilities.statuses
     for eid, (_a, pos, needs, _inv, intent, _cb, _pc, _so, _me) in world.agents():
         action = intent.action
         if action is None or tick < intent.next_move:
+            continue
+        if eid in statuses and world.abilities.has_status(eid, "root", tick):
             continue
         mover = _MOVERS.get(action.name)
         if mover is not None:

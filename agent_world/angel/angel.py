@@ -1,0 +1,158 @@
+"""The angel: writes, checks and hands over new abilities, on a thread of its own.
+
+For each request: the generator writes a source; the checker gates, compiles and dry-runs it
+in scratch worlds (with its own worker process); a failure is fed back for the next try, up
+to ``angel.max_tries``. An accepted ability goes to the world as an ``ability`` input (name,
+full source, sha256, metadata) through the inbox, so the event log alone reproduces it; a
+request that cannot be met gets an ``ability_refused`` input (agents' requests) or a
+message (the operator's). The angel never touches world state.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+from collections import Counter
+from collections.abc import Callable
+from typing import Any
+
+from agent_world.angel.generators import AbilityRequest, Generator
+from agent_world.config import Config
+from agent_world.core.inbox import Inbox
+from agent_world.sandbox.check import AbilityChecker
+
+__all__ = ["Angel"]
+
+
+class Angel:
+    """Takes requests from any thread; answers through ``inbox``.
+
+    ``on_done`` is called (from the angel's thread) after each request is answered, so the
+    session can resume a world it paused; ``report`` carries messages for the operator."""
+
+    def __init__(self, config: Config, inbox: Inbox, generator: Generator, *,
+                 on_done: Callable[[AbilityRequest], None] | None = None,
+                 report: Callable[[str], None] | None = None) -> None:
+        self.config = config
+        self.inbox = inbox
+        self.generator = generator
+        self._on_done = on_done
+        self._report = report or (lambda _message: None)
+        self._queue: queue.SimpleQueue[AbilityRequest | None] = queue.SimpleQueue()
+        self._lock = threading.Lock()
+        self._idle = threading.Condition(self._lock)
+        self._open = 0  # requests submitted and not yet answered
+        self._issued: set[str] = set()  # names handed to the world (it may not have them yet)
+        self.requests = 0
+        self.generated = 0
+        self.accepted = 0
+        self.refused = 0
+        self.rejected: Counter[str] = Counter()
+        self.busy = False
+        self.last_error: str | None = None
+        self._thread = threading.Thread(target=self._run, name="angel", daemon=True)
+        self._thread.start()
+
+    def submit(self, request: AbilityRequest) -> None:
+        with self._lock:
+            self.requests += 1
+            self._open += 1
+        self._queue.put(request)
+
+    def pending(self) -> int:
+        """Requests not answered yet."""
+        return self._open
+
+    def wait_idle(self, timeout: float) -> bool:
+        """Block until every submitted request is answered (its input is in the inbox);
+        False if that takes longer than ``timeout`` seconds."""
+        with self._idle:
+            return self._idle.wait_for(lambda: self._open == 0, timeout)
+
+    def close(self, timeout: float = 10.0) -> None:
+        self._queue.put(None)
+        self._thread.join(timeout)
+
+    def stats(self) -> dict[str, Any]:
+        """Requests, sources written, accepted, rejected by reason, refused, pending."""
+        with self._lock:
+            out: dict[str, Any] = {
+                "generator": self.generator.name, "requests": self.requests,
+                "generated": self.generated, "accepted": self.accepted,
+                "rejected": dict(self.rejected), "refused": self.refused,
+                "pending": self._open}
+            if self.last_error is not None:
+                out["last_error"] = self.last_error
+            return out
+
+    # -- the thread ----------------------------------------------------------------------------
+
+    def _run(self) -> None:
+        checker: AbilityChecker | None = None
+        try:
+            while True:
+                request = self._queue.get()
+                if request is None:
+                    return
+                self.busy = True
+                try:
+                    if checker is None:
+                        checker = AbilityChecker(self.config)
+                    self._handle(request, checker)
+                except Exception as exc:  # report, answer, keep serving
+                    self.last_error = f"{type(exc).__name__}: {exc}"
+                    self._refuse(request, f"the angel failed: {self.last_error}")
+                finally:
+                    self.busy = False
+                    with self._idle:
+                        self._open -= 1
+                        self._idle.notify_all()
+                    if self._on_done is not None:
+                        self._on_done(request)
+        finally:
+            if checker is not None:
+                checker.close()
+
+    def _handle(self, request: AbilityRequest, checker: AbilityChecker) -> None:
+        taken = set(request.taken) | self._issued
+        request = AbilityRequest(request=request.request, agent=request.agent,
+                                 text=request.text, taken=tuple(sorted(taken)))
+        feedback: list[str] = []
+        for _attempt in range(self.config.angel.max_tries):
+            try:
+                source = self.generator.write(request, feedback)
+            except Exception as exc:  # a failing writer (an LLM that timed out ...)
+                with self._lock:
+                    self.rejected["writer"] += 1
+                feedback.append(f"the writer failed: {type(exc).__name__}: {exc}")
+                continue
+            with self._lock:
+                self.generated += 1
+            report = checker.check(source, taken=taken)
+            if report.accepted and report.meta is not None:
+                self._issued.add(report.meta.name)
+                origin = "angel" if request.agent else "operator"
+                self.inbox.submit("ability", {
+                    "name": report.meta.name, "source": report.source,
+                    "sha256": report.digest, "meta": report.meta.to_dict(),
+                    "request": request.request, "origin": origin,
+                }, source="angel")
+                with self._lock:
+                    self.accepted += 1
+                asker = f"agent #{request.agent}" if request.agent else "the operator"
+                self._report(f"angel: wrote {report.meta.name} for {asker}: "
+                             f"{report.meta.description}")
+                return
+            with self._lock:
+                self.rejected[report.category or report.verdict] += 1
+            feedback.append(report.line())
+        self._refuse(request, f"no acceptable ability after {len(feedback)} tries; last: "
+                              f"{feedback[-1] if feedback else 'nothing written'}")
+
+    def _refuse(self, request: AbilityRequest, reason: str) -> None:
+        with self._lock:
+            self.refused += 1
+        if request.request:
+            self.inbox.submit("ability_refused", {"request": request.request,
+                                                  "reason": reason[:300]}, source="angel")
+        self._report(f"angel: refused {request.text!r:.60}: {reason}")

@@ -1,0 +1,130 @@
+"""Who writes an ability's code: the generator protocol, and the LLM generator.
+
+A generator turns a request (and the failures of earlier attempts) into source text; the
+angel checks every source it gets exactly like a hand-written file. ``TextModel`` is the
+one thing the angel needs from an LLM provider: prompt in, text out.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from importlib import resources
+from typing import Protocol, runtime_checkable
+
+from agent_world.config import AbilitiesConfig
+from agent_world.core.abilities import ARG_KINDS, STATUSES
+from agent_world.core.effects import EFFECTS
+
+__all__ = ["AbilityRequest", "Generator", "LLMGenerator", "TextModel", "build_prompt",
+           "extract_code"]
+
+MAX_RESPONSE_CHARS = 40_000
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AbilityRequest:
+    """One request for a new ability. ``request`` and ``agent`` are 0 for the operator."""
+
+    request: int
+    agent: int
+    text: str
+    taken: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if not self.text.strip():
+            raise ValueError("an ability request needs a description")
+
+
+@runtime_checkable
+class Generator(Protocol):
+    name: str
+
+    def write(self, request: AbilityRequest, feedback: Sequence[str]) -> str:
+        """Source text for the request; ``feedback`` holds why earlier attempts failed."""
+
+
+@runtime_checkable
+class TextModel(Protocol):
+    """What the angel needs from an LLM: a prompt in, the model's text out (raising on
+    transport failure after its own retries)."""
+
+    def complete(self, prompt: str) -> str: ...
+
+
+_EXAMPLES = ("heal.py", "fire_bolt.py", "build_shelter.py")
+
+
+def _example_sources() -> list[str]:
+    folder = resources.files("agent_world").joinpath("abilities")
+    return [folder.joinpath(name).read_text(encoding="utf-8") for name in _EXAMPLES]
+
+
+def build_prompt(request: AbilityRequest, feedback: Sequence[str],
+                 rules: AbilitiesConfig) -> str:
+    """The angel's prompt: the contract, the effect vocabulary with its caps, examples, the
+    request and what went wrong before."""
+    effects = "\n".join(
+        f"- {kind}: " + ", ".join(k.removesuffix("?") + (" (optional)" if k.endswith("?")
+                                                         or v.endswith("?") else "")
+                                  for k, v in keys.items())
+        for kind, keys in EFFECTS.items())
+    args = ", ".join(f"{k} ({'/'.join(v)})" for k, v in ARG_KINDS.items())
+    examples = "\n\n".join(f"```python\n{src.strip()}\n```" for src in _example_sources())
+    tried = "".join(f"\n- attempt {i + 1}: {why}" for i, why in enumerate(feedback))
+    return f"""You write one ability for agents in a simulated 2-D world.
+
+An ability is a Python source file with literal metadata and exactly one function:
+NAME (2-32 of a-z, 0-9, _; not one of: {', '.join(request.taken) or 'none'}),
+DESCRIPTION (one line), ENERGY_COST (0-100), COOLDOWN (ticks), RANGE (0-{rules.max_range}
+tiles), ARGS (dict of argument to kind; arguments: {args}; add '?' for optional),
+and def execute(ctx): returning a list of at most {rules.max_effects} effect dicts.
+
+ctx is plain data: ctx["caster"] (id, name, x, y, health, energy, hunger, items, gold,
+statuses), ctx["target"] (the target entity or None), ctx["tile"] (x, y, blocked, or None),
+ctx["args"], ctx["nearby"] (agents, objects, items: lists of dicts with id, x, y,
+distance), ctx["tick"]. Random numbers: rand(), rand_int(a, b), rand_choice(seq),
+rand_chance(p). Also available: abs, min, max, len, range, sorted, sum, round, int,
+float, str, list, dict, enumerate, zip, any, all, sqrt, floor, ceil, clamp, sign,
+chebyshev(x1, y1, x2, y2).
+
+Effects (the world checks range, energy, cooldown and caps: damage <= {rules.max_damage:g},
+heal <= {rules.max_heal:g}, move <= {rules.max_move_tiles} tiles, push <= {rules.max_push_tiles},
+created items <= {rules.max_created_items}, status ticks <= {rules.max_status_ticks};
+statuses: {', '.join(STATUSES)}):
+{effects}
+
+Rules: no imports, classes, global, try/except*, names starting with _, or attributes
+other than plain dict/list/str methods. Loops are fine but bounded by a step budget.
+
+Examples:
+
+{examples}
+
+Request: {request.text}
+{('Earlier attempts failed:' + tried) if tried else ''}
+Answer with only the source file in one ```python block."""
+
+
+_BLOCK = re.compile(r"```(?:python|py)?\s*\n(.*?)```", re.DOTALL)
+
+
+def extract_code(text: str) -> str:
+    """The source in a model's answer: the first fenced block, else the whole text."""
+    text = text[:MAX_RESPONSE_CHARS]
+    match = _BLOCK.search(text)
+    return (match.group(1) if match else text).strip() + "\n"
+
+
+class LLMGenerator:
+    """Writes abilities with an LLM (through any ``TextModel``)."""
+
+    name = "llm"
+
+    def __init__(self, model: TextModel, rules: AbilitiesConfig) -> None:
+        self.model = model
+        self.rules = rules
+
+    def write(self, request: AbilityRequest, feedback: Sequence[str]) -> str:
+        return extract_code(self.model.complete(build_prompt(request, feedback, self.rules)))

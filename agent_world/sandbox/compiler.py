@@ -1,0 +1,139 @@
+"""Layers 2 and 3: RestrictedPython's transformer, then the step budget and size guards.
+
+``compile_ability`` takes a source that passed the gate, lets RestrictedPython's
+``RestrictingNodeTransformer`` rewrite it (attribute, item, iteration and write access go
+through guard functions the runtime supplies; its own checks refuse what it knows to be
+dangerous), and then rewrites the result once more:
+
+- ``_step_()`` at the start of every function body and every loop body, and as the first
+  thing every ``except`` handler and ``finally`` block does: the step budget. Once it is
+  spent, every later step raises again, so a handler or ``finally`` cannot catch it away.
+- lambdas become ``_step_() or <body>``;
+- ``+``, ``*``, ``**``, ``<<`` and ``%`` become calls of size-guarded functions, since
+  they run in C and could build huge values in one step;
+- every f-string becomes ``_fstr_(<f-string>)``, which bounds and counts its length.
+
+The injected names start with ``_``, which the gate refuses in ability code, so the code can
+neither call nor replace them.
+"""
+
+from __future__ import annotations
+
+import ast
+from types import CodeType
+from typing import TYPE_CHECKING, Any
+
+from RestrictedPython.transformer import RestrictingNodeTransformer
+
+from agent_world.sandbox.gate import Gated, GateError, gate
+
+if TYPE_CHECKING:
+    from agent_world.core.abilities import AbilityMeta
+
+__all__ = ["BINARY_GUARDS", "compile_ability", "compile_gated", "compile_source"]
+
+BINARY_GUARDS: dict[type[ast.operator], str] = {
+    ast.Add: "_add_",
+    ast.Mult: "_mul_",
+    ast.Pow: "_pow_",
+    ast.LShift: "_lshift_",
+    ast.Mod: "_mod_",
+}
+
+
+def _step_stmt() -> ast.stmt:
+    return ast.Expr(ast.Call(ast.Name("_step_", ast.Load()), [], []))
+
+
+def _step_expr() -> ast.expr:
+    return ast.Call(ast.Name("_step_", ast.Load()), [], [])
+
+
+class BudgetRewriter(ast.NodeTransformer):
+    """Injects the step budget and the size guards (after RestrictedPython ran)."""
+
+    def visit_FunctionDef(self, node: ast.FunctionDef) -> Any:
+        self.generic_visit(node)
+        node.body.insert(0, _step_stmt())
+        return node
+
+    def visit_Lambda(self, node: ast.Lambda) -> Any:
+        self.generic_visit(node)
+        node.body = ast.BoolOp(ast.Or(), [_step_expr(), node.body])
+        return node
+
+    def visit_For(self, node: ast.For) -> Any:
+        self.generic_visit(node)
+        node.body.insert(0, _step_stmt())
+        return node
+
+    def visit_While(self, node: ast.While) -> Any:
+        self.generic_visit(node)
+        node.body.insert(0, _step_stmt())
+        return node
+
+    def visit_Try(self, node: ast.Try) -> Any:
+        self.generic_visit(node)
+        for handler in node.handlers:
+            handler.body.insert(0, _step_stmt())
+        if node.finalbody:
+            node.finalbody.insert(0, _step_stmt())
+        return node
+
+    def visit_BinOp(self, node: ast.BinOp) -> Any:
+        self.generic_visit(node)
+        guard = BINARY_GUARDS.get(type(node.op))
+        if guard is None:
+            return node
+        return ast.Call(ast.Name(guard, ast.Load()), [node.left, node.right], [])
+
+    def visit_JoinedStr(self, node: ast.JoinedStr) -> Any:
+        self.generic_visit(node)
+        return ast.Call(ast.Name("_fstr_", ast.Load()), [node], [])
+
+    def visit_FormattedValue(self, node: ast.FormattedValue) -> Any:
+        # Leave the format spec alone (it is itself a JoinedStr the gate kept constant).
+        node.value = self.visit(node.value)
+        return node
+
+
+def compile_gated(gated: Gated, name: str) -> CodeType:
+    """Restrict, budget and compile a tree that passed the gate (it is consumed)."""
+    errors: list[str] = []
+    warnings: list[str] = []
+    used: dict[str, bool] = {}
+    try:
+        tree = RestrictingNodeTransformer(errors, warnings, used).visit(gated.tree)
+    except Exception as exc:  # fail closed
+        raise GateError(f"RestrictedPython could not transform the source "
+                        f"({type(exc).__name__}: {str(exc)[:200]})") from None
+    if errors:
+        raise GateError(f"RestrictedPython: {errors[0]}")
+    try:
+        tree = BudgetRewriter().visit(tree)
+        ast.fix_missing_locations(tree)
+        return compile(tree, f"<ability {name}>", "exec", dont_inherit=True)
+    except Exception as exc:  # fail closed
+        raise GateError(f"the source could not be compiled ({type(exc).__name__}: "
+                        f"{str(exc)[:200]})") from None
+
+
+def compile_source(source: object, name: str = "ability") -> CodeType:
+    """Gate, restrict and compile (what a worker does; the host checked the metadata)."""
+    return compile_gated(gate(source), name)
+
+
+def compile_ability(source: object) -> tuple[AbilityMeta, CodeType]:
+    """Gate a source, check its metadata, restrict and compile it; GateError says why one
+    is refused. (The worker uses ``compile_source`` and so never imports the core.)"""
+    from agent_world.core.abilities import (  # noqa: PLC0415 - keeps workers light
+        AbilityError,
+        AbilityMeta,
+    )
+
+    gated = gate(source)
+    try:
+        meta = AbilityMeta.from_source_values(gated.values)
+    except AbilityError as exc:
+        raise GateError(str(exc)) from None
+    return meta, compile_gated(gated, meta.name)

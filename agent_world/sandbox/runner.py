@@ -1,0 +1,210 @@
+"""The AbilityRunner the world uses: one tick's calls in as few worker round trips as possible.
+
+All calls of a tick go to the current worker in one request; results stream back one frame
+per call. The host waits for each with the call timeout: a call past it has its worker
+killed (SIGKILL) and the call is reported ``killed``; the remaining calls go, in a second
+request, to the spare worker, which is already running. The worker itself stops starting
+calls once the tick's sandbox budget is spent and reports the rest ``postponed``.
+
+Replaying, nothing is postponed and calls get ``replay_slack`` times the timeout: the log
+decides what was stopped, not this machine's speed.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from collections import deque
+from collections.abc import Sequence
+from typing import Any
+
+from agent_world.config import SandboxConfig
+from agent_world.sandbox.pool import Worker, WorkerDied, WorkerPool
+from agent_world.sandbox.protocol import TimedOut
+from agent_world.types import (
+    ABILITY_KILLED,
+    ABILITY_OK,
+    ABILITY_POSTPONED,
+    ABILITY_STATUSES,
+    AbilityCall,
+    AbilityResult,
+)
+
+__all__ = ["SandboxRunner", "percentile"]
+
+HISTORY = 1000
+REPLAY_WORKER_WAIT_S = 30.0
+LIVE_WORKER_WAIT_S = 0.005
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    if not values:
+        return 0.0
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, math.ceil(q * len(ordered)) - 1))]
+
+
+def _result(frame: Any, ms: float) -> AbilityResult:
+    """A result frame as an AbilityResult; WorkerDied if it is not one (a worker that sends
+    anything else is not trusted again)."""
+    if not isinstance(frame, dict) or frame.get("status") not in ABILITY_STATUSES:
+        raise WorkerDied("the worker sent a malformed result")
+    reason = frame.get("reason", "")
+    steps = frame.get("steps", 0)
+    if type(reason) is not str or type(steps) is not int:
+        raise WorkerDied("the worker sent a malformed result")
+    return AbilityResult(status=frame["status"], effects=frame.get("effects"),
+                         reason=reason[:300], steps=steps, ms=ms)
+
+
+class SandboxRunner:
+    """Runs ability calls in worker processes. One thread uses a runner at a time."""
+
+    def __init__(self, cfg: SandboxConfig, *, spare: int | None = None,
+                 wait: bool = True) -> None:
+        """Starts the workers at once; with ``wait`` also waits until they are up (else the
+        first batch, or ``warm``, does)."""
+        self.cfg = cfg
+        self.pool = WorkerPool(cfg.memory_mb, cfg.spare_workers if spare is None else spare)
+        if wait:
+            try:
+                self.pool.wait_ready()
+            except WorkerDied:
+                self.pool.close()
+                raise
+        self._lock = threading.Lock()
+        self.batches = 0  # run() calls that had calls
+        self.round_trips = 0
+        self.calls = 0
+        self.kills = 0
+        self.postponed = 0
+        self.errors = 0
+        self._ms_total = 0.0  # wall time of every batch, for the mean per call
+        self.tick_ms: deque[float] = deque(maxlen=HISTORY)
+        self.call_ms: deque[float] = deque(maxlen=HISTORY)
+        self.trips_per_batch: deque[int] = deque(maxlen=HISTORY)
+
+    def run(self, calls: Sequence[AbilityCall], *, replaying: bool, steps: int,
+            alloc: int) -> list[AbilityResult]:
+        started = time.monotonic()
+        timeout = self.cfg.call_timeout_ms / 1000 * (self.cfg.replay_slack if replaying else 1)
+        budget_end = None if replaying else started + self.cfg.tick_budget_ms / 1000
+        results: list[AbilityResult] = []
+        trips = 0
+        while len(results) < len(calls):
+            if budget_end is not None and time.monotonic() >= budget_end:
+                results.extend(AbilityResult(status=ABILITY_POSTPONED,
+                                             reason="the tick's sandbox time ran out")
+                               for _ in calls[len(results):])
+                break
+            # Live, a worker still starting (after kills in quick succession) costs the
+            # tick at most a few milliseconds: its calls wait a tick instead.
+            wait_until = (started + REPLAY_WORKER_WAIT_S if budget_end is None
+                          else min(budget_end, time.monotonic() + LIVE_WORKER_WAIT_S))
+            worker = self.pool.current(wait_until)
+            if worker is None:
+                status = ABILITY_KILLED if replaying else ABILITY_POSTPONED
+                results.extend(AbilityResult(status=status,
+                                             reason="no sandbox worker was ready in time")
+                               for _ in calls[len(results):])
+                break
+            trips += 1
+            self._batch(worker, calls[len(results):], results, timeout=timeout,
+                        budget_end=budget_end, steps=steps, alloc=alloc)
+        elapsed = (time.monotonic() - started) * 1000
+        with self._lock:
+            self.batches += 1
+            self.round_trips += trips
+            self.calls += len(calls)
+            self._ms_total += elapsed
+            self.tick_ms.append(elapsed)
+            self.trips_per_batch.append(trips)
+            for r in results:
+                if r.status == ABILITY_KILLED:
+                    self.kills += 1
+                elif r.status == ABILITY_POSTPONED:
+                    self.postponed += 1
+                elif r.status != ABILITY_OK:
+                    self.errors += 1
+                if r.status != ABILITY_POSTPONED:
+                    self.call_ms.append(r.ms)
+        return results
+
+    def _batch(self, worker: Worker, calls: Sequence[AbilityCall], out: list[AbilityResult],
+               *, timeout: float, budget_end: float | None, steps: int, alloc: int) -> None:
+        """Send ``calls`` to ``worker`` and append results to ``out`` until all are in or the
+        worker had to go (the caller then goes on with the spare)."""
+        sources = {c.digest: c.source for c in calls if c.digest not in worker.known}
+        stop_after_ms = 1e9 if budget_end is None else max(
+            0.0, (budget_end - time.monotonic()) * 1000)
+        request = {"op": "run", "steps": steps, "alloc": alloc,
+                   "cpu_s": self.cfg.cpu_seconds, "stop_after_ms": stop_after_ms,
+                   "sources": sources,
+                   "calls": [{"digest": c.digest, "ctx": c.ctx} for c in calls]}
+        try:
+            worker.send(request)
+        except WorkerDied:
+            self.pool.discard(worker)
+            return
+        worker.known.update(sources)
+        for _call in calls:
+            began = time.monotonic()
+            try:
+                frame = worker.recv(began + timeout)
+                result = _result(frame, (time.monotonic() - began) * 1000)
+            except TimedOut:
+                self.pool.discard(worker)
+                out.append(AbilityResult(
+                    status=ABILITY_KILLED, ms=(time.monotonic() - began) * 1000,
+                    reason=f"ran longer than {timeout * 1000:g} ms of wall-clock time"))
+                return
+            except WorkerDied as exc:
+                self.pool.discard(worker)
+                out.append(AbilityResult(status=ABILITY_KILLED,
+                                         ms=(time.monotonic() - began) * 1000,
+                                         reason=f"the worker process died: {exc}"))
+                return
+            out.append(result)
+            if result.status == ABILITY_KILLED:  # the worker ends itself after this
+                self.pool.discard(worker)
+                return
+        try:
+            done = worker.recv(time.monotonic() + timeout)
+            if not isinstance(done, dict) or done.get("op") != "done":
+                raise WorkerDied("the worker did not end its batch")
+        except (TimedOut, WorkerDied):
+            self.pool.discard(worker)
+
+    def warm(self, timeout: float = 15.0) -> None:
+        """Wait until every worker of the pool has started (after start-up or kills)."""
+        self.pool.wait_ready(timeout)
+
+    def stats(self) -> dict[str, Any]:
+        with self._lock:
+            ticks = list(self.tick_ms)
+            calls = list(self.call_ms)
+            trips = list(self.trips_per_batch)
+            return {
+                "batches": self.batches,
+                "calls": self.calls,
+                "round_trips": self.round_trips,
+                "kills": self.kills,
+                "postponed": self.postponed,
+                "errors": self.errors,
+                "workers_started": self.pool.started,
+                "workers_replaced": self.pool.replaced,
+                "ms_per_tick": {"p50": round(percentile(ticks, 0.5), 3),
+                                "p99": round(percentile(ticks, 0.99), 3),
+                                "max": round(max(ticks, default=0.0), 3)},
+                # Waiting for each result after the previous one (streamed results that
+                # were already in the pipe cost ~0); the mean is the batch time per call.
+                "ms_per_call": {"p50": round(percentile(calls, 0.5), 3),
+                                "p99": round(percentile(calls, 0.99), 3),
+                                "mean": round(self._ms_total / self.calls, 3)
+                                if self.calls else 0.0},
+                "round_trips_per_tick": round(sum(trips) / len(trips), 3) if trips else 0.0,
+            }
+
+    def close(self) -> None:
+        self.pool.close()

@@ -1,0 +1,502 @@
+"""What ability code runs against, inside a worker process: guards, budget and builtins.
+
+Every call gets fresh globals (nothing survives from one call to the next) holding:
+
+- a trimmed set of builtins: small pure functions, with the ones that iterate in C
+  (``list``, ``sorted``, ``sum``, ``min`` ...) wrapped so that every item they take costs a
+  step, and the ones that build values bounded and counted against the allocation budget;
+  no module objects, no ``getattr``/``type``/``open``/``id``/``hash`` (the gate refuses the
+  names too);
+- RestrictedPython's guard hooks: ``_getattr_`` (an allowlist by exact type and name:
+  plain-data methods only), ``_getitem_``, ``_write_`` (dicts and lists only), ``_getiter_``
+  (every item costs a step), RestrictedPython's own guarded unpacking, ``_inplacevar_``;
+- the step budget ``_step_`` and the size guards ``_add_``, ``_mul_``, ``_pow_``,
+  ``_lshift_``, ``_mod_``, ``_fstr_`` that the compiler injects;
+- the call's own random numbers (splitmix64 seeded from ``ctx["seed"]``: the same on every
+  machine and Python version).
+
+A limit that is hit (steps, allocation, a size guard) raises ``SandboxLimit``, which is a
+``BaseException``: ``except Exception`` in ability code does not catch it, and the meter
+stays spent, so every later step raises again. The harness reads the meter after the call,
+so even a call that somehow swallowed it is reported as failed.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any, TypeVar
+
+from RestrictedPython.Guards import guarded_iter_unpack_sequence, guarded_unpack_sequence
+
+__all__ = ["MAX_INT_BITS", "MAX_SEQUENCE", "Meter", "Rng", "SandboxLimit", "build_globals",
+           "export_result"]
+
+T = TypeVar("T")
+
+MAX_INT_BITS = 1024
+MAX_SEQUENCE = 100_000  # characters of one string, items of one list
+MAX_RANGE = 1_000_000
+MASK64 = (1 << 64) - 1
+
+# Result caps: what may come back out of a call.
+RESULT_NODES = 512
+RESULT_DEPTH = 4
+RESULT_STRING = 500
+RESULT_INT = 2**53
+
+
+class SandboxLimit(BaseException):
+    """A limit was hit (steps, allocation, size). Not an Exception, so ``except Exception``
+    in ability code cannot catch it."""
+
+
+class ResultError(Exception):
+    """The returned value is not plain effect data within the caps."""
+
+
+class Meter:
+    """Steps and allocation of one call. Once a limit is hit it stays hit."""
+
+    __slots__ = ("alloc_left", "failure", "steps_left", "steps_total")
+
+    def __init__(self, steps: int, alloc: int) -> None:
+        self.steps_left = steps
+        self.steps_total = steps
+        self.alloc_left = alloc
+        self.failure: str | None = None
+
+    @property
+    def steps_used(self) -> int:
+        return self.steps_total - max(0, self.steps_left)
+
+    def fail(self, reason: str) -> SandboxLimit:
+        if self.failure is None:
+            self.failure = reason
+        self.steps_left = 0
+        return SandboxLimit(self.failure)
+
+    def step(self) -> None:
+        if self.steps_left <= 0:
+            raise self.fail(f"step budget of {self.steps_total} steps spent")
+        self.steps_left -= 1
+
+    def alloc(self, n: int) -> None:
+        self.alloc_left -= n
+        if self.alloc_left < 0:
+            raise self.fail("allocation budget spent (abilities.alloc_budget)")
+
+
+class Rng:
+    """splitmix64: a small, fully specified generator (no dependence on ``random``)."""
+
+    __slots__ = ("state",)
+
+    def __init__(self, seed: int) -> None:
+        self.state = seed & MASK64
+
+    def next64(self) -> int:
+        self.state = (self.state + 0x9E3779B97F4A7C15) & MASK64
+        z = self.state
+        z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & MASK64
+        z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & MASK64
+        return z ^ (z >> 31)
+
+    def random(self) -> float:
+        return (self.next64() >> 11) * (1.0 / (1 << 53))
+
+
+def _is_int(x: object) -> bool:
+    return type(x) is int or type(x) is bool
+
+
+def _size(x: object) -> int:
+    t = type(x)
+    if t in (str, list, tuple, dict, set):
+        return len(x)  # type: ignore[arg-type]
+    return 0
+
+
+def build_globals(meter: Meter, seed: int) -> dict[str, Any]:
+    """Fresh globals for one call."""
+    step = meter.step
+    alloc = meter.alloc
+    rng = Rng(seed)
+
+    def account(value: T) -> T:
+        n = _size(value)
+        if n:
+            if n > MAX_SEQUENCE:
+                raise meter.fail(f"a value of {n} items or characters; the limit is "
+                                 f"{MAX_SEQUENCE}")
+            alloc(n)
+        return value
+
+    def counted(iterable: Iterable[Any]) -> Iterator[Any]:
+        for item in iterable:
+            step()
+            yield item
+
+    def materialise(iterable: Iterable[Any]) -> list[Any]:
+        out = list(counted(iterable))
+        alloc(len(out))
+        return out
+
+    # -- guard hooks (RestrictedPython) -----------------------------------------------------
+
+    def getiter(obj: Any) -> Iterator[Any]:
+        return counted(obj)
+
+    def getitem(obj: Any, key: Any) -> Any:
+        t = type(obj)
+        if t not in (dict, list, tuple, str, range):
+            raise TypeError(f"a {t.__name__} cannot be indexed in an ability")
+        if type(key) is slice:
+            return account(obj[key])
+        return obj[key]
+
+    def write(obj: Any) -> Any:
+        if type(obj) not in (dict, list):
+            raise TypeError(f"a {type(obj).__name__} cannot be changed in an ability")
+        return obj
+
+    def unpack_sequence(it: Any, spec: Any, _getiter_: Any) -> Any:
+        return guarded_unpack_sequence(it, spec, getiter)  # type: ignore[no-untyped-call]
+
+    def iter_unpack_sequence(it: Any, spec: Any, _getiter_: Any) -> Any:
+        return guarded_iter_unpack_sequence(  # type: ignore[no-untyped-call]
+            it, spec, getiter)
+
+    # -- size guards -------------------------------------------------------------------------
+
+    def int_ok(value: int) -> int:
+        if value.bit_length() > MAX_INT_BITS:
+            raise meter.fail(f"an integer of {value.bit_length()} bits; the limit is "
+                             f"{MAX_INT_BITS}")
+        return value
+
+    def add(a: Any, b: Any) -> Any:
+        if _is_int(a) and _is_int(b):
+            return int_ok(a + b)
+        if type(a) in (str, list, tuple) and type(b) is type(a):
+            if len(a) + len(b) > MAX_SEQUENCE:
+                raise meter.fail(f"joining {len(a)} + {len(b)} items; the limit is "
+                                 f"{MAX_SEQUENCE}")
+            alloc(len(a) + len(b))
+        return a + b
+
+    def mul(a: Any, b: Any) -> Any:
+        if _is_int(a) and _is_int(b):
+            if a.bit_length() + b.bit_length() > MAX_INT_BITS:
+                raise meter.fail(f"multiplying integers of {a.bit_length()} and "
+                                 f"{b.bit_length()} bits; the limit is {MAX_INT_BITS}")
+            return a * b
+        seq, n = (a, b) if _is_int(b) else (b, a)
+        if type(seq) in (str, list, tuple) and _is_int(n):
+            size = len(seq) * max(0, n)
+            if size > MAX_SEQUENCE:
+                raise meter.fail(f"repeating {len(seq)} items {n} times; the limit is "
+                                 f"{MAX_SEQUENCE}")
+            alloc(size)
+        return a * b
+
+    def power(a: Any, b: Any) -> Any:
+        if (_is_int(a) and _is_int(b) and b > 0 and abs(a) > 1
+                and a.bit_length() * b > MAX_INT_BITS):
+            raise meter.fail(f"{a.bit_length()}-bit integer to the power {b}; the limit "
+                             f"is {MAX_INT_BITS} bits")
+        return a**b
+
+    def lshift(a: Any, b: Any) -> Any:
+        if _is_int(a) and _is_int(b) and a and b > 0 and a.bit_length() + b > MAX_INT_BITS:
+            raise meter.fail(f"shifting by {b} bits; the limit is {MAX_INT_BITS} bits")
+        return a << b
+
+    def mod(a: Any, b: Any) -> Any:
+        if type(a) is str:
+            raise TypeError("% formatting is not available; use an f-string")
+        return a % b
+
+    def fstr(value: str) -> str:
+        return account(value)
+
+    inplace_ops: dict[str, Callable[[Any, Any], Any]] = {
+        "+=": add, "*=": mul, "**=": power, "<<=": lshift, "%=": mod,
+        "-=": lambda a, b: a - b, "/=": lambda a, b: a / b, "//=": lambda a, b: a // b,
+        ">>=": lambda a, b: a >> b, "&=": lambda a, b: a & b, "|=": lambda a, b: a | b,
+        "^=": lambda a, b: a ^ b,
+    }
+
+    def inplacevar(op: str, x: Any, y: Any) -> Any:
+        fn = inplace_ops.get(op)
+        if fn is None:
+            raise TypeError(f"{op} is not available in an ability")
+        return fn(x, y)
+
+    # -- attributes ---------------------------------------------------------------------------
+
+    def join(sep: str) -> Callable[[Iterable[Any]], str]:
+        def joined(parts: Iterable[Any]) -> str:
+            items = materialise(parts)
+            total = sum(len(p) if type(p) is str else 0 for p in items)
+            total += len(sep) * max(0, len(items) - 1)
+            if total > MAX_SEQUENCE:
+                raise meter.fail(f"joining {total} characters; the limit is {MAX_SEQUENCE}")
+            alloc(total)
+            return sep.join(items)
+        return joined
+
+    def replace(s: str) -> Callable[..., str]:
+        def replaced(old: str, new: str, count: int = -1) -> str:
+            if type(old) is not str or type(new) is not str:
+                raise TypeError("replace takes text")
+            hits = s.count(old) if old else len(s) + 1
+            if _is_int(count) and count >= 0:
+                hits = min(hits, count)
+            size = len(s) + hits * (len(new) - len(old))
+            if size > MAX_SEQUENCE:
+                raise meter.fail(f"replace would make {size} characters; the limit is "
+                                 f"{MAX_SEQUENCE}")
+            alloc(size)
+            return s.replace(old, new, count)
+        return replaced
+
+    def extend(target: list[Any]) -> Callable[[Iterable[Any]], None]:
+        def extended(items: Iterable[Any]) -> None:
+            new = materialise(items)
+            if len(target) + len(new) > MAX_SEQUENCE:
+                raise meter.fail(f"a list of {len(target) + len(new)} items; the limit is "
+                                 f"{MAX_SEQUENCE}")
+            target.extend(new)
+        return extended
+
+    def update(target: dict[Any, Any]) -> Callable[..., None]:
+        def updated(other: Any = ()) -> None:
+            pairs = materialise(other.items() if type(other) is dict else other)
+            target.update(pairs)
+        return updated
+
+    def set_op(target: set[Any], name: str) -> Callable[..., set[Any]]:
+        def combined(*others: Any) -> set[Any]:
+            result: set[Any] = getattr(target, name)(*[materialise(o) for o in others])
+            return account(result)
+        return combined
+
+    sized: dict[tuple[type[Any], str], Callable[[Any], Callable[..., Any]]] = {
+        (str, "join"): join, (str, "replace"): replace, (list, "extend"): extend,
+        (dict, "update"): update,
+        (set, "union"): lambda s: set_op(s, "union"),
+        (set, "intersection"): lambda s: set_op(s, "intersection"),
+        (set, "difference"): lambda s: set_op(s, "difference"),
+    }
+
+    def getattr_guard(obj: Any, name: Any, default: Any = None) -> Any:
+        if type(name) is not str:
+            raise TypeError("attribute names must be str")
+        t = type(obj)
+        allowed = SAFE_ATTRIBUTES.get(t)
+        if allowed is None or name not in allowed:
+            raise AttributeError(f"{t.__name__}.{name} is not available to abilities")
+        maker = sized.get((t, name))
+        if maker is not None:
+            return maker(obj)
+        method = getattr(obj, name)
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            return account(method(*args, **kwargs))
+        return call
+
+    # -- builtins ----------------------------------------------------------------------------
+
+    def g_range(*args: Any) -> range:
+        if not all(_is_int(a) for a in args):
+            raise TypeError("range takes whole numbers")
+        r = range(*args)
+        if len(r) > MAX_RANGE:
+            raise meter.fail(f"a range of {len(r)} numbers; the limit is {MAX_RANGE}")
+        return r
+
+    def g_list(iterable: Iterable[Any] = ()) -> list[Any]:
+        return materialise(iterable)
+
+    def g_tuple(iterable: Iterable[Any] = ()) -> tuple[Any, ...]:
+        return tuple(materialise(iterable))
+
+    def g_set(iterable: Iterable[Any] = ()) -> set[Any]:
+        return set(materialise(iterable))
+
+    def g_dict(iterable: Any = (), **kwargs: Any) -> dict[Any, Any]:
+        pairs = materialise(iterable.items() if type(iterable) is dict else iterable)
+        out = dict(pairs)
+        out.update(kwargs)
+        return out
+
+    def g_sorted(iterable: Iterable[Any], key: Any = None, reverse: bool = False) -> list[Any]:
+        items = materialise(iterable)
+        items.sort(key=key, reverse=bool(reverse))
+        return items
+
+    def g_reversed(iterable: Iterable[Any]) -> list[Any]:
+        items = materialise(iterable)
+        items.reverse()
+        return items
+
+    def g_sum(iterable: Iterable[Any], start: Any = 0) -> Any:
+        total = start
+        for x in counted(iterable):
+            if type(x) not in (int, float, bool):
+                raise TypeError("sum adds numbers only")
+            total = add(total, x)
+        return total
+
+    def extreme(pick: Callable[..., Any]) -> Callable[..., Any]:
+        def chosen(*args: Any, **kwargs: Any) -> Any:
+            if set(kwargs) - {"key", "default"}:
+                raise TypeError("min and max take key= and default= only")
+            items = materialise(args[0]) if len(args) == 1 else list(args)
+            if not items and "default" in kwargs:
+                return kwargs["default"]
+            key = kwargs.get("key")
+            return pick(items, key=key) if key is not None else pick(items)
+        return chosen
+
+    def g_any(iterable: Iterable[Any]) -> bool:
+        return any(counted(iterable))
+
+    def g_all(iterable: Iterable[Any]) -> bool:
+        return all(counted(iterable))
+
+    def g_enumerate(iterable: Iterable[Any], start: int = 0) -> Iterator[tuple[int, Any]]:
+        return enumerate(counted(iterable), start)
+
+    def g_zip(*iterables: Iterable[Any]) -> Iterator[tuple[Any, ...]]:
+        return zip(*[counted(i) for i in iterables], strict=False)
+
+    def g_str(value: Any = "") -> str:
+        return account(str(value))
+
+    def type_name(value: Any) -> str:
+        t = type(value)
+        return {bool: "bool", int: "int", float: "float", str: "str", list: "list",
+                dict: "dict", tuple: "tuple", set: "set", type(None): "none"}.get(t, "other")
+
+    def clamp(x: Any, low: Any, high: Any) -> Any:
+        return max(low, min(high, x))
+
+    def sign(x: Any) -> int:
+        return int((x > 0) - (x < 0))
+
+    def chebyshev(x1: int, y1: int, x2: int, y2: int) -> Any:
+        return max(abs(x1 - x2), abs(y1 - y2))
+
+    def rand() -> float:
+        return rng.random()
+
+    def rand_int(low: int, high: int) -> int:
+        if not (_is_int(low) and _is_int(high)) or high < low or high - low > 2**53:
+            raise ValueError("rand_int(low, high) needs whole numbers with low <= high")
+        return int(low + rng.next64() % (high - low + 1))
+
+    def rand_choice(seq: Any) -> Any:
+        if type(seq) not in (list, tuple, str) or not seq:
+            raise ValueError("rand_choice needs a non-empty list, tuple or text")
+        return seq[rng.next64() % len(seq)]
+
+    def rand_chance(p: Any) -> bool:
+        return bool(rng.random() < p)
+
+    builtins: dict[str, Any] = {
+        "abs": abs, "bool": bool, "chr": chr, "divmod": divmod, "float": float, "int": int,
+        "len": len, "ord": ord, "round": round,
+        "all": g_all, "any": g_any, "dict": g_dict, "enumerate": g_enumerate, "list": g_list,
+        "max": extreme(max), "min": extreme(min), "range": g_range, "reversed": g_reversed,
+        "set": g_set, "sorted": g_sorted, "str": g_str, "sum": g_sum, "tuple": g_tuple,
+        "zip": g_zip, "type_name": type_name,
+        "Exception": Exception, "ArithmeticError": ArithmeticError,
+        "LookupError": LookupError, "ValueError": ValueError, "TypeError": TypeError,
+        "KeyError": KeyError, "IndexError": IndexError,
+        "ZeroDivisionError": ZeroDivisionError,
+        "sqrt": math.sqrt, "floor": math.floor, "ceil": math.ceil, "hypot": math.hypot,
+        "atan2": math.atan2, "sin": math.sin, "cos": math.cos, "exp": math.exp,
+        "log": math.log, "pi": math.pi, "clamp": clamp, "sign": sign, "chebyshev": chebyshev,
+        "rand": rand, "rand_int": rand_int, "rand_choice": rand_choice,
+        "rand_chance": rand_chance,
+    }
+    return {
+        "__builtins__": builtins,
+        "__name__": "ability",
+        "_getattr_": getattr_guard,
+        "_getitem_": getitem,
+        "_getiter_": getiter,
+        "_write_": write,
+        "_unpack_sequence_": unpack_sequence,
+        "_iter_unpack_sequence_": iter_unpack_sequence,
+        "_inplacevar_": inplacevar,
+        "_step_": step,
+        "_add_": add,
+        "_mul_": mul,
+        "_pow_": power,
+        "_lshift_": lshift,
+        "_mod_": mod,
+        "_fstr_": fstr,
+    }
+
+
+SAFE_ATTRIBUTES: dict[type[Any], frozenset[str]] = {
+    str: frozenset({"lower", "upper", "title", "capitalize", "strip", "lstrip", "rstrip",
+                    "split", "rsplit", "splitlines", "startswith", "endswith", "find",
+                    "rfind", "count", "index", "isdigit", "isalpha", "isalnum", "isspace",
+                    "islower", "isupper", "join", "replace"}),
+    list: frozenset({"append", "pop", "index", "count", "insert", "remove", "reverse", "sort",
+                     "copy", "clear", "extend"}),
+    dict: frozenset({"get", "keys", "values", "items", "pop", "setdefault", "copy", "clear",
+                     "update"}),
+    tuple: frozenset({"index", "count"}),
+    set: frozenset({"add", "discard", "remove", "pop", "clear", "copy", "union",
+                    "intersection", "difference"}),
+    float: frozenset({"is_integer"}),
+    int: frozenset({"bit_length"}),
+}
+"""Attributes by exact type; everything else is refused (no frames, code, dunders ...)."""
+
+
+def export_result(value: Any) -> Any:
+    """Check that a call's return value is plain effect data within the caps; returns it
+    unchanged or raises ResultError. Iterative: a deep or self-referencing value is refused
+    by the depth and node caps, never by a recursion error. Every visit counts, so a value
+    that shares references (``a = [b, b]`` ...) cannot hide its expanded size."""
+    if type(value) is not list:
+        raise ResultError(f"execute must return a list of effect dicts, got a "
+                          f"{type(value).__name__}")
+    nodes = 0
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        node, depth = stack.pop()
+        nodes += 1
+        if nodes > RESULT_NODES:
+            raise ResultError(f"the result has more than {RESULT_NODES} values")
+        t = type(node)
+        if t is dict or t is list:
+            if depth >= RESULT_DEPTH:
+                raise ResultError(f"the result is nested deeper than {RESULT_DEPTH} levels")
+            if t is dict:
+                for k, v in node.items():
+                    if type(k) is not str or len(k) > 40:
+                        raise ResultError("effect keys must be short text")
+                    stack.append((v, depth + 1))
+            else:
+                stack.extend((v, depth + 1) for v in node)
+        elif t is str:
+            if len(node) > RESULT_STRING:
+                raise ResultError(f"a text value of {len(node)} characters; at most "
+                                  f"{RESULT_STRING}")
+        elif t is int:
+            if abs(node) > RESULT_INT:
+                raise ResultError("an integer beyond 2**53")
+        elif t is float:
+            if not math.isfinite(node):
+                raise ResultError("a number that is not finite")
+        elif t is not bool and node is not None:
+            raise ResultError(f"the result holds a {t.__name__}; only dicts, lists, text, "
+                              "numbers, true/false and None may come back")
+    return value

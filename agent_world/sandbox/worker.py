@@ -1,0 +1,154 @@
+"""Layer 4: the worker process. ``python -m agent_world.sandbox.worker MEMORY_MB``.
+
+Started by the host (``pool.py``) with only three file descriptors (requests on 0, results
+on 1, /dev/null on 2), a controlled environment (``PYTHONHASHSEED=0``, so set order is the
+same everywhere) and its own session (a Ctrl-C at the terminal does not reach it). Before it
+reads any request it imports everything it needs, then limits itself: address space
+(RLIMIT_AS), file size 0 (RLIMIT_FSIZE), no new processes (RLIMIT_NPROC), no core dumps, and
+before each batch a CPU allowance (RLIMIT_CPU soft limit = CPU used + the allowance; the
+kernel kills it with SIGXCPU past that). The host kills it on wall-clock time too, and
+replaces it after any kill.
+
+Requests: ``{"op": "run", "steps", "alloc", "cpu_s", "stop_after_ms", "sources":
+{digest: source}, "calls": [{"digest", "ctx"}]}``. For each call, in order, one result frame
+``{"status", "effects" | "reason", "steps"}``, then ``{"op": "done"}``. Compiled code is cached
+by digest. A call is started only while ``stop_after_ms`` has not passed since the batch
+arrived; later ones come back ``postponed``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import resource
+import signal
+import sys
+import time
+from types import CodeType
+from typing import Any
+
+from agent_world.sandbox.compiler import compile_source
+from agent_world.sandbox.gate import GateError
+from agent_world.sandbox.protocol import encode, read_frame, write_all
+from agent_world.sandbox.runtime import (
+    Meter,
+    ResultError,
+    SandboxLimit,
+    build_globals,
+    export_result,
+)
+from agent_world.types import ABILITY_ERROR, ABILITY_KILLED, ABILITY_OK, ABILITY_POSTPONED
+
+__all__ = ["main", "run_call"]
+
+RECURSION_LIMIT = 300
+CODE_CACHE = 256
+
+
+def _limit_self(memory_mb: int) -> None:
+    memory = memory_mb * 1024 * 1024
+    for limit, value in ((resource.RLIMIT_AS, memory), (resource.RLIMIT_FSIZE, 0),
+                         (resource.RLIMIT_CORE, 0), (resource.RLIMIT_NPROC, 0)):
+        with contextlib.suppress(ValueError, OSError):  # some limits may already be lower
+            resource.setrlimit(limit, (value, value))
+
+
+def _cpu_allowance(seconds: int) -> None:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    used = int(usage.ru_utime + usage.ru_stime) + 1
+    _soft, hard = resource.getrlimit(resource.RLIMIT_CPU)
+    soft = used + seconds
+    if hard != resource.RLIM_INFINITY:
+        soft = min(soft, hard)
+    resource.setrlimit(resource.RLIMIT_CPU, (soft, hard))
+
+
+def run_call(code: CodeType, ctx: Any, steps: int, alloc: int) -> dict[str, Any]:
+    """Run one call; the result frame. Deterministic for the same code, ctx and limits
+    (except MemoryError, which depends on the process and is reported as a kill)."""
+    seed = ctx.get("seed", 0) if type(ctx) is dict else 0
+    meter = Meter(steps, alloc)
+    try:
+        scope = build_globals(meter, seed if type(seed) is int else 0)
+        exec(code, scope)
+        value = scope["execute"](ctx)
+        if meter.failure is None:
+            export_result(value)
+    except SandboxLimit:
+        pass  # the meter holds the reason
+    except MemoryError:
+        return {"status": ABILITY_KILLED, "reason": "memory limit reached",
+                "steps": meter.steps_used}
+    except RecursionError:
+        return {"status": ABILITY_ERROR, "reason": "recursion too deep",
+                "steps": meter.steps_used}
+    except ResultError as exc:
+        return {"status": ABILITY_ERROR, "reason": f"bad result: {exc}",
+                "steps": meter.steps_used}
+    except Exception as exc:
+        return {"status": ABILITY_ERROR,
+                "reason": f"raised {type(exc).__name__}: {str(exc)[:200]}",
+                "steps": meter.steps_used}
+    if meter.failure is not None:
+        return {"status": ABILITY_ERROR, "reason": f"limit: {meter.failure}",
+                "steps": meter.steps_used}
+    return {"status": ABILITY_OK, "effects": value, "steps": meter.steps_used}
+
+
+def _serve(memory_mb: int) -> None:
+    compiled: dict[str, CodeType | str] = {}
+    write_all(1, encode({"op": "ready", "pid": os.getpid()}))
+    while True:
+        try:
+            request = read_frame(0)
+        except Exception:
+            return  # the host went away or sent garbage: stop
+        if request.get("op") != "run":
+            return
+        arrived = time.monotonic()
+        stop_after = arrived + float(request.get("stop_after_ms", 1e9)) / 1000
+        for digest, source in request.get("sources", {}).items():
+            try:
+                compiled[digest] = compile_source(source)
+            except GateError as exc:
+                compiled[digest] = f"rejected: {exc}"
+            if len(compiled) > CODE_CACHE:
+                del compiled[next(iter(compiled))]
+        _cpu_allowance(int(request.get("cpu_s", 2)))
+        steps, alloc = int(request["steps"]), int(request["alloc"])
+        for call in request["calls"]:
+            entry = compiled.get(call["digest"])
+            if time.monotonic() > stop_after:
+                result: dict[str, Any] = {"status": ABILITY_POSTPONED,
+                                          "reason": "the tick's sandbox time ran out"}
+            elif entry is None:
+                result = {"status": ABILITY_ERROR, "reason": "unknown code (not sent)"}
+            elif isinstance(entry, str):
+                result = {"status": ABILITY_ERROR, "reason": entry}
+            else:
+                result = run_call(entry, call["ctx"], steps, alloc)
+            try:
+                frame = encode(result)
+            except Exception as exc:  # export_result makes this unreachable; fail closed
+                frame = encode({"status": ABILITY_ERROR,
+                                "reason": f"bad result: {type(exc).__name__}"})
+            write_all(1, frame)
+            if result["status"] == ABILITY_KILLED:
+                return  # memory ran out: this process is no longer trustworthy
+        write_all(1, encode({"op": "done"}))
+
+
+def main(argv: list[str]) -> int:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    sys.setrecursionlimit(RECURSION_LIMIT)
+    sys.set_int_max_str_digits(4300)
+    memory_mb = int(argv[0]) if argv else 256
+    _limit_self(memory_mb)
+    # Nothing may write to fd 1 but the frames: with no sys.stdout, print does nothing.
+    sys.stdout = None
+    _serve(memory_mb)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
