@@ -13,6 +13,7 @@ from typing import Any, TextIO
 from agent_world.config import Config
 from agent_world.core.loop import TickLoop
 from agent_world.core.world import World
+from agent_world.llm import LLMManager, ProviderFactory, build_manager
 from agent_world.persistence.folder import SaveFolder
 from agent_world.persistence.writer import Persistence
 from agent_world.types import Clock, MonotonicClock, TickReport
@@ -39,7 +40,8 @@ class EventCounter:
 class Session:
     def __init__(self, config: Config, world: World, *, clock: Clock | None = None,
                  echo: TextIO | None = None, folder: SaveFolder | None = None,
-                 resumed: bool = False) -> None:
+                 resumed: bool = False, llm_provider: ProviderFactory | None = None,
+                 llm_clock: Clock | None = None) -> None:
         self.config = config
         self.world = world
         self.events = EventCounter()
@@ -58,6 +60,17 @@ class Session:
                                            report=self.report_problem)
             self.loop.observers.append(self.persistence)
             self.persistence.marker("resume" if resumed else "start")
+        # LLM agents: decisions come back only as plan inputs through the inbox. None when
+        # no provider is configured (LLM agents then use their built-in brains).
+        self.llm: LLMManager | None = None
+        if config.llm.enabled:
+            self.llm = build_manager(
+                config.llm, world, clock=llm_clock,
+                memories=folder.memories_dir if folder is not None else None,
+                report=self.report_problem,
+                note=lambda text: self.world_log.note(self.world.tick, text),
+                factory=llm_provider)
+            self.loop.observers.append(self.llm)
         self.started = time.monotonic()
         self.start_tick = world.tick
         self._closed = False
@@ -90,12 +103,15 @@ class Session:
             "ticks_run": ticks,
             "elapsed_s": round(elapsed, 3),
             "ticks_per_s": round(ticks / elapsed, 1) if elapsed > 0 else None,
+            **({"llm_decisions": self.llm.metrics.applied} if self.llm is not None else {}),
         }
 
     def close(self) -> None:
         if self._closed:
             return
         self._closed = True
+        if self.llm is not None:
+            self.llm.close()
         if self.persistence is not None:
             self.persistence.close()
         self.world_log.note(self.world.tick, f"world '{self.config.world.name}' stopped at "

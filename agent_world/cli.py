@@ -139,7 +139,10 @@ def _configure(args: argparse.Namespace) -> Config:
 def _banner(session: Session, opened: OpenedWorld) -> str:
     cfg = session.config
     world = session.world
-    llm = (f"{cfg.llm.provider} ({cfg.llm.model} at {cfg.llm.base_url})" if cfg.llm.enabled
+    thinkers = sum(1 for _eid, row in world.agents() if row[0].brain == "llm")
+    where = f" at {cfg.llm.endpoint}" if cfg.llm.provider != "local" else " in-process"
+    llm = (f"{cfg.llm.provider} ({cfg.llm.model}{where}), {thinkers} LLM agents"
+           if cfg.llm.enabled
            else "not configured: agents use built-in brains (set llm.provider to use one)")
     if session.save_dir is None:
         saves = "none (--no-save): nothing but the world log is written"
