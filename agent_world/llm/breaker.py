@@ -46,14 +46,15 @@ class CircuitBreaker:
             return False
 
     def would_allow(self) -> bool:
-        """Like ``allow`` without claiming the probe (for the main thread's planning)."""
+        """Whether calls may go out now or soon, without claiming the probe (for the main
+        thread's planning: in half_open the workers' ``allow`` lets only the probe pass)."""
         with self._lock:
             if self.state == "closed":
                 return True
             if self.state == "stopped":
                 return False
             if self.state == "half_open":
-                return not self._probe_out
+                return True  # a probe is (or may go) out; its result settles the state
             return self.clock.now() >= self.reopen_at
 
     def success(self) -> None:
@@ -88,6 +89,10 @@ class CircuitBreaker:
         self.opened += 1
         self.reason = reason
         self._probe_out = False
+
+    def seconds_left(self) -> float:
+        with self._lock:
+            return max(0.0, self.reopen_at - self.clock.now()) if self.state == "open" else 0.0
 
     def describe(self) -> str:
         with self._lock:

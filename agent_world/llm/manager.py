@@ -225,7 +225,7 @@ class LLMManager:
             reason = f"LLM calls stopped ({self.breaker.reason}); fix it and restart"
         elif not self.breaker.would_allow():
             reason = (f"LLM endpoint failing, circuit breaker open ({self.breaker.reason}); "
-                      f"retrying in {self.breaker.describe()}")
+                      f"next try in {self.breaker.seconds_left():.0f} s")
         elif self.budget.exhausted():
             reason = (f"LLM budget for this hour is spent; it refills in "
                       f"{self.budget.refills_in() / 60:.0f} min")

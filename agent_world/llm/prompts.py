@@ -29,7 +29,7 @@ def load_prompt(name: str) -> str:
 
 def _arg(key: str, arg: Arg) -> str:
     kind = {"entity": "id", "item": "item", "text": "text", "goods": "{item: qty}"}.get(
-        arg.kind, f"{arg.low}..{arg.high}")
+        arg.kind, "id" if arg.high >= 2**31 else f"{arg.low}..{arg.high}")
     return f"{key}{'' if arg.required else '?'}={kind}"
 
 
