@@ -39,7 +39,7 @@ def open_session(config: Config, *, llm_clock: Clock | None = None,
 
 
 def run_until(session: Session, ticks: int, until: Callable[[], bool] | None = None,
-              wall_s: float = 20.0) -> int:
+              wall_s: float = 20.0, pause_s: float = 0.002) -> int:
     """Tick flat out up to ``ticks`` times, letting worker threads answer between ticks;
     stop early once ``until()`` holds. Returns the ticks run."""
     began = time.monotonic()
@@ -50,7 +50,7 @@ def run_until(session: Session, ticks: int, until: Callable[[], bool] | None = N
             if until is not None and until():
                 return n + 1
             if session.llm is not None and (session.llm.in_flight or session.llm.queue.depth):
-                await asyncio.sleep(0.002)  # a real round trip takes real time
+                await asyncio.sleep(pause_s)  # a real round trip takes real time
             if time.monotonic() - began > wall_s:
                 return n + 1
         return ticks

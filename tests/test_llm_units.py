@@ -34,7 +34,7 @@ PLAN = '{"thought": "eat", "plan": [{"action": "eat", "args": {"item": "berries"
     f"Here you go:\n```json\n{PLAN}\n```\nanything else?",
     f"```\n{PLAN}\n```",
     f"I think {PLAN} is best. {{not json}}",
-    'prose with a "quoted {brace" first, then ' + PLAN,
+    "Thinking {step one} first, then: " + PLAN,
 ])
 def test_the_decision_is_found_in_any_wrapping(text: str) -> None:
     decision = decide_from_text(text, max_actions=3)
@@ -48,7 +48,7 @@ def test_a_single_action_object_is_a_one_step_plan() -> None:
 
 
 @pytest.mark.parametrize(("text", "says"), [
-    ("I will wander about.", "no JSON object"),
+    ("I will wander about.", "no complete JSON object"),
     ('{"thought": "x", "plan": []}', "non-empty list"),
     ('{"thought": "x", "plan": [{"action": "fly"}]}', "unknown action 'fly'"),
     ('{"thought": "x", "plan": [{"action": "attack", "args": {}}]}', "missing argument"),
@@ -65,6 +65,12 @@ def test_invalid_answers_say_what_is_wrong(text: str, says: str) -> None:
 
 def test_extract_json_prefers_the_whole_text() -> None:
     assert extract_json('{"a": {"b": 1}}') == {"a": {"b": 1}}
+
+
+def test_a_cut_off_answer_is_not_mined_for_inner_objects() -> None:
+    cut = '{"thought": "go", "plan": [{"action": "pickup", "args": {"target": 50}}, {"act'
+    with pytest.raises(DecisionError, match="no complete JSON object"):
+        extract_json(cut)
 
 
 # -- cache ----------------------------------------------------------------------------------------

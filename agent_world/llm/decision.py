@@ -51,13 +51,17 @@ def decision_schema(max_actions: int) -> dict[str, Any]:
     }
 
 
-def _first_object(text: str) -> str | None:
-    """The first balanced ``{...}`` in ``text``, minding strings and escapes."""
+def _top_level_objects(text: str) -> list[str]:
+    """Every balanced top-level ``{...}`` in ``text``, minding strings and escapes. An object
+    that never closes (an answer cut off mid-way) ends the search: the objects nested in it
+    are parts of an incomplete answer, never a decision of their own."""
+    found = []
     start = text.find("{")
     while start != -1:
         depth = 0
         in_string = False
         escaped = False
+        end = -1
         for i in range(start, len(text)):
             ch = text[i]
             if in_string:
@@ -74,19 +78,21 @@ def _first_object(text: str) -> str | None:
             elif ch == "}":
                 depth -= 1
                 if depth == 0:
-                    return text[start:i + 1]
-        start = text.find("{", start + 1)
-    return None
+                    end = i
+                    break
+        if end == -1:
+            break
+        found.append(text[start:end + 1])
+        start = text.find("{", end + 1)
+    return found
 
 
 def extract_json(text: str) -> Any:
     """The JSON document in a model's answer: the whole text, a fenced block, or the first
-    balanced object inside prose."""
+    balanced top-level object inside prose that parses."""
     candidates = [text.strip()]
     candidates.extend(m.group(1).strip() for m in _FENCE.finditer(text))
-    obj = _first_object(text)
-    if obj is not None:
-        candidates.append(obj)
+    candidates.extend(_top_level_objects(text))
     for candidate in candidates:
         if not candidate:
             continue
@@ -95,7 +101,8 @@ def extract_json(text: str) -> Any:
         except orjson.JSONDecodeError:
             continue
     snippet = " ".join(text.split())[:80]
-    raise DecisionError(f"no JSON object found in the answer (it began: {snippet!r})")
+    raise DecisionError(f"no complete JSON object found in the answer (it began: "
+                        f"{snippet!r})")
 
 
 def parse_decision(doc: Any, *, max_actions: int) -> Decision:

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import queue
 import threading
+import time
+from collections import deque
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -24,7 +26,7 @@ from agent_world.llm.cache import ResponseCache, cache_key
 from agent_world.llm.decision import DecisionError, decide_from_text
 from agent_world.llm.http import estimate_tokens
 from agent_world.llm.memory import MemoryBook
-from agent_world.llm.metrics import Metrics
+from agent_world.llm.metrics import Metrics, percentile
 from agent_world.llm.mind import APPLY_GRACE_TICKS, Mind, triggers
 from agent_world.llm.observation import observe
 from agent_world.llm.prompts import PROMPT_VERSION, PromptBuilder
@@ -73,6 +75,7 @@ class LLMManager:
         self.concurrency = threading.BoundedSemaphore(cfg.max_concurrent)
         self.memory = MemoryBook(cfg.memory_window)
         self.minds: dict[int, Mind] = {}
+        self.main_ms: deque[float] = deque(maxlen=1000)  # on_tick's cost on the main thread
         self._next_rid = 1
         self._available = True
         self._closed = False
@@ -81,6 +84,7 @@ class LLMManager:
                 self.minds[eid] = Mind(eid)
         if memories is not None:
             self.memory.load(memories, self.minds)
+        self._factory = provider_factory
         self.workers = [Worker(self, i, provider_factory) for i in range(cfg.workers)]
         for w in self.workers:
             w.start()
@@ -92,6 +96,13 @@ class LLMManager:
     # -- the main thread's part, after every tick --------------------------------------------
 
     def on_tick(self, report: TickReport) -> None:
+        started = time.perf_counter()
+        try:
+            self._on_tick(report)
+        finally:
+            self.main_ms.append((time.perf_counter() - started) * 1000)
+
+    def _on_tick(self, report: TickReport) -> None:
         world = self.world
         tick = report.tick
         for inp in report.inputs:
@@ -146,18 +157,22 @@ class LLMManager:
         key = cache_key(self.identity, self.prompts.request(prompt), PROMPT_VERSION)
         rid = self._next_rid
         hit = self.cache.get(key)
-        if hit is None or not self._apply_cached(eid, mind, rid, reasons, hit):
+        if hit is not None and self._apply_cached(eid, mind, rid, reasons, hit):
+            self.metrics.request()
+        else:
             job = Job(rid=rid, agent=eid, tick=world.tick, priority=priority,
                       reasons=reasons, prompt=prompt, key=key)
-            if self.queue.put(job) == "busy":
+            placed = self.queue.put(job)
+            if placed == "busy":
                 return
+            if placed == "replaced":
+                self.metrics.count("coalesced")
             mind.status = "queued"
         self._next_rid += 1
         mind.rid = rid
         mind.asked_tick = world.tick
         mind.reasons = reasons
         mind.last_prompt_tokens = estimate_tokens(self.prompts.system + prompt)
-        self.metrics.request()
 
     def _apply_cached(self, eid: int, mind: Mind, rid: int, reasons: tuple[str, ...],
                       hit: LLMResponse) -> bool:
@@ -256,6 +271,7 @@ class LLMManager:
             "model": f"{self.identity.get('provider')} {self.identity.get('model')}",
             "agents": len(self.minds),
             "requests": m.requests,
+            "coalesced": m.coalesced,
             "in flight": self.in_flight,
             "queue": self.queue.depth,
             "cache hit rate": f"{self.cache.hit_rate:.0%}",
@@ -272,6 +288,7 @@ class LLMManager:
             "invalid": m.invalid,
             "fallbacks": m.fallbacks,
             "prompt tokens/decision": figures["prompt_tokens_per_decision"],
+            "main thread p99": f"{percentile(list(self.main_ms), 0.99):.2f} ms",
         }
 
     def debug(self, agent_id: int) -> list[str]:
@@ -323,6 +340,9 @@ class LLMManager:
         self.queue.close()
         for w in self.workers:
             w.join(timeout / max(1, len(self.workers)))
+        close = getattr(self._factory, "close", None)
+        if callable(close):
+            close()
         if self.memories_dir is not None:
             self.save_memories(wait=True)
         self.memory.close()

@@ -25,7 +25,7 @@ class Metrics:
     def __init__(self, clock: Clock) -> None:
         self.clock = clock
         self._lock = threading.Lock()
-        self.requests = 0  # decisions asked for (cache hits included)
+        self.requests = 0  # decisions asked of the model (cache hits included)
         self.calls = 0  # calls that reached the provider (each retry is one more)
         self.retries = 0
         self.timeouts = 0
@@ -34,6 +34,7 @@ class Metrics:
         self.invalid = 0
         self.fallbacks = 0  # decisions not made by the LLM (error, breaker, budget)
         self.skipped = 0  # requests not sent: breaker open or budget spent
+        self.coalesced = 0  # queued requests replaced by a newer observation
         self.tokens = 0
         self.cost = 0.0
         self._latencies: deque[float] = deque(maxlen=HISTORY)

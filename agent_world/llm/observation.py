@@ -16,7 +16,7 @@ __all__ = ["MAX_HEARD", "MAX_SEEN", "observe"]
 
 MAX_SEEN = 5
 MAX_HEARD = 4
-MAX_REMEMBERED = 5
+MAX_REMEMBERED = 3
 RECENT_ATTACK_TICKS = 20
 
 
@@ -44,7 +44,7 @@ def observe(world: World, eid: int) -> dict[str, Any]:
 
     you: dict[str, Any] = {
         "id": eid, "name": agent.name, "at": [pos.x, pos.y],
-        "health": _r(needs.health), "max_health": _r(needs.max_health),
+        "health_pct": _r(100 * needs.health / needs.max_health),
         "energy": _r(needs.energy), "hunger": _r(needs.hunger),
         "gold": inv.gold, "items": dict(inv.items),
         "reputation": round(social.reputation, 2),
@@ -67,7 +67,7 @@ def observe(world: World, eid: int) -> dict[str, Any]:
             continue
         seen: dict[str, Any] = {"id": other, "name": world.name_of(other),
                                 "at": [opos.x, opos.y], "dist": _dist(pos, opos),
-                                "health": _r(100 * oneeds.health / oneeds.max_health)}
+                                "health_pct": _r(100 * oneeds.health / oneeds.max_health)}
         feeling = social.relationships.get(other)
         if feeling:
             seen["feeling"] = round(feeling, 2)
@@ -120,5 +120,9 @@ def observe(world: World, eid: int) -> dict[str, Any]:
     remembered = [m["text"] for m in memory.recent[-MAX_REMEMBERED:]]
     if remembered:
         obs["happened"] = remembered
-    obs["prices"] = {k: round(v, 1) for k, v in world.prices.items()}
+    # Prices of what matters here only: goods carried, seen, or offered to the agent.
+    kinds = {*inv.items, *(i["kind"] for i in items), "gold"}
+    for offer in offers:
+        kinds.update(offer["gives_you"], offer["wants"])
+    obs["prices"] = {k: round(v, 1) for k, v in world.prices.items() if k in kinds}
     return obs

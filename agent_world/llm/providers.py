@@ -31,6 +31,30 @@ def provider_identity(cfg: LLMConfig) -> dict[str, Any]:
             else "", "model": model, "structured": cfg.structured}
 
 
+class LocalFactory:
+    """Loads the local model once, in the first worker that needs it (not on the main
+    thread), and gives every worker a provider feeding that model's one thread."""
+
+    def __init__(self, cfg: LLMConfig) -> None:
+        self.cfg = cfg
+        self._lock = threading.Lock()
+        self._model: LocalModel | None = None
+
+    def __call__(self) -> LLMProvider:
+        cfg = self.cfg
+        with self._lock:
+            if self._model is None:
+                self._model = LocalModel(cfg.model, threads=cfg.local_threads,
+                                         context=cfg.local_context, seed=cfg.seed)
+            return LocalProvider(self._model, structured=cfg.structured)
+
+    def close(self) -> None:
+        with self._lock:
+            if self._model is not None:
+                self._model.close()
+                self._model = None
+
+
 def provider_factory(cfg: LLMConfig, redactor: Redactor) -> ProviderFactory:
     """A function that makes one provider per worker thread. The local model is loaded once,
     by the first worker that needs it, and shared (it runs on its own thread)."""
@@ -48,17 +72,7 @@ def provider_factory(cfg: LLMConfig, redactor: Redactor) -> ProviderFactory:
     if cfg.provider == "anthropic":
         return lambda: AnthropicProvider(**http)
     if cfg.provider == "local":
-        lock = threading.Lock()
-        shared: list[LocalModel] = []
-
-        def local() -> LLMProvider:
-            with lock:
-                if not shared:
-                    shared.append(LocalModel(cfg.model, threads=cfg.local_threads,
-                                             context=cfg.local_context, seed=cfg.seed))
-            return LocalProvider(shared[0], structured=cfg.structured)
-
-        return local
+        return LocalFactory(cfg)
     raise ValueError(f"llm.provider {cfg.provider!r} makes no provider")
 
 

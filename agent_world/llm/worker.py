@@ -116,6 +116,7 @@ class Worker(threading.Thread):
             m.metrics.count("skipped")
             return Outcome(rid=job.rid, agent=job.agent, ok=False, error_kind="breaker",
                            error="the circuit breaker is open")
+        m.metrics.request()
         flying = m.cache.claim(job.key)
         if flying is not None:  # the same call is in flight: share its answer
             shared = await asyncio.wrap_future(flying)
