@@ -13,6 +13,7 @@ from typing import Any, TextIO
 from agent_world.config import Config
 from agent_world.core.loop import TickLoop
 from agent_world.core.world import World
+from agent_world.gcpolicy import GcPolicy
 from agent_world.llm import LLMManager, ProviderFactory, build_manager
 from agent_world.persistence.folder import SaveFolder
 from agent_world.persistence.writer import Persistence
@@ -71,6 +72,8 @@ class Session:
                 note=lambda text: self.world_log.note(self.world.tick, text),
                 factory=llm_provider)
             self.loop.observers.append(self.llm)
+        self.gc = GcPolicy()
+        self.loop.between_ticks = self.gc.between_ticks
         self.started = time.monotonic()
         self.start_tick = world.tick
         self._closed = False
@@ -117,3 +120,4 @@ class Session:
         self.world_log.note(self.world.tick, f"world '{self.config.world.name}' stopped at "
                             f"tick {self.world.tick}")
         self.world_log.close()
+        self.gc.close()

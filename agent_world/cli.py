@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import signal
 import sys
 from collections.abc import Sequence
@@ -19,6 +20,7 @@ import orjson
 from agent_world import __version__
 from agent_world.app import Session
 from agent_world.config import Config, ConfigError, load_config
+from agent_world.console import StdinKind, run_console, stdin_kind
 from agent_world.persistence import (
     DivergenceError,
     OpenedWorld,
@@ -77,6 +79,9 @@ def _add_run_options(parser: argparse.ArgumentParser) -> None:
                         help="YAML config (default: ./config.yaml if present, else defaults)")
     parser.add_argument("--headless", action="store_true",
                         help="no interactive console; with --ticks or --until, run flat out")
+    parser.add_argument("--exit-on-eof", action="store_true",
+                        help="without a terminal, stop the world when piped commands end "
+                             "(by default it runs on)")
     stop = parser.add_mutually_exclusive_group()
     stop.add_argument("--ticks", type=_positive_int, metavar="N",
                       help="stop after N more ticks and print a JSON summary line")
@@ -164,13 +169,60 @@ def _banner(session: Session, opened: OpenedWorld) -> str:
     return "\n".join(lines)
 
 
+def _console_mode(args: argparse.Namespace) -> StdinKind:
+    """tty: a prompt; pipe: commands read from stdin; none: no console at all.
+
+    Runs of a fixed number of ticks are scripts and never read stdin. Without a terminal
+    (or with --headless) there is no prompt; piped stdin still carries commands."""
+    if args.ticks is not None or args.until is not None:
+        return "none"
+    kind = stdin_kind(sys.stdin, sys.stdout)
+    if kind == "tty" and args.headless:
+        return "none"
+    return kind
+
+
+_CONSOLE_HINT = {
+    "tty": "  Type /help for the commands (Tab completes); /quit, Ctrl-C or Ctrl-D stops "
+           "cleanly.",
+    "pipe": "  Reading commands from stdin, one per line (/help lists them); Ctrl-C stops "
+            "cleanly.",
+    "none": "  Ctrl-C stops cleanly.",
+}
+
+
+def _start_console(session: Session, mode: StdinKind,
+                   args: argparse.Namespace) -> asyncio.Task[None] | None:
+    if mode == "none":
+        return None
+    task = asyncio.create_task(run_console(session, interactive=mode == "tty",
+                                           exit_on_eof=args.exit_on_eof), name="console")
+
+    def stop_world_if_failed(done: asyncio.Task[None]) -> None:
+        if not done.cancelled() and done.exception() is not None:
+            session.loop.stop()  # the error is raised again when the task is awaited
+
+    task.add_done_callback(stop_world_if_failed)
+    return task
+
+
+async def _stop_console(task: asyncio.Task[None] | None) -> None:
+    if task is None:
+        return
+    if not task.done():
+        task.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await task
+
+
 async def _run(config: Config, opened: OpenedWorld, args: argparse.Namespace) -> int:
     echo = None if args.headless or not config.log.echo else sys.stdout
     session = Session(config, opened.world, echo=echo, folder=opened.folder,
                       resumed=opened.resumed)
     out = sys.stderr if args.headless else sys.stdout
+    mode = _console_mode(args)
     print(_banner(session, opened), file=out)
-    print("  Ctrl-C stops cleanly.", file=out, flush=True)
+    print(_CONSOLE_HINT[mode], file=out, flush=True)
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, session.loop.stop)
@@ -178,12 +230,16 @@ async def _run(config: Config, opened: OpenedWorld, args: argparse.Namespace) ->
     if args.until is not None:
         max_ticks = max(0, args.until - session.world.tick)
     scripted = max_ticks is not None
+    console = _start_console(session, mode, args)
     try:
         await session.run(max_ticks=max_ticks, paced=not (args.headless and scripted))
     finally:
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            loop.remove_signal_handler(sig)
-        session.close()
+        try:
+            await _stop_console(console)  # the world stopped: so does the console
+        finally:
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                loop.remove_signal_handler(sig)
+            session.close()
     summary = session.summary()
     if scripted:
         sys.stdout.write(orjson.dumps(summary).decode() + "\n")

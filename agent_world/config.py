@@ -157,7 +157,7 @@ class GameConfig:
     vision_radius: int = setting(8, "how far agents see, in tiles", low=1, high=64)
     hearing_radius: int = setting(10, "how far speech carries, in tiles", low=1, high=64)
     perception_interval_ticks: int = setting(
-        3, "ticks between two updates of one agent's visible set (staggered across agents)",
+        5, "ticks between two updates of one agent's visible set (staggered across agents)",
         low=1, high=100,
     )
     think_interval_ticks: int = setting(
@@ -398,6 +398,10 @@ class PersistenceConfig:
     fsync_interval_s: float = setting(
         5.0, "seconds between fsyncs of the event log (what a power cut can lose); 0 fsyncs "
         "every write", low=0, high=3600,
+    )
+    serialize_in_child: bool = setting(
+        True, "turn snapshots and state hashes into JSON in a forked child process, so the "
+        "tick loop pays only for the fork (Linux; elsewhere the main thread does it)",
     )
 
 

@@ -57,7 +57,8 @@ _FORMATS: dict[str, Callable[[Event], str]] = {
                       f"{_who(e, 'target', 'target_name')}",
     "price": lambda e: f"PRICE    {e['item']} {e['old']:g} -> {e['price']:g} gold "
                        f"(supply {e['supply']}, demand {e['demand']:g})",
-    "overrun": lambda e: f"OVERRUN  tick took {e['ms']:g} ms (budget {e['budget_ms']:g} ms)",
+    "overrun": lambda e: f"OVERRUN  tick {e['late_tick']} took {e['ms']:g} ms (budget "
+                         f"{e['budget_ms']:g} ms)",
     "input_rejected": lambda e: f"REJECTED input #{e['seq']} ({e['input']} from "
                                 f"{e['source']}): {e['reason']}",
     "removed": lambda e: f"REMOVED  {e['what']} by the operator",

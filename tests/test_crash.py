@@ -44,6 +44,17 @@ def _start(config_path: Path, cwd: Path) -> subprocess.Popen[bytes]:
         cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
 
 
+def _wait_until_running(proc: subprocess.Popen[bytes]) -> list[bytes]:
+    """Read the banner (stdout in a paced run): the world exists and ticks from here on."""
+    assert proc.stdout is not None
+    banner = []
+    for line in proc.stdout:
+        banner.append(line)
+        if b"Ctrl-C stops cleanly" in line:
+            return banner
+    raise AssertionError(f"the program ended before running: {b''.join(banner)!r}")
+
+
 def _kill_during_snapshot_write(proc: subprocess.Popen[bytes], folder: Path) -> bool:
     """SIGKILL the moment a snapshot's temporary file exists (mid-write)."""
     deadline = time.monotonic() + 15
@@ -67,13 +78,14 @@ def test_sigkill_at_random_moments_then_resume_matches_an_uninterrupted_run(
     mid_write = 0
     for i in range(KILLS):
         proc = _start(config_path, tmp_path)
-        if i % 3 == 2 and folder.exists():
+        banner = _wait_until_running(proc)
+        if i % 3 == 2:
             mid_write += _kill_during_snapshot_write(proc, folder)
         else:
-            time.sleep(rng.uniform(0.4, 1.2))
+            time.sleep(rng.uniform(0.05, 0.8))
             proc.send_signal(signal.SIGKILL)
         out, err = proc.communicate(timeout=60)
-        text = out.decode() + err.decode()  # the banner goes to stdout in paced runs
+        text = b"".join(banner).decode() + out.decode() + err.decode()
         assert "Traceback" not in text and "error:" not in text, text
         if proc.returncode == 0:
             break  # it finished before the kill landed

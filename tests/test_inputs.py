@@ -153,7 +153,7 @@ REJECTED = [
     ("spawn", {"kind": "apple", "x": 40, "y": 1}, "tile (40, 1) is blocked (off the map)"),
     ("spawn", {"kind": "apple", "qty": -2, "x": 1, "y": 1}, "qty must be >= 1"),
     ("spawn", {"kind": "apple", "qty": "two", "x": 1, "y": 1}, "qty must be a whole number"),
-    ("spawn", {"kind": "tree", "x": 12, "y": 12}, "tile (12, 12) has items on it"),
+    ("spawn", {"kind": "tree", "x": 12, "y": 12}, "tile (12, 12) is not clear"),
     ("spawn", {"kind": "rock", "x": 10, "y": 10}, "tile (10, 10) is blocked"),
     ("spawn", {"kind": "agent", "name": "ann", "personality": "cautious", "x": 1, "y": 1},
      "an agent named 'ann' already lives"),

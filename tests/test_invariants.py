@@ -32,10 +32,13 @@ def check_invariants(w: World) -> None:
         assert len(memory.recent) <= 12
         assert len(perc.heard) <= 5
         assert intent.plan_source or not intent.plan
+    on_ground: dict[str, int] = {}
     for eid, (item, pos) in store.query(c.Item, c.Position):
         assert item.qty >= 1 and item.kind in ITEMS, f"item #{eid}: {item}"
         assert terrain.in_bounds(pos.x, pos.y)
         assert eid in w.items_grid
+        on_ground[item.kind] = on_ground.get(item.kind, 0) + item.qty
+    assert {k: v for k, v in w.ground_goods.items() if v} == on_ground
     for eid, (obj, pos) in store.query(c.StaticObject, c.Position):
         assert 0 <= obj.stock <= OBJECTS[obj.kind].max_stock, f"object #{eid}: {obj}"
         assert terrain.tiles[pos.y * terrain.width + pos.x] == GRASS

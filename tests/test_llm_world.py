@@ -19,7 +19,15 @@ from agent_world.core.world import World
 from agent_world.persistence import SaveFolder, open_world, replay
 from agent_world.persistence.snapshots import load_first_snapshot
 from agent_world.types import FakeClock, TickReport
-from tests.llm_helpers import KEY, KEY_ENV, llm_config, llm_inputs, open_session, run_until
+from tests.llm_helpers import (
+    KEY,
+    KEY_ENV,
+    llm_config,
+    llm_inputs,
+    open_session,
+    run_until,
+    wait_for,
+)
 from tests.llm_server import FakeLLMServer, fake_llm_server
 
 
@@ -66,7 +74,7 @@ def test_decisions_are_logged_inputs_and_replay_with_the_server_off(
     assert data["usage"]["prompt_tokens"] > 0 and data["latency_ms"] >= 0
     assert "plan" in data["raw"]
     assert stats["applied"] >= 6 and stats["requests"] >= 6
-    assert any(line.startswith("LLM: ") for line in lines)
+    assert lines[0].startswith("state: ")
     # the server is gone: replay and resume rebuild the same world from the log alone
     server.stop()
     start = load_first_snapshot(SaveFolder.open(folder), config)
@@ -124,10 +132,11 @@ def test_the_world_keeps_ticking_while_the_server_misbehaves(
         asyncio.run(go())
         assert session.world.tick == 300
         assert session.loop.stats().ticks == 300
-        assert server.count() >= 1  # the agents did ask, while the world went on
+        assert wait_for(lambda: server.count() >= 1)  # they asked; the world went on
         assert session.llm is not None and session.llm.metrics.applied == 0
         if mode == "hang":
             thinking = [session.llm.debug(e)[0] for e in session.llm.minds]
+            assert "in flight" in session.llm.status_line()
             assert any("thinking" in line for line in thinking) or session.llm.metrics.timeouts
     finally:
         session.close()
@@ -197,6 +206,7 @@ def test_the_breaker_opens_falls_back_once_and_recovers(
         assert llm is not None
         run_until(session, 300, lambda: llm.breaker.state == "open")
         assert llm.breaker.state == "open"
+        run_until(session, 20)  # a call that passed the breaker just before it opened lands
         calls = server.count()
         run_until(session, 200)  # open: no calls at all, agents on built-in brains
         assert server.count() == calls
@@ -223,6 +233,7 @@ def test_a_bad_key_stops_calls_and_says_so_once(tmp_path: Path, server: FakeLLMS
         assert llm is not None
         run_until(session, 300, lambda: llm.breaker.state == "stopped")
         assert llm.breaker.state == "stopped"
+        run_until(session, 20)
         calls = server.count()
         run_until(session, 100)
         assert server.count() == calls
@@ -336,3 +347,37 @@ def test_memories_are_saved_and_reloaded_on_resume(tmp_path: Path,
         assert again.llm.memory.of(eid).recent
     finally:
         again.close()
+
+
+# -- the console shows the figures ------------------------------------------------------------
+
+
+def test_stats_debug_and_status_line_show_the_llm(tmp_path: Path,
+                                                  server: FakeLLMServer) -> None:
+    from agent_world.console.commands import Console
+    from agent_world.console.status import status_text
+
+    session = open_session(llm_config(tmp_path, server, agents=2))
+    console = Console(session, notify=lambda _line: None)
+    try:
+        run_until(session, 300, lambda: _applied(session) >= 2)
+        stats = asyncio.run(console.execute("/stats"))
+        (llm_line,) = [line for line in stats if line.startswith("llm:")]
+        for figure in ("requests", "in flight", "queue", "cache hit rate", "p50", "p95",
+                       "timeouts", "errors", "retries", "tokens/h", "cost/h", "budget left",
+                       "breaker closed", "prompt tokens/decision"):
+            assert figure in llm_line, figure
+        assert session.llm is not None
+        eid = next(iter(session.llm.minds))
+        debug = asyncio.run(console.execute(f"/debug {eid}"))
+        assert any(line.startswith("llm: state: ") for line in debug)
+        assert any(line.startswith("llm: last decision t=") for line in debug)
+        assert "LLM 0 thinking" in status_text(session) or "thinking" in status_text(session)
+        server.mode = "hang"
+        session.llm.minds[eid].asked_tick = -1_000_000  # due at once
+        run_until(session, 5)
+        assert "1 in flight" in status_text(session) or "thinking" in status_text(session)
+        assert any("thinking (" in line
+                   for line in asyncio.run(console.execute(f"/debug {eid}")))
+    finally:
+        session.close()

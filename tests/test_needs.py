@@ -7,7 +7,7 @@ from helpers import act, add_agent, give_plan, run, small_world
 
 from agent_world.core import components as c
 from agent_world.core.actions import Action
-from agent_world.core.systems.needs import near_shelter, needs_system
+from agent_world.core.systems.needs import needs_system
 
 
 def _needs(w, eid):
@@ -74,9 +74,9 @@ def test_resting_two_tiles_from_a_shelter_gets_no_bonus() -> None:
 def test_near_shelter_counts_only_shelters() -> None:
     w = small_world()
     w.spawn_object("berry_bush", 6, 5)
-    assert not near_shelter(w, 5, 5)
+    assert not w.near_shelter(5, 5)
     w.spawn_object("shelter", 4, 5)
-    assert near_shelter(w, 5, 5)
+    assert w.near_shelter(5, 5)
 
 
 def test_resting_diagonally_next_to_a_shelter_gets_the_shelter_bonus() -> None:

@@ -281,3 +281,37 @@ def test_an_unwritable_log_is_reported_retried_and_loses_nothing(tmp_path: Path,
     assert checks == [10, 20, 30, 40, 50]
     assert open_world(cfg).world.state_hash() == session.world.state_hash()
     assert "cannot write" in (tmp_path / "logs" / "world.log").read_text()
+
+
+def test_forked_and_inline_serialisation_write_the_same_log(tmp_path: Path) -> None:
+    forked = saving_config(tmp_path / "f", serialize_in_child=True)
+    inline = saving_config(tmp_path / "i", serialize_in_child=False)
+    a = run_session(forked, 160, inputs=SPAWN)
+    b = run_session(inline, 160, inputs=SPAWN)
+    assert a.persistence is not None and b.persistence is not None
+    assert a.persistence.stats()["serialized_in"] == "forked child"
+    assert b.persistence.stats()["serialized_in"] == "main thread"
+
+    def lines(root: Path) -> list[dict]:
+        return [r for r in records(root / "saves" / "w") if r["kind"] != "marker"]
+
+    assert lines(tmp_path / "f") == lines(tmp_path / "i")
+    assert (snapshot_doc(tmp_path / "f" / "saves" / "w" / "world_state.json")
+            == snapshot_doc(tmp_path / "i" / "saves" / "w" / "world_state.json"))
+
+
+def test_a_serialising_child_that_dies_is_reported_and_the_world_runs_on(
+        tmp_path: Path, capfd, monkeypatch) -> None:
+    cfg = saving_config(tmp_path, serialize_in_child=True, hash_interval_ticks=5)
+    opened = open_world(cfg)
+    session = Session(cfg, opened.world, folder=opened.folder)
+    # The child inherits this: it dies without writing anything.
+    monkeypatch.setattr(World, "state_bytes", lambda self: os._exit(3))
+    asyncio.run(session.loop.run(max_ticks=12, paced=False))
+    monkeypatch.undo()
+    assert session.world.tick == 12
+    session.close()
+    err = capfd.readouterr().err
+    assert "the state of tick 5 was not saved" in err and "wait status" in err
+    # The final snapshot (taken after the fault was fixed) still makes the world resumable.
+    assert open_world(cfg).world.tick == 12

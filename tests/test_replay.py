@@ -138,3 +138,26 @@ def test_replay_command_line(tmp_path: Path) -> None:
     assert missing.stderr.startswith("error: ") and "does not exist" in missing.stderr
     no_to = _main("replay", str(folder), "--fork", "x", cwd=tmp_path)
     assert no_to.returncode == 2 and "--fork needs --to" in no_to.stderr
+
+
+def test_a_run_steered_from_the_console_replays_exactly(tmp_path: Path) -> None:
+    """Commands typed into the real program (piped stdin) are logged inputs; replay
+    reproduces the run with them."""
+    config = tmp_path / "config.yaml"
+    config.write_text(
+        "world: {name: steered, size: [32, 32], starting_agents: 6, tick_rate: 50}\n"
+        f"paths: {{saves: {tmp_path / 'saves'}, logs: {tmp_path / 'logs'}}}\n"
+        "log: {echo: false}\n")
+    commands = ("/pause\n/spawn agent Zed\n/step 1\n/give Zed sword 2\n/step 2\n"
+                "/spawn gold qty=5\n/resume\n/give Zed apple\n/quit\n")
+    run = subprocess.run([sys.executable, str(ROOT / "main.py"), "--config", str(config)],
+                         input=commands, cwd=tmp_path, capture_output=True, text=True,
+                         timeout=120, check=False)
+    assert run.returncode == 0, run.stderr
+    folder = tmp_path / "saves" / "steered"
+    inputs = [r for r in records(folder) if r["kind"] == "input"]
+    assert [r["type"] for r in inputs] == ["spawn", "give", "spawn", "give"]
+    assert all(r["source"] == "console" for r in inputs)  # the last one too: /quit waits
+    done = _main("replay", str(folder), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert f"{len(inputs)} inputs" in done.stdout

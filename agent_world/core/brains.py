@@ -243,8 +243,9 @@ def _ambition(world: World, eid: int, row: AgentRow, p: Profile,
                         cands.append((p.trade * 0.3, "say", _say(
                             world, "sell", name=name, item=surplus, price=price)))
         # Generosity: food for a friend who has none.
-        if liking > 0.1 and dist <= 3 and _food_count(inv) >= 3 and not _food(oinv):
-            cands.append((p.generosity * 0.6, "give",
+        # (give walks into reach on its own: a friend a few tiles off is worth the walk)
+        if liking > 0.1 and dist <= 6 and _food_count(inv) >= 3 and not _food(oinv):
+            cands.append((p.generosity * 0.8, "give",
                           {"target": other, "item": _food(inv)[0], "qty": 1}))
         # Talk: greet, or warn about a known enemy.
         if (social.last_spoke < tick - SPEECH_GAP_TICKS and dist <= world.rules.hearing_radius

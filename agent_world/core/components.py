@@ -31,6 +31,7 @@ __all__ = [
 
 NO_ONE = 0
 """The entity id meaning "nobody" (esper ids start at 1)."""
+NO_DEADLINE = 2**62
 
 
 @dataclass
@@ -93,6 +94,7 @@ class Intent:
 
     action: Action | None = None
     since: int = 0  # tick the current action started
+    deadline: int = NO_DEADLINE  # tick after which the current action fails as timed out
     plan: list[Action] = field(default_factory=list)  # next actions, in order
     plan_source: str = ""  # who queued the plan (llm, console ...)
     path: list[int] = field(default_factory=list)  # tile indices to walk, next step last

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from agent_world.core import components as c
 from agent_world.core.actions import Action, ActionError
+from agent_world.core.errors import WorldError
 from agent_world.core.items import ITEMS, OBJECTS
 from agent_world.core.systems.acting import finish
 from agent_world.core.systems.lifecycle import die
@@ -56,8 +57,6 @@ def _agent(world: World, data: Mapping[str, Any], key: str = "agent") -> int:
 
 
 def _spawn(world: World, data: Mapping[str, Any]) -> None:
-    from agent_world.core.world import WorldError  # noqa: PLC0415 - import cycle
-
     kind = _str(data, "kind") or ""
     x, y = _int(data, "x"), _int(data, "y")
     if (x is None) != (y is None):

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import math
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from agent_world.core.world import World
@@ -64,6 +64,10 @@ class TickLoop:
         self._stopped = False
         self._reanchor = True
         self._wake: asyncio.Event | None = None
+        # Work that must stay out of ticks (garbage collection): runs after each tick,
+        # before the loop sleeps, and is not counted in the tick's duration.
+        self.between_ticks: Callable[[], None] | None = None
+        self._late: dict[str, float | int | str] | None = None
 
     # -- controls ----------------------------------------------------------------------------
 
@@ -96,13 +100,16 @@ class TickLoop:
         return self._stopped
 
     async def step(self, n: int = 1) -> list[TickReport]:
-        """Advance exactly ``n`` ticks while paused, as fast as possible."""
+        """Advance exactly ``n`` ticks while paused, as fast as possible (fewer if the loop
+        is stopped meanwhile)."""
         if not self.paused:
             raise LoopError("step works while paused; pause first")
         if not isinstance(n, int) or isinstance(n, bool) or n < 1:
             raise LoopError(f"step count must be a whole number >= 1, got {n!r}")
         reports = []
         for i in range(n):
+            if self._stopped:
+                break
             reports.append(self.tick_once())
             if i % YIELD_EVERY == YIELD_EVERY - 1:
                 await asyncio.sleep(0)
@@ -111,18 +118,27 @@ class TickLoop:
     # -- running -----------------------------------------------------------------------------
 
     def tick_once(self) -> TickReport:
+        """One tick: the world's step plus its observers (log, persistence), timed together
+        as the main thread's cost of the tick. An overrun is reported with the next tick,
+        once the whole cost is known."""
         start = self.clock.now()
         report = self.world.step()
+        if self._late is not None:
+            report = TickReport(tick=report.tick, inputs=report.inputs,
+                                events=[*report.events, self._late])
+            self._late = None
+        for observer in self.observers:
+            observer.on_tick(report)
         elapsed = self.clock.now() - start
         self._durations.append(elapsed)
         self.ticks_run += 1
         if elapsed > self.period:
             self.overruns += 1
-            events = [*report.events, {"type": "overrun", "ms": round(elapsed * 1000, 1),
-                                       "budget_ms": round(self.period * 1000, 1)}]
-            report = TickReport(tick=report.tick, inputs=report.inputs, events=events)
-        for observer in self.observers:
-            observer.on_tick(report)
+            self._late = {"type": "overrun", "late_tick": report.tick,
+                          "ms": round(elapsed * 1000, 1),
+                          "budget_ms": round(self.period * 1000, 1)}
+        if self.between_ticks is not None:
+            self.between_ticks()
         return report
 
     async def run(self, *, max_ticks: int | None = None, paced: bool = True) -> None:
@@ -148,6 +164,10 @@ class TickLoop:
             if deadline < now - self.period:
                 deadline = now  # far behind: start afresh rather than burst
             await self.clock.sleep_until(deadline)
+        if self._stopped and self.world.inbox.pending():
+            # Inputs already accepted (an operator's last commands before /quit) are applied,
+            # and so logged, in one last tick rather than silently dropped.
+            self.tick_once()
 
     # -- figures -----------------------------------------------------------------------------
 

@@ -30,6 +30,7 @@ class Terrain:
         self.tiles = tiles
         self.blocked = bytearray(1 if t != GRASS else 0 for t in tiles)
         self.open_tiles = self._largest_area()
+        self._packed: str | None = None  # tiles never change: encode them once
 
     # -- generation ------------------------------------------------------------------------
 
@@ -135,8 +136,9 @@ class Terrain:
     # -- state -------------------------------------------------------------------------------
 
     def get_state(self) -> dict[str, Any]:
-        packed = base64.b64encode(zlib.compress(bytes(self.tiles), 6)).decode("ascii")
-        return {"width": self.width, "height": self.height, "tiles": packed}
+        if self._packed is None:
+            self._packed = base64.b64encode(zlib.compress(bytes(self.tiles), 6)).decode("ascii")
+        return {"width": self.width, "height": self.height, "tiles": self._packed}
 
     @classmethod
     def from_state(cls, state: dict[str, Any]) -> Terrain:

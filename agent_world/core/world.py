@@ -18,10 +18,14 @@ from agent_world.config import PERSONALITIES, Config, GameConfig, WorldConfig, c
 from agent_world.core import components as c
 from agent_world.core.components import NO_ONE
 from agent_world.core.ecs import EntityStore
+from agent_world.core.errors import WorldError
 from agent_world.core.inbox import Inbox
+from agent_world.core.inputs import apply_input
 from agent_world.core.items import GOLD, ITEMS, OBJECTS
 from agent_world.core.names import pick_name
 from agent_world.core.spatial import SpatialGrid
+from agent_world.core.systems import SYSTEMS
+from agent_world.core.systems.perception import perceive
 from agent_world.core.terrain import Terrain
 from agent_world.types import Event, Input, TickReport
 
@@ -42,10 +46,6 @@ AGENT_TYPES = (c.Agent, c.Position, c.Needs, c.Inventory, c.Intent, c.Combat, c.
                c.Social, c.Memory)
 
 
-class WorldError(ValueError):
-    """A request the world cannot carry out (bad tile, unknown kind, unknown entity ...)."""
-
-
 class World:
     """Owns all simulation state. Only the main thread may call its methods (except
     ``inbox.submit``, which any thread may call)."""
@@ -61,8 +61,15 @@ class World:
         self.store = EntityStore()
         self.inbox = Inbox()
         self.agents_grid = SpatialGrid(terrain.width, terrain.height)
-        self.items_grid = SpatialGrid(terrain.width, terrain.height)
-        self.objects_grid = SpatialGrid(terrain.width, terrain.height)
+        self.items_grid = SpatialGrid(terrain.width, terrain.height, static=True)
+        self.objects_grid = SpatialGrid(terrain.width, terrain.height, static=True)
+        # Derived indexes (rebuilt on load): tiles next to a shelter (-> how many shelters),
+        # and harvestable objects below full stock.
+        self.shelter_tiles: dict[int, int] = {}
+        self.regrowing: set[int] = set()
+        self.ground_goods: dict[str, int] = {}  # units lying on the ground, by kind
+        # The census of the current price period (state: it carries over ticks).
+        self.market_tally: dict[str, dict[str, Any]] = {"carried": {}, "wanted": {}}
         self.prices: dict[str, float] = {k: v.value for k, v in ITEMS.items()}
         self.offers: dict[int, dict[str, Any]] = {}
         self.offers_to: dict[int, list[int]] = {}  # addressee -> open offer ids (derived)
@@ -118,6 +125,8 @@ class World:
                              brain="llm" if i < thinkers else "builtin")
         for _ in range(int(self.max_ground_items() // 3)):
             self.spawn_random_item()
+        for eid, row in self.agents():  # everyone sees the world as it was created
+            self._perceive(eid, row[1], row[6])
 
     def _starting_personalities(self) -> list[str]:
         """The configured mix apportioned exactly (largest remainder), in shuffled order."""
@@ -164,6 +173,9 @@ class World:
         if name is not None:
             if not name.strip() or len(name) > 32 or not name.isprintable():
                 raise WorldError(f"agent name {name!r} must be 1-32 printable characters")
+            if name.strip().lstrip("#").isdigit():
+                raise WorldError(f"agent name {name!r} looks like an entity id; include a "
+                                 "letter")
             if name.lower() in self.names:
                 raise WorldError(f"an agent named {name!r} already lives; pick another name")
         if gold is not None and gold < 0:
@@ -208,10 +220,14 @@ class World:
             self.tick + 1 + eid % r.perception_interval_ticks)
         self.agents_grid.insert(eid, pos)
         self.names[name.lower()] = eid
+        self._perceive(eid, pos, self.store.get(eid, c.Perception))
         self.count("agents_spawned")
         self.emit("spawn", agent=eid, name=name, personality=personality, x=x, y=y,
                   brain=brain)
         return eid
+
+    def _perceive(self, eid: int, pos: c.Position, perc: c.Perception) -> None:
+        perc.agents, perc.items, perc.objects = perceive(self, eid, pos.x, pos.y)
 
     def spawn_item(self, kind: str, qty: int, x: int, y: int, *, owner: int = NO_ONE,
                    source: str | None = None) -> int:
@@ -225,6 +241,7 @@ class World:
             raise WorldError(f"tile ({x}, {y}) is off the map")
         if kind == GOLD and source is not None:
             self.ledger["gold_created"] += qty
+        self.ground_goods[kind] = self.ground_goods.get(kind, 0) + qty
         for eid in self.items_grid.at(x, y):
             item = self.store.get(eid, c.Item)
             if item.kind == kind and item.owner == owner:
@@ -241,14 +258,28 @@ class World:
             raise WorldError(f"unknown object kind {kind!r}; expected one of "
                              f"{', '.join(OBJECTS)}")
         self._check_tile(x, y)
-        if self.items_grid.at(x, y) and spec.blocking:
-            raise WorldError(f"tile ({x}, {y}) has items on it; pick a clear tile")
+        if spec.blocking and (self.items_grid.at(x, y) or self.agents_grid.at(x, y)):
+            raise WorldError(f"tile ({x}, {y}) is not clear (an agent or items stand there) "
+                             f"and a {kind} would block it; pick a clear tile")
         pos = c.Position(x, y)
         eid = self.store.create(c.StaticObject(kind=kind, stock=spec.max_stock), pos)
-        self.objects_grid.insert(eid, pos)
-        if spec.blocking:
-            self.terrain.block(x, y)
+        self._index(eid)
         return eid
+
+    def _shelter_area(self, x: int, y: int, delta: int) -> None:
+        w = self.terrain.width
+        for ny in range(max(0, y - 1), min(self.terrain.height, y + 2)):
+            for nx in range(max(0, x - 1), min(w, x + 2)):
+                tile = ny * w + nx
+                count = self.shelter_tiles.get(tile, 0) + delta
+                if count:
+                    self.shelter_tiles[tile] = count
+                else:
+                    del self.shelter_tiles[tile]
+
+    def near_shelter(self, x: int, y: int) -> bool:
+        """A shelter on this tile or any of the eight around it."""
+        return y * self.terrain.width + x in self.shelter_tiles
 
     def spawn_random_item(self) -> int | None:
         spot = self.terrain.random_open_tile(self.rng)
@@ -267,11 +298,17 @@ class World:
             self.names.pop(store.get(eid, c.Agent).name.lower(), None)
         elif store.has(eid, c.Item):
             self.items_grid.remove(eid)
+            item = store.get(eid, c.Item)
+            self.ground_goods[item.kind] -= item.qty
         elif store.has(eid, c.StaticObject):
+            obj = store.get(eid, c.StaticObject)
+            pos = store.get(eid, c.Position)
             self.objects_grid.remove(eid)
-            if OBJECTS[store.get(eid, c.StaticObject).kind].blocking:
-                pos = store.get(eid, c.Position)
+            self.regrowing.discard(eid)
+            if OBJECTS[obj.kind].blocking:
                 self.terrain.unblock(pos.x, pos.y)
+            if obj.kind == "shelter":
+                self._shelter_area(pos.x, pos.y, -1)
         store.delete(eid)
 
     # -- queries -----------------------------------------------------------------------------
@@ -363,9 +400,6 @@ class World:
 
     def step(self, inputs: Sequence[Input] | None = None) -> TickReport:
         """Advance one tick. ``inputs`` (for replay) replaces draining the inbox."""
-        from agent_world.core.inputs import apply_input  # noqa: PLC0415 - cycle
-        from agent_world.core.systems import SYSTEMS  # noqa: PLC0415 - cycle
-
         self.tick += 1
         if inputs is None:
             inputs = self.inbox.drain(self.tick)
@@ -406,6 +440,7 @@ class World:
             "ledger": self.ledger,
             "counters": self.counters,
             "spawn_credit": self.spawn_credit,
+            "market_tally": self.market_tally,
             "entities": self.store.rows(),
         }
 
@@ -443,6 +478,8 @@ class World:
         world.ledger = dict(state["ledger"])
         world.counters = dict(state["counters"])
         world.spawn_credit = float(state["spawn_credit"])
+        world.market_tally = {"carried": dict(state["market_tally"]["carried"]),
+                              "wanted": dict(state["market_tally"]["wanted"])}
         for row in state["entities"]:
             comps = [c.component_from_state(name, data) for name, data in row.items()
                      if name != "id"]
@@ -461,10 +498,17 @@ class World:
             self.names[store.get(eid, c.Agent).name.lower()] = eid
         elif store.has(eid, c.Item):
             self.items_grid.insert(eid, pos)
+            item = store.get(eid, c.Item)
+            self.ground_goods[item.kind] = self.ground_goods.get(item.kind, 0) + item.qty
         elif store.has(eid, c.StaticObject):
+            obj = store.get(eid, c.StaticObject)
             self.objects_grid.insert(eid, pos)
-            if OBJECTS[store.get(eid, c.StaticObject).kind].blocking:
+            if OBJECTS[obj.kind].blocking:
                 self.terrain.block(pos.x, pos.y)
+            if obj.kind == "shelter":
+                self._shelter_area(pos.x, pos.y, 1)
+            if obj.stock < OBJECTS[obj.kind].max_stock:
+                self.regrowing.add(eid)
 
     def close(self) -> None:
         self.store.close()

@@ -260,7 +260,8 @@ class LLMManager:
         return self.queue.in_flight
 
     def thinking(self) -> int:
-        return sum(1 for m in self.minds.values() if m.status in ("queued", "thinking"))
+        """LLM agents waiting for an answer (queued or in flight)."""
+        return self.queue.depth + self.queue.in_flight
 
     def stats(self) -> dict[str, Any]:
         m = self.metrics
@@ -295,33 +296,41 @@ class LLMManager:
         """Lines for /debug: thinking state, last prompt size, last decision, last error."""
         mind = self.minds.get(agent_id)
         if mind is None:
-            return ["LLM: not an LLM agent (spawn one with /spawn agent brain=llm)"]
+            return ["not an LLM agent (spawn one with /spawn agent brain=llm)"]
         tick = self.world.tick
         state = self.queue.state_of(agent_id)
-        if state == "in flight" or mind.status == "queued":
-            status = (f"thinking ({state or 'queued'}, asked {tick - mind.asked_tick} ticks "
-                      f"ago: {', '.join(mind.reasons)})")
+        if state is not None:
+            status = (f"thinking ({state}, asked {tick - mind.asked_tick} ticks ago: "
+                      f"{', '.join(mind.reasons)})")
         elif mind.status == "applying":
-            status = "answer arrived; applies at the next tick"
+            status = "answer arrived; it applies at the next tick"
         elif mind.status == "acting":
             status = "acting on its LLM plan"
+        elif not self._available:
+            status = "LLM unavailable: built-in brain"
         else:
             status = "built-in brain until the next trigger"
-        lines = [f"LLM: {status}",
-                 f"LLM last prompt: ~{mind.last_prompt_tokens} tokens; {mind.decisions} "
+        lines = [f"state: {status}",
+                 f"last prompt: ~{mind.last_prompt_tokens} tokens; {mind.decisions} "
                  f"decisions, {mind.errors} errors"]
         if mind.last_decision:
-            lines.append(f"LLM last decision {mind.last_decision}")
+            lines.append(f"last decision {mind.last_decision}")
         if mind.notes:
-            lines.append(f"LLM last error (t={mind.last_error_tick}): {mind.notes[-1]}")
+            lines.append(f"last error (t={mind.last_error_tick}): {mind.notes[-1]}")
         summary = self.memory.of(agent_id).summary()
         if summary:
-            lines.append(f"LLM memory: {summary}")
+            lines.append(f"memory: {summary}")
         return [self.redact(line) for line in lines]
 
     def describe_entity(self, eid: int) -> list[str]:
-        """The console's /debug seam."""
+        """The console's /debug seam (lines appear as ``llm: ...``)."""
         return self.debug(eid) if eid in self.minds else []
+
+    def status_line(self) -> str:
+        """The console status line's LLM part."""
+        if not self._available:
+            return "LLM off: built-in brains"
+        return f"LLM {self.thinking()} thinking, {self.in_flight} in flight"
 
     # -- lifecycle ---------------------------------------------------------------------------
 

@@ -28,12 +28,20 @@ from agent_world.core.world import World, hash_state_bytes
 from agent_world.persistence.eventlog import ChunkWriter
 from agent_world.persistence.files import write_atomic
 from agent_world.persistence.folder import SaveFolder, now_iso
+from agent_world.persistence.forked import (
+    ChildFailed,
+    ForkedState,
+    fork_available,
+    fork_state,
+    read_forked_state,
+)
 from agent_world.persistence.snapshots import encode_snapshot
 from agent_world.types import Input, TickReport
 
 __all__ = ["Persistence"]
 
 RETRY_SECONDS = 1.0
+MAX_CHILDREN = 2
 
 
 @dataclass(slots=True)
@@ -45,9 +53,10 @@ class _Lines:
 @dataclass(slots=True)
 class _State:
     tick: int
-    data: bytes
+    data: bytes | None  # None while a forked child is still serialising
     check: bool
     snapshot: bool
+    child: ForkedState | None = None
 
 
 class _Stop:
@@ -77,6 +86,9 @@ class Persistence:
         self.main_ms_last = 0.0
         self.main_ms_max = 0.0
         self.snapshots_requested = 0
+        self.serialized_inline = 0
+        self.use_fork = cfg.serialize_in_child and fork_available()
+        self._forked = 0  # children started (main thread) vs collected (writer thread)
         self._writer = _Writer(folder, cfg, report, self._queue)
         world.input_observers.append(self.on_inputs)
         self._writer.start()
@@ -101,13 +113,21 @@ class Persistence:
 
     def _queue_state(self, *, check: bool, snapshot: bool) -> None:
         started = time.perf_counter()
-        data = self.world.state_bytes()
-        self._queue.put(_State(self.world.tick, data, check, snapshot))
+        # Children still serialising earlier states: past a few, serialise here instead
+        # (flat-out runs outpace them; paced runs almost never get there).
+        busy = self._forked - self._writer.children_collected >= MAX_CHILDREN
+        if self.use_fork and not busy:
+            job = _State(self.world.tick, None, check, snapshot, fork_state(self.world))
+            self._forked += 1
+        else:
+            job = _State(self.world.tick, self.world.state_bytes(), check, snapshot)
+            self.serialized_inline += 1
+        self._queue.put(job)
+        elapsed = (time.perf_counter() - started) * 1000
+        self.main_ms_last = elapsed
+        self.main_ms_max = max(self.main_ms_max, elapsed)
         if snapshot:
             self._snapshot_requested = False
-            elapsed = (time.perf_counter() - started) * 1000
-            self.main_ms_last = elapsed
-            self.main_ms_max = max(self.main_ms_max, elapsed)
 
     def request_snapshot(self) -> None:
         """Write a snapshot at the next tick boundary (/save)."""
@@ -150,8 +170,10 @@ class Persistence:
             "snapshots_written": w.snapshots_written,
             "last_snapshot_tick": w.last_snapshot_tick,
             "last_snapshot_bytes": w.last_snapshot_bytes,
-            "snapshot_main_ms_last": round(self.main_ms_last, 2),
-            "snapshot_main_ms_max": round(self.main_ms_max, 2),
+            "state_main_ms_last": round(self.main_ms_last, 2),
+            "state_main_ms_max": round(self.main_ms_max, 2),
+            "serialized_in": "forked child" if self.use_fork else "main thread",
+            "serialized_inline": self.serialized_inline,
             "snapshot_write_ms_last": round(w.snapshot_write_ms, 2),
             "flush": self.cfg.flush,
             "error": w.last_error,
@@ -168,6 +190,7 @@ class _Writer(threading.Thread):
         self.report = report
         self.queue = jobs
         self.chunks = ChunkWriter(folder, cfg.events_chunk_ticks)
+        self.children_collected = 0
         self._pending: deque[_Lines] = deque()
         self._snapshots: deque[_State] = deque()
         self.pending_bytes = 0
@@ -220,6 +243,17 @@ class _Writer(threading.Thread):
             self._pending.append(job)
             self.pending_bytes += len(job.data)
             return
+        if job.child is not None:
+            try:
+                job.data = read_forked_state(job.child)
+            except ChildFailed as exc:
+                self.errors += 1
+                self.report(f"persistence: the state of tick {job.tick} was not saved "
+                            f"({exc}); the next snapshot will cover it")
+                return
+            finally:
+                self.children_collected += 1
+        assert job.data is not None
         if job.check:
             line = orjson.dumps({"tick": job.tick, "seq": 0, "kind": "check",
                                  "type": "state_hash", "hash": hash_state_bytes(job.data)})
@@ -273,6 +307,7 @@ class _Writer(threading.Thread):
 
     def _write_snapshot(self, job: _State) -> None:
         started = time.perf_counter()
+        assert job.data is not None
         data, _digest = encode_snapshot(job.tick, job.data)
         history = self.folder.history()
         write_atomic(self.folder.snapshot_path(job.tick), gzip.compress(data, 3))

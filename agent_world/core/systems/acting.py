@@ -27,9 +27,14 @@ def reach(world: World, action: Action) -> int:
     return action.spec.reach
 
 
+TIMEOUT_MARGIN = 10  # ticks an action with its own duration may overrun it
+
+
 def start(world: World, intent: c.Intent, action: Action) -> None:
     intent.action = action
     intent.since = world.tick
+    intent.deadline = world.tick + max(world.rules.action_timeout_ticks,
+                                       action.args.get("ticks", 0) + TIMEOUT_MARGIN)
     intent.path = []
     intent.goal = -1
     intent.next_think = world.tick + world.rules.think_interval_ticks

@@ -19,8 +19,6 @@ if TYPE_CHECKING:
 
 __all__ = ["begin", "decide_system"]
 
-TIMEOUT_MARGIN = 10  # ticks an action with its own duration may overrun it
-
 
 def begin(world: World, eid: int, row: AgentRow, action: Action) -> bool:
     """Start ``action`` if it makes sense right now; otherwise fail it with the reason."""
@@ -48,13 +46,11 @@ def begin(world: World, eid: int, row: AgentRow, action: Action) -> bool:
 
 def decide_system(world: World) -> None:
     tick = world.tick
-    timeout = world.rules.action_timeout_ticks
     interval = world.rules.think_interval_ticks
     for eid, row in world.agents():
         intent, combat = row[4], row[5]
         action = intent.action
-        if action is not None and tick - intent.since > max(
-                timeout, action.args.get("ticks", 0) + TIMEOUT_MARGIN):
+        if action is not None and tick > intent.deadline:
             fail(world, eid, intent, "timed out")
             action = None
         attacked = combat.last_attacked >= tick - 1

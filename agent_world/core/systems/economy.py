@@ -17,46 +17,69 @@ PRICE_FLOOR, PRICE_CEILING = 0.25, 4.0
 ANNOUNCE_MOVE = 0.05
 
 
-def market_supply(world: World) -> dict[str, int]:
-    """Units of each good in the world: on the ground and carried."""
-    supply = dict.fromkeys(ITEMS, 0)
-    for _eid, (item,) in world.store.query(c.Item):
-        supply[item.kind] += item.qty
-    for _eid, (inv,) in world.store.query(c.Inventory):
-        for kind, qty in inv.items.items():
-            supply[kind] += qty
-    return supply
+_FOOD = tuple(k for k, v in ITEMS.items() if v.category == "food")
+_WEAPONS = tuple(k for k, v in ITEMS.items() if v.category == "weapon")
+_MATERIALS = tuple(k for k, v in ITEMS.items() if v.category == "material")
 
 
-def market_demand(world: World) -> dict[str, float]:
-    """Wanted units: hungry mouths want food, the unarmed aggressive want weapons, builders
-    a little material, and every open offer wants what it asks for."""
+def _count_agent(agent: c.Agent, needs: c.Needs, inv: c.Inventory, carried: dict[str, int],
+                 wanted: dict[str, float]) -> None:
+    """One agent's share of supply (what it carries) and demand (what it needs): hungry
+    mouths want food, the unarmed aggressive want weapons, the wounded want herbs."""
+    for kind, qty in inv.items.items():
+        carried[kind] = carried.get(kind, 0) + qty
+    if needs.hunger > 40:
+        for kind in _FOOD:
+            wanted[kind] = wanted.get(kind, 0.0) + needs.hunger / 100.0
+    if agent.personality == "aggressive" and not any(k in inv.items for k in _WEAPONS):
+        for kind in _WEAPONS:
+            wanted[kind] = wanted.get(kind, 0.0) + 0.5
+    if needs.health < needs.max_health * 0.6:
+        wanted["herb"] = wanted.get("herb", 0.0) + 1.0
+
+
+def _finish_demand(world: World, wanted: dict[str, float]) -> dict[str, float]:
+    """Add what does not depend on single agents: builders' steady need for materials and
+    what every open offer asks for."""
     demand = dict.fromkeys(ITEMS, 0.0)
-    food = [k for k, v in ITEMS.items() if v.category == "food"]
-    weapons = [k for k, v in ITEMS.items() if v.category == "weapon"]
-    materials = [k for k, v in ITEMS.items() if v.category == "material"]
-    agents = world.agents()
-    for _eid, (agent, _p, needs, inv, *_rest) in agents:
-        if needs.hunger > 40:
-            for kind in food:
-                demand[kind] += needs.hunger / 100.0
-        if agent.personality == "aggressive" and not any(k in inv.items for k in weapons):
-            for kind in weapons:
-                demand[kind] += 0.5
-        if needs.health < needs.max_health * 0.6:
-            demand["herb"] += 1.0
-    for kind in materials:
-        demand[kind] += len(agents) / 10.0
+    demand.update(wanted)
+    for kind in _MATERIALS:
+        demand[kind] += len(world.agents()) / 10.0
     for offer in world.offers.values():
         for kind, qty in offer["want"].items():
             demand[kind] += qty
     return demand
 
 
-def update_prices(world: World) -> None:
-    """Move each price part of the way toward base * (demand / supply), within bounds."""
-    supply = market_supply(world)
-    demand = market_demand(world)
+def market_supply(world: World) -> dict[str, int]:
+    """Units of each good in the world right now: on the ground and carried."""
+    supply = dict.fromkeys(ITEMS, 0)
+    supply.update(world.ground_goods)
+    carried: dict[str, int] = {}
+    wanted: dict[str, float] = {}
+    for _eid, (agent, _p, needs, inv, *_rest) in world.agents():
+        _count_agent(agent, needs, inv, carried, wanted)
+    for kind, qty in carried.items():
+        supply[kind] += qty
+    return supply
+
+
+def market_demand(world: World) -> dict[str, float]:
+    """Units of each good wanted right now."""
+    carried: dict[str, int] = {}
+    wanted: dict[str, float] = {}
+    for _eid, (agent, _p, needs, inv, *_rest) in world.agents():
+        _count_agent(agent, needs, inv, carried, wanted)
+    return _finish_demand(world, wanted)
+
+
+def update_prices(world: World, supply: dict[str, int] | None = None,
+                  demand: dict[str, float] | None = None) -> None:
+    """Move each price part of the way toward base * (demand / supply), within bounds.
+
+    Without figures, takes a full census of the world now."""
+    supply = market_supply(world) if supply is None else supply
+    demand = market_demand(world) if demand is None else demand
     cushion = max(1.0, len(world.agents()) / 4.0)
     k = world.rules.price_sensitivity
     for kind, spec in ITEMS.items():
@@ -72,9 +95,34 @@ def update_prices(world: World) -> None:
                        demand=round(demand[kind], 1))
 
 
+def _census(world: World) -> None:
+    """Count a slice of the agents every tick (every P-th agent, P the price interval), so a
+    price update costs no tick more than the others; the last slice of each period sets the
+    prices from the period's tally."""
+    period = world.rules.price_update_interval_ticks
+    phase = world.tick % period
+    tally = world.market_tally
+    carried, wanted = tally["carried"], tally["wanted"]
+    for _eid, (agent, _p, needs, inv, *_rest) in world.agents()[phase::period]:
+        _count_agent(agent, needs, inv, carried, wanted)
+    if phase == 0:
+        supply = dict.fromkeys(ITEMS, 0)
+        supply.update(world.ground_goods)
+        for kind, qty in carried.items():
+            supply[kind] += qty
+        update_prices(world, supply, _finish_demand(world, wanted))
+        carried.clear()
+        wanted.clear()
+
+
 def _expire_offers(world: World) -> None:
+    # Offers are kept in creation order and all live equally long: the expired ones lead.
     tick = world.tick
-    expired = [oid for oid, offer in world.offers.items() if offer["expires"] <= tick]
+    expired = []
+    for oid, offer in world.offers.items():
+        if offer["expires"] > tick:
+            break
+        expired.append(oid)
     for oid in expired:
         offer = world.remove_offer(oid)
         world.emit("trade_expired", offer=oid, agent=offer["from"], target=offer["to"])
@@ -93,11 +141,14 @@ def _spawn_items(world: World) -> None:
 
 def _regrow(world: World) -> None:
     tick = world.tick
-    for _eid, (obj,) in world.store.query(c.StaticObject):
-        kind = OBJECTS[obj.kind]
-        if obj.stock < kind.max_stock and obj.regrow_at <= tick:
+    store = world.store
+    for eid in sorted(world.regrowing):
+        obj = store.get(eid, c.StaticObject)
+        if obj.regrow_at <= tick:
             obj.stock += 1
             obj.regrow_at = tick + world.rules.object_regrow_ticks
+            if obj.stock >= OBJECTS[obj.kind].max_stock:
+                world.regrowing.discard(eid)
 
 
 def economy_system(world: World) -> None:
@@ -105,7 +156,6 @@ def economy_system(world: World) -> None:
     if world.offers:
         _expire_offers(world)
     _spawn_items(world)
-    if tick % world.rules.price_update_interval_ticks == 0:
-        update_prices(world)
+    _census(world)
     if tick % REGROW_CHECK_TICKS == 0:
         _regrow(world)

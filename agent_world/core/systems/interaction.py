@@ -69,7 +69,8 @@ def _pickup(world: World, eid: int, row: AgentRow, action: Action) -> None:
     inv.add(item.kind, item.qty)
     owner = item.owner
     world.remove_entity(target)
-    world.emit("pickup", agent=eid, name=world.name_of(eid), item=item.kind, qty=item.qty)
+    world.emit("pickup", agent=eid, name=world.name_of(eid), item=item.kind, qty=item.qty,
+               item_id=target)
     if owner not in (NO_ONE, eid) and world.alive(owner):
         opos = world.store.get(owner, c.Position)
         radius = world.rules.vision_radius
@@ -153,6 +154,7 @@ def _use(world: World, eid: int, row: AgentRow, action: Action) -> None:
     if obj.stock == kind.max_stock or obj.regrow_at <= world.tick:
         obj.regrow_at = world.tick + world.rules.object_regrow_ticks
     obj.stock -= 1
+    world.regrowing.add(target)
     got = kind.yields
     if kind.rare_yield and world.rng.random() < kind.rare_chance:
         got = kind.rare_yield

@@ -90,6 +90,29 @@ def _move_to(world: World, eid: int, pos: c.Position, needs: c.Needs,
         fail(world, eid, intent, f"no way to ({gx}, {gy})")
 
 
+_HEADINGS = ((0, -1), (1, 0), (0, 1), (-1, 0))
+
+
+def _wander_leg(world: World, pos: c.Position) -> list[int]:
+    """A straight walk of 2-6 free tiles in a random heading (no path search needed)."""
+    rng = world.rng
+    terrain = world.terrain
+    w = terrain.width
+    for _ in range(4):
+        dx, dy = _HEADINGS[rng.randrange(4)]
+        leg: list[int] = []
+        x, y = pos.x, pos.y
+        for _step in range(rng.randint(2, 6)):
+            x, y = x + dx, y + dy
+            if terrain.is_blocked(x, y):
+                break
+            leg.append(y * w + x)
+        if leg:
+            leg.reverse()
+            return leg
+    return []
+
+
 def _wander(world: World, eid: int, pos: c.Position, needs: c.Needs,
             intent: c.Intent) -> None:
     action = intent.action
@@ -97,14 +120,8 @@ def _wander(world: World, eid: int, pos: c.Position, needs: c.Needs,
     if world.tick - intent.since >= action.args.get("ticks", WANDER_TICKS):
         finish(intent)
         return
-    terrain = world.terrain
     if not intent.path:
-        rng = world.rng
-        for _ in range(4):
-            gx, gy = pos.x + rng.randint(-6, 6), pos.y + rng.randint(-6, 6)
-            if not terrain.is_blocked(gx, gy) and (gx, gy) != (pos.x, pos.y):
-                _plan(world, pos, intent, gx, gy, 0)
-                break
+        intent.path = _wander_leg(world, pos)
     if intent.path and _step(world, eid, pos, needs, intent, intent.path[-1]):
         intent.path.pop()
     else:

@@ -4,21 +4,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from agent_world.core import components as c
-
 if TYPE_CHECKING:
     from agent_world.core.world import World
 
-__all__ = ["near_shelter", "needs_system"]
-
-
-def near_shelter(world: World, x: int, y: int) -> bool:
-    """A shelter on this tile or any of the eight around it."""
-    store = world.store
-    for d2, oid in world.objects_grid.near(x, y, 2):
-        if d2 <= 2 and store.get(oid, c.StaticObject).kind == "shelter":
-            return True
-    return False
+__all__ = ["needs_system"]
 
 
 def needs_system(world: World) -> None:
@@ -33,7 +22,7 @@ def needs_system(world: World) -> None:
         action = intent.action
         if action is not None and action.name == "rest":
             gain = r.rest_energy_per_tick
-            if near_shelter(world, pos.x, pos.y):
+            if world.near_shelter(pos.x, pos.y):
                 gain *= r.shelter_rest_multiplier
             energy = needs.energy + gain
             needs.energy = 100.0 if energy > 100.0 else energy

@@ -13,10 +13,19 @@ __all__ = ["perceive", "perception_system"]
 def perceive(world: World, eid: int, x: int, y: int) -> tuple[list[int], list[int], list[int]]:
     """Agents (other than ``eid``), items and objects within vision radius, nearest first."""
     radius = world.rules.vision_radius
-    agents = [e for _d2, e in world.agents_grid.near(x, y, radius) if e != eid]
-    items = [e for _d2, e in world.items_grid.near(x, y, radius)]
-    objects = [e for _d2, e in world.objects_grid.near(x, y, radius)]
-    return agents, items, objects
+    r2 = radius * radius
+    span = world.agents_grid.bucket_range(x, y, radius)  # the three grids share one layout
+    agents: list[tuple[int, int]] = []
+    items: list[tuple[int, int]] = []
+    objects: list[tuple[int, int]] = []
+    world.agents_grid.collect(x, y, r2, span, agents)
+    world.items_grid.collect(x, y, r2, span, items)
+    world.objects_grid.collect(x, y, r2, span, objects)
+    agents.sort()
+    items.sort()
+    objects.sort()
+    return ([e for _d2, e in agents if e != eid], [e for _d2, e in items],
+            [e for _d2, e in objects])
 
 
 def perception_system(world: World) -> None:

@@ -1,0 +1,190 @@
+"""The command table and the dispatcher.
+
+A command is a spec (name, usage, help) with a parser that turns the words after the name
+into a typed record and a handler that turns that record into reply lines. Whatever goes
+wrong with the input is answered with one line naming the problem and the usage; the world
+never sees a half-understood command.
+"""
+
+from __future__ import annotations
+
+import traceback
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
+
+from agent_world.console import changes, control, stats, views
+from agent_world.console.parsing import (
+    CommandError,
+    HelpArgs,
+    closest,
+    did_you_mean,
+    parse_give,
+    parse_help,
+    parse_list,
+    parse_no_args,
+    parse_one_entity,
+    parse_spawn,
+    parse_speed,
+    parse_step,
+    split_line,
+)
+from agent_world.console.recent import RecentEvents
+from agent_world.core.loop import TickLoop
+from agent_world.core.world import World
+from agent_world.types import Event
+
+if TYPE_CHECKING:
+    from agent_world.app import Session
+
+__all__ = ["COMMANDS", "Command", "Console"]
+
+A = TypeVar("A")
+Reply = list[str]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Command(Generic[A]):
+    """One console command: ``parse`` reads its words into an ``A``, ``run`` acts on it."""
+
+    name: str
+    usage: str
+    summary: str
+    parse: Callable[[Sequence[str]], A]
+    run: Callable[[Console, A], Awaitable[Reply]]
+    details: tuple[str, ...] = ()
+
+
+class Console:
+    """The operator's side of one session: dispatches command lines and keeps what the
+    commands need between calls (recent events, spawn names not yet applied, counters).
+
+    Everything here runs on the main thread, between ticks."""
+
+    def __init__(self, session: Session, *,
+                 notify: Callable[[str], None] | None = None) -> None:
+        self.session = session
+        self.notify = notify
+        self.quit_requested = False
+        self.commands_run = 0
+        self.errors = 0
+        self.internal_errors = 0
+        self.pending_names: set[str] = set()  # names of agents spawned but not yet applied
+        self.recent = RecentEvents(on_rejected=self._rejected, on_tick=self.pending_names.clear)
+        self.stats_sections = stats.default_sections()
+        session.loop.observers.append(self.recent)
+
+    @property
+    def world(self) -> World:
+        return self.session.world
+
+    @property
+    def loop(self) -> TickLoop:
+        return self.session.loop
+
+    def close(self) -> None:
+        """Detach from the tick loop."""
+        if self.recent in self.session.loop.observers:
+            self.session.loop.observers.remove(self.recent)
+
+    def _rejected(self, tick: int, event: Event) -> None:
+        if self.notify is not None:
+            self.notify(f"tick {tick}: your {event.get('input')} (input #{event.get('seq')}) "
+                        f"was rejected: {event.get('reason')}")
+
+    async def execute(self, line: str) -> Reply:
+        """Run one command line and return the reply lines (never raises for bad input)."""
+        text = line.strip()
+        if not text or text.startswith("#"):
+            return []
+        try:
+            words = split_line(text)
+        except CommandError as exc:
+            self.errors += 1
+            return [_one_line(f"error: {exc}; type /help for the commands")]
+        name = words[0].removeprefix("/").lower()
+        command = COMMANDS.get(name)
+        if command is None:
+            self.errors += 1
+            return [_unknown(words[0])]
+        try:
+            args = command.parse(words[1:])
+            reply = await command.run(self, args)
+        except CommandError as exc:
+            self.errors += 1
+            return [_one_line(f"error: {exc} (usage: {command.usage})")]
+        except Exception as exc:  # a console bug must not stop the world: log, count, answer
+            self.internal_errors += 1
+            self.session.world_log.note(self.world.tick, f"console: /{name} failed:\n"
+                                        + traceback.format_exc().rstrip())
+            return [_one_line(f"error: /{name} failed inside the console "
+                              f"({type(exc).__name__}: {exc}); this is a bug, the traceback "
+                              f"is in {self.session.world_log.path}")]
+        self.commands_run += 1
+        return reply
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _unknown(word: str) -> str:
+    name = word.removeprefix("/").lower()
+    close = closest(name, COMMANDS)
+    if close is not None:
+        guess = COMMANDS[close]
+        return _one_line(f"error: unknown command {word!r}; did you mean /{guess.name}? "
+                         f"(usage: {guess.usage}; /help lists every command)")
+    hint = "" if word.startswith("/") else "; commands start with /"
+    return _one_line(f"error: unknown command {word!r}{hint} (usage: /help [COMMAND] lists "
+                     "the commands)")
+
+
+async def _help(console: Console, args: HelpArgs) -> Reply:
+    if args.command is None:
+        width = max(len(c.usage) for c in COMMANDS.values())
+        return ["commands (/help COMMAND for details; Tab completes names and ids):",
+                *(f"  {c.usage:<{width}}  {c.summary}" for c in COMMANDS.values())]
+    command = COMMANDS.get(args.command)
+    if command is None:
+        raise CommandError(f"no command {args.command!r}{did_you_mean(args.command, COMMANDS)}")
+    return [f"{command.usage}  —  {command.summary}", *(f"  {d}" for d in command.details)]
+
+
+def _table(*commands: Command[Any]) -> dict[str, Command[Any]]:
+    return {c.name: c for c in commands}
+
+
+COMMANDS: dict[str, Command[Any]] = _table(
+    Command(name="pause", usage="/pause", summary="stop the clock (the world waits)",
+            parse=parse_no_args, run=control.pause),
+    Command(name="resume", usage="/resume", summary="run the clock again",
+            parse=parse_no_args, run=control.resume),
+    Command(name="step", usage="/step [N]", summary="while paused, advance exactly N ticks "
+            "(default 1)", parse=parse_step, run=control.step,
+            details=("Only while paused. Runs the ticks at once, then stays paused.",)),
+    Command(name="speed", usage="/speed HZ", summary="set the tick rate (ticks per second)",
+            parse=parse_speed, run=control.speed,
+            details=("HZ is a number > 0 and <= 1000, e.g. /speed 20 or /speed 0.5.",)),
+    Command(name="spawn", usage="/spawn KIND [NAME] [X Y] [key=value ...]",
+            summary="add an agent, item or object (at the next tick)",
+            parse=parse_spawn, run=changes.spawn, details=changes.SPAWN_HELP),
+    Command(name="kill", usage="/kill ID|NAME", summary="remove an entity; an agent dies "
+            "and drops what it carries", parse=parse_one_entity, run=changes.kill),
+    Command(name="give", usage="/give ID|NAME ITEM [N]", summary="put N (default 1) of an "
+            "item into an agent's inventory", parse=parse_give, run=changes.give),
+    Command(name="debug", usage="/debug ID|NAME", summary="everything about one entity",
+            parse=parse_one_entity, run=views.debug,
+            details=("Components, brain and plan, inventory, relationships, memory and the "
+                     "recent events that involve it.",)),
+    Command(name="list", usage="/list [KIND]", summary="a table of agents (default), items "
+            "or objects, or of one personality or kind", parse=parse_list, run=views.listing),
+    Command(name="stats", usage="/stats", summary="tick times, entity and event counts, "
+            "log figures", parse=parse_no_args, run=stats.show),
+    Command(name="save", usage="/save", summary="ask for a snapshot at the next tick "
+            "boundary", parse=parse_no_args, run=control.save),
+    Command(name="help", usage="/help [COMMAND]", summary="this list, or one command in "
+            "detail", parse=parse_help, run=_help),
+    Command(name="quit", usage="/quit", summary="stop the world cleanly and exit",
+            parse=parse_no_args, run=control.stop),
+)
