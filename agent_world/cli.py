@@ -124,7 +124,7 @@ def build_replay_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _configure(args: argparse.Namespace) -> Config:
+def _configure(args: argparse.Namespace, *, needs_llm: bool = True) -> Config:
     config = load_config(args.config)
     world_changes: dict[str, object] = {}
     if getattr(args, "seed", None) is not None:
@@ -137,7 +137,8 @@ def _configure(args: argparse.Namespace) -> Config:
         config = config.replace(world=world_changes)
     if getattr(args, "no_save", False):
         config = config.replace(persistence={"enabled": False})
-    config.llm.api_key()  # a configured but missing key stops start-up here
+    if needs_llm:
+        config.llm.api_key()  # a configured but missing key stops start-up here
     return config
 
 
@@ -253,7 +254,8 @@ def _replay_main(argv: Sequence[str]) -> int:
     args = parser.parse_args(argv)
     if args.fork and args.to is None:
         parser.error("--fork needs --to TICK: the tick to fork at")
-    config = _configure(args)
+    # Replay applies logged decisions and never calls a model: it needs no API key.
+    config = _configure(args, needs_llm=bool(args.fork))
     if not args.fork:
         return run_replay(args.path, config, to=args.to, playback=args.playback)
     opened = fork_world(SaveFolder.open(args.path), args.to, args.fork, config)

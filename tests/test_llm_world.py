@@ -10,6 +10,7 @@ from pathlib import Path
 
 import orjson
 import pytest
+import yaml
 
 from agent_world.app import Session
 from agent_world.cli import main
@@ -52,7 +53,8 @@ def _applied(session: Session) -> int:
 
 @pytest.mark.parametrize("provider", ["openai", "anthropic"])
 def test_decisions_are_logged_inputs_and_replay_with_the_server_off(
-        tmp_path: Path, server: FakeLLMServer, provider: str) -> None:
+        tmp_path: Path, server: FakeLLMServer, provider: str,
+        monkeypatch: pytest.MonkeyPatch) -> None:
     config = llm_config(tmp_path, server, provider=provider)
     session = open_session(config)
     thinkers = _llm_agents(session.world)
@@ -81,7 +83,12 @@ def test_decisions_are_logged_inputs_and_replay_with_the_server_off(
     result = replay(start.world, SaveFolder.open(folder))
     assert result.checks > 0 and result.inputs >= 6
     start.world.close()
-    assert main(["replay", str(folder)]) == 0
+    # the command line, with the LLM configured but no key: replay never calls the model
+    monkeypatch.delenv(KEY_ENV)
+    config_file = tmp_path / "config.yaml"
+    config_file.write_text(yaml.safe_dump(config.to_dict()), encoding="utf-8")
+    assert main(["replay", str(folder), "--config", str(config_file)]) == 0
+    monkeypatch.setenv(KEY_ENV, KEY)
     hash_before = session.world.state_hash()
     resumed = open_world(config)
     assert resumed.resumed and resumed.world.state_hash() == hash_before
