@@ -388,3 +388,29 @@ def test_stats_debug_and_status_line_show_the_llm(tmp_path: Path,
                    for line in asyncio.run(console.execute(f"/debug {eid}")))
     finally:
         session.close()
+
+
+def test_a_bug_in_a_worker_is_reported_counted_and_survived(
+        tmp_path: Path, server: FakeLLMServer, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    from agent_world.llm import worker
+
+    calls = {"n": 0}
+    real = worker.decide_from_text
+
+    def flaky(text: str, *, max_actions: int) -> object:
+        calls["n"] += 1
+        if calls["n"] == 1:
+            raise RuntimeError("boom")
+        return real(text, max_actions=max_actions)
+
+    monkeypatch.setattr(worker, "decide_from_text", flaky)
+    session = open_session(llm_config(tmp_path, server, agents=1, workers=1))
+    try:
+        llm = session.llm
+        assert llm is not None
+        run_until(session, 400, lambda: llm.metrics.applied >= 1)
+        assert llm.metrics.errors.get("internal") == 1 and llm.metrics.applied >= 1
+    finally:
+        session.close()
+    assert "LLM worker bug" in capsys.readouterr().err

@@ -72,8 +72,10 @@ class LocalModel:
         return future
 
     def close(self) -> None:
+        """Stop after the current completion; do not hold up a shutdown for it (the thread
+        is a daemon)."""
         self._jobs.put(None)
-        self._thread.join(timeout=30)
+        self._thread.join(timeout=2)
 
     def _run(self) -> None:
         while True:

@@ -61,7 +61,10 @@ def triggers(world: World, mind: Mind, *, interval: int) -> tuple[list[str], boo
     if seen - mind.seen and mind.asked_tick > -1_000_000:
         reasons.append("new agent seen")
     mind.seen = seen
-    heard = [h for h in perc.heard if int(h.get("tick", 0)) > mind.heard_seen]
+    # Speech is appended in tick order: look further only when the newest line is new.
+    latest = perc.heard[-1] if perc.heard else None
+    heard = ([h for h in perc.heard if int(h.get("tick", 0)) > mind.heard_seen]
+             if latest is not None and int(latest.get("tick", 0)) > mind.heard_seen else [])
     if heard:
         mind.heard_seen = max(int(h.get("tick", 0)) for h in heard)
         name = store.get(eid, c.Agent).name.lower()

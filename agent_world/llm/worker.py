@@ -9,6 +9,7 @@ import asyncio
 import dataclasses
 import random
 import threading
+import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -96,6 +97,12 @@ class Worker(threading.Thread):
                         outcome = loop.run_until_complete(self.process(provider, job))
                 except ProviderError as exc:  # the provider could not even be made
                     outcome = self.failed(job, exc)
+                except Exception:  # a bug: say so loudly, count it, keep the worker alive
+                    m.metrics.error("internal")
+                    m.report(m.redact(f"LLM worker bug (the agent falls back; please report "
+                                      f"it):\n{traceback.format_exc()}"))
+                    outcome = Outcome(rid=job.rid, agent=job.agent, ok=False,
+                                      error_kind="internal", error="internal error")
                 finally:
                     m.queue.done(job.agent)
                 m.outcomes.put(outcome)
