@@ -21,6 +21,7 @@ from agent_world import __version__
 from agent_world.app import Session
 from agent_world.config import Config, ConfigError, load_config
 from agent_world.console import StdinKind, run_console, stdin_kind
+from agent_world.llm.local import check_local
 from agent_world.persistence import (
     DivergenceError,
     OpenedWorld,
@@ -30,6 +31,7 @@ from agent_world.persistence import (
     open_world,
 )
 from agent_world.replay_command import run_replay
+from agent_world.types import ProviderError
 
 __all__ = ["build_parser", "build_replay_parser", "main"]
 
@@ -139,6 +141,11 @@ def _configure(args: argparse.Namespace, *, needs_llm: bool = True) -> Config:
         config = config.replace(persistence={"enabled": False})
     if needs_llm:
         config.llm.api_key()  # a configured but missing key stops start-up here
+        if config.llm.provider == "local":
+            try:
+                check_local(config.llm.model)
+            except ProviderError as exc:
+                raise ConfigError(str(exc)) from None
     return config
 
 

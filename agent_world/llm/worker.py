@@ -96,6 +96,7 @@ class Worker(threading.Thread):
                     with m.concurrency:
                         outcome = loop.run_until_complete(self.process(provider, job))
                 except ProviderError as exc:  # the provider could not even be made
+                    m.breaker.stop(f"{exc.kind}: {m.redact(str(exc))}")
                     outcome = self.failed(job, exc)
                 except Exception:  # a bug: say so loudly, count it, keep the worker alive
                     m.metrics.error("internal")
