@@ -6,6 +6,8 @@ import threading
 from dataclasses import dataclass
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from agent_world.core.ecs import EntityStore, UnknownEntityError
 
@@ -104,3 +106,41 @@ def test_stores_on_two_threads_do_not_mix() -> None:
         t.join()
     for k in range(4):
         assert results[f"t{k}"] == list(range(300 + k))
+
+
+@dataclass
+class Cc:
+    v: int
+
+_OPS = st.lists(st.tuples(st.sampled_from(["create", "delete", "add", "remove"]),
+                          st.integers(0, 40), st.sampled_from([A, B, Cc])), max_size=80)
+
+
+@settings(max_examples=150, deadline=None, database=None)
+@given(_OPS)
+def test_cached_queries_always_equal_a_fresh_scan(ops) -> None:
+    """Query results are updated entity by entity; they must match a scan from scratch."""
+    s = EntityStore()
+    queries = [(A,), (A, B), (B, Cc), (A, B, Cc)]
+    held = [s.query(*q) for q in queries]  # results a system could be iterating
+    snapshot = [list(r) for r in held]
+    try:
+        for op, n, comp in ops:
+            ids = list(s.ids())
+            target = ids[n % len(ids)] if ids else None
+            if op == "create":
+                s.create(comp(n))
+            elif op == "delete" and target is not None:
+                s.delete(target)
+            elif op == "add" and target is not None:
+                s.add(target, comp(n))
+            elif op == "remove" and target is not None and s.has(target, comp):
+                s.remove(target, comp)
+            for q in queries:
+                fresh = sorted(
+                    (eid, tuple(s.get(eid, t) for t in q)) for eid in s.ids()
+                    if all(s.has(eid, t) for t in q))
+                assert s.query(*q) == fresh
+        assert [list(r) for r in held] == snapshot  # never changed under an iterator
+    finally:
+        s.close()

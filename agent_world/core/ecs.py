@@ -3,13 +3,14 @@
 esper 3 keeps its worlds in module globals and switches between them with ``switch_world``.
 This wrapper gives each store a private context, takes a process-wide lock around every
 switch (scratch worlds may live on other threads), and adds what the simulation needs on
-top: deterministic iteration in ascending entity id, query caches that only structural
-changes touching the queried component types invalidate, and an order-preserving row per
+top: deterministic iteration in ascending entity id, query results cached and updated
+entity by entity (never rebuilt) when structure changes, and an order-preserving row per
 entity that a snapshot can serialise without copying.
 """
 
 from __future__ import annotations
 
+import bisect
 import itertools
 import threading
 import weakref
@@ -31,6 +32,10 @@ if not all(hasattr(esper, name) for name in ("_entities", "_entity_count", "swit
         f"esper {getattr(esper, '__version__', '?')} lacks the internals agent_world relies on; "
         "install esper>=3.1,<4"
     )
+
+
+def _first(pair: tuple[int, Any]) -> int:
+    return pair[0]
 
 
 class UnknownEntityError(KeyError):
@@ -69,11 +74,27 @@ class EntityStore:
         if esper.current_world != self._ctx:
             esper.switch_world(self._ctx)
 
-    def _invalidate(self, types: frozenset[type[Any]]) -> None:
-        stale = [key for key, qtypes in self._query_types.items() if qtypes <= types]
-        for key in stale:
-            del self._queries[key]
-            del self._query_types[key]
+    def _refresh(self, eid: int, types: frozenset[type[Any]]) -> None:
+        """Bring cached query results up to date after ``eid`` changed structure (``types``:
+        its component types before and after). A result list is never changed in place (a
+        system may be iterating it): an affected one is replaced by an updated copy."""
+        comps = self._entities.get(eid)
+        for key, qtypes in self._query_types.items():
+            if not qtypes <= types:
+                continue
+            cached = self._queries[key]
+            i = bisect.bisect_left(cached, eid, key=_first)
+            present = i < len(cached) and cached[i][0] == eid
+            belongs = comps is not None and qtypes <= comps.keys()
+            if not present and not belongs:
+                continue
+            updated = cached[:]
+            if present:
+                del updated[i]
+            if belongs:
+                assert comps is not None
+                updated.insert(i, (eid, tuple(comps[t] for t in key)))
+            self._queries[key] = updated
 
     def create(self, *components: Any, eid: int | None = None) -> int:
         """Create an entity; ``eid`` restores a saved id (ids only ever grow)."""
@@ -89,7 +110,7 @@ class EntityStore:
         for comp in components:
             row[type(comp).__name__] = comp
         self._rows[new] = row
-        self._invalidate(frozenset(type(c) for c in components))
+        self._refresh(new, frozenset(type(c) for c in components))
         return new
 
     def delete(self, eid: int) -> None:
@@ -100,7 +121,7 @@ class EntityStore:
             self._enter()
             esper.delete_entity(eid, immediate=True)
         del self._rows[eid]
-        self._invalidate(types)
+        self._refresh(eid, types)
 
     def add(self, eid: int, component: Any) -> None:
         if eid not in self._entities:
@@ -110,7 +131,7 @@ class EntityStore:
             self._enter()
             esper.add_component(eid, component)
         self._rows[eid][type(component).__name__] = component
-        self._invalidate(before | {type(component)})
+        self._refresh(eid, before | {type(component)})
 
     def remove(self, eid: int, component_type: type[C]) -> C:
         comps = self._entities.get(eid)
@@ -121,7 +142,7 @@ class EntityStore:
             self._enter()
             removed: C = esper.remove_component(eid, component_type)
         del self._rows[eid][component_type.__name__]
-        self._invalidate(before)
+        self._refresh(eid, before)
         return removed
 
     def clear(self) -> None:

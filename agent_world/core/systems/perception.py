@@ -14,13 +14,18 @@ def perceive(world: World, eid: int, x: int, y: int) -> tuple[list[int], list[in
     """Agents (other than ``eid``), items and objects within vision radius, nearest first."""
     radius = world.rules.vision_radius
     r2 = radius * radius
-    span = world.agents_grid.bucket_range(x, y, radius)  # the three grids share one layout
     agents: list[tuple[int, int]] = []
     items: list[tuple[int, int]] = []
     objects: list[tuple[int, int]] = []
-    world.agents_grid.collect(x, y, r2, span, agents)
-    world.items_grid.collect(x, y, r2, span, items)
-    world.objects_grid.collect(x, y, r2, span, objects)
+    if radius <= world.agents_grid.cell:  # the three grids share one layout
+        world.agents_grid.collect_block(x, y, r2, agents)
+        world.items_grid.collect_block(x, y, r2, items)
+        world.objects_grid.collect_block(x, y, r2, objects)
+    else:
+        span = world.agents_grid.bucket_range(x, y, radius)
+        world.agents_grid.collect(x, y, r2, span, agents)
+        world.items_grid.collect(x, y, r2, span, items)
+        world.objects_grid.collect(x, y, r2, span, objects)
     agents.sort()
     items.sort()
     objects.sort()
