@@ -5,13 +5,15 @@ tokens per decision, against the local fake server (tests/llm_server.py).
 
 Each scenario runs the same world; a tick here is world.step() plus every observer (the LLM
 manager's main-thread share included), with a 1 ms pause between ticks so the worker
-threads can run, as they do between 10 Hz ticks.
+threads can run, as they do between 10 Hz ticks. The fake server runs in a process of its
+own, as a real endpoint would, so that it does not compete for this process's GIL.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import subprocess
 import sys
 import tempfile
 import time
@@ -27,12 +29,29 @@ from agent_world.llm.metrics import percentile
 from tests.llm_server import FakeLLMServer
 
 
+def serve(mode: str) -> None:
+    """Run the fake server until stdin closes (the benchmark's child process)."""
+    server = FakeLLMServer().start()
+    server.mode = mode
+    print(server.base_url, flush=True)
+    sys.stdin.read()
+    server.stop()
+
+
+def start_server(mode: str) -> tuple[subprocess.Popen[str], str]:
+    child = subprocess.Popen([sys.executable, __file__, "--serve", mode],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    assert child.stdout is not None
+    return child, child.stdout.readline().strip()
+
+
 def scenario(name: str, *, agents: int, llm_agents: int, ticks: int, logs: Path,
-             server: FakeLLMServer | None, mode: str = "ok", **llm: Any) -> dict[str, Any]:
+             mode: str | None = None, **llm: Any) -> dict[str, Any]:
     settings: dict[str, Any] = {"provider": "none"}
-    if server is not None:
-        server.mode = mode
-        settings = {"provider": "openai", "base_url": server.base_url, "model": "bench",
+    child = None
+    if mode is not None:
+        child, url = start_server(mode)
+        settings = {"provider": "openai", "base_url": url, "model": "bench",
                     "api_key_env": "", "agents": llm_agents, "workers": 4,
                     "max_concurrent": 4, "request_timeout_s": 2.0, "min_gap_ticks": 5,
                     "think_interval_ticks": 50, "breaker_failures": 1000,
@@ -71,6 +90,8 @@ def scenario(name: str, *, agents: int, llm_agents: int, ticks: int, logs: Path,
         return out
     finally:
         session.close()
+        if child is not None:
+            child.communicate("", timeout=30)
 
 
 def main() -> None:
@@ -78,25 +99,23 @@ def main() -> None:
     parser.add_argument("--agents", type=int, default=200)
     parser.add_argument("--llm-agents", type=int, default=50)
     parser.add_argument("--ticks", type=int, default=2000)
+    parser.add_argument("--serve", metavar="MODE", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.serve:
+        serve(args.serve)
+        return
     os.environ.pop("OPENROUTER_API_KEY", None)
-    server = FakeLLMServer().start()
     common = {"agents": args.agents, "llm_agents": args.llm_agents, "ticks": args.ticks}
-    try:
-        with tempfile.TemporaryDirectory() as tmp:
-            logs = Path(tmp)
-            rows = [
-                scenario("built-in brains only", server=None, logs=logs, **common),
-                scenario("LLM agents, fast server", server=server, logs=logs, **common),
-                scenario("LLM agents, 50 ms server", server=server, logs=logs, mode="slow",
-                         **common),
-                scenario("LLM agents, hanging server", server=server, logs=logs, mode="hang",
-                         request_timeout_s=0.5, **common),
-                scenario("LLM agents, failing server (500)", server=server, logs=logs,
-                         mode="500", **common),
-            ]
-    finally:
-        server.stop()
+    with tempfile.TemporaryDirectory() as tmp:
+        logs = Path(tmp)
+        rows = [
+            scenario("built-in brains only", logs=logs, **common),
+            scenario("LLM agents, fast server", logs=logs, mode="ok", **common),
+            scenario("LLM agents, 50 ms server", logs=logs, mode="slow", **common),
+            scenario("LLM agents, hanging server", logs=logs, mode="hang",
+                     request_timeout_s=0.5, **common),
+            scenario("LLM agents, failing server (500)", logs=logs, mode="500", **common),
+        ]
     for row in rows:
         print(" | ".join(f"{k}: {v}" for k, v in row.items()))
 

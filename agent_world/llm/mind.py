@@ -25,6 +25,7 @@ class Mind:
     applied_rid: int = 0
     answered_tick: int = 0
     seen: frozenset[int] = frozenset()
+    seen_list: list[int] = field(default_factory=list)
     attacked_seen: int = -1_000_000
     heard_seen: int = -1_000_000
     offers_seen: frozenset[int] = frozenset()
@@ -57,10 +58,12 @@ def triggers(world: World, mind: Mind, *, interval: int) -> tuple[list[str], boo
         reasons.append("starving")
         urgent = True
     perc = store.get(eid, c.Perception)
-    seen = frozenset(perc.agents)
-    if seen - mind.seen and mind.asked_tick > -1_000_000:
-        reasons.append("new agent seen")
-    mind.seen = seen
+    if perc.agents != mind.seen_list:  # cheap when nothing changed, as on most ticks
+        seen = frozenset(perc.agents)
+        if seen - mind.seen and mind.asked_tick > -1_000_000:
+            reasons.append("new agent seen")
+        mind.seen = seen
+        mind.seen_list = list(perc.agents)
     # Speech is appended in tick order: look further only when the newest line is new.
     latest = perc.heard[-1] if perc.heard else None
     heard = ([h for h in perc.heard if int(h.get("tick", 0)) > mind.heard_seen]
@@ -70,10 +73,12 @@ def triggers(world: World, mind: Mind, *, interval: int) -> tuple[list[str], boo
         name = store.get(eid, c.Agent).name.lower()
         if any(h.get("to") == eid or name in str(h.get("text", "")).lower() for h in heard):
             reasons.append("spoken to")
-    offers = frozenset(world.offers_to.get(eid, ()))
-    if offers - mind.offers_seen:
-        reasons.append("offer received")
-    mind.offers_seen = offers
+    waiting = world.offers_to.get(eid)
+    if waiting or mind.offers_seen:
+        offers = frozenset(waiting or ())
+        if offers - mind.offers_seen:
+            reasons.append("offer received")
+        mind.offers_seen = offers
     intent = store.get(eid, c.Intent)
     if mind.status == "acting" and intent.plan_source != "llm":
         mind.status = "idle"
