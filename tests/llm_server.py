@@ -109,6 +109,9 @@ class FakeLLMServer:
             return web.json_response({"error": {"type": "rate_limit_error",
                                                 "message": "slow down"}},
                                      status=429, headers={"Retry-After": self.retry_after})
+        if mode == "413":
+            return web.json_response({"error": {"message": "This model's maximum context "
+                                                "length is 512 tokens"}}, status=400)
         if mode in ("500", "529", "400", "404", "402"):
             return web.json_response({"type": "error", "error": {"type": f"e{mode}",
                                                                  "message": "nope"}},

@@ -428,3 +428,21 @@ def test_a_local_provider_without_its_model_stops_start_up_with_a_message(
     assert main(["--config", str(config_file), "--headless", "--ticks", "1"]) == 2
     err = capsys.readouterr().err
     assert "missing.gguf" in err or "llama-cpp-python" in err
+
+
+def test_a_prompt_too_long_for_the_model_is_trimmed_once(tmp_path: Path,
+                                                         server: FakeLLMServer) -> None:
+    session = open_session(llm_config(tmp_path, server, agents=1, min_gap_ticks=1))
+    try:
+        llm = session.llm
+        assert llm is not None
+        run_until(session, 3000, lambda: llm.metrics.applied >= 2)  # memory has lines now
+        server.script.append("413")
+        before = server.count()
+        run_until(session, 3000, lambda: server.count() >= before + 2)
+        too_long, trimmed = server.requests[before:before + 2]
+        assert "Memory:" in too_long["body"]["messages"][1]["content"]
+        assert "Memory:" not in trimmed["body"]["messages"][1]["content"]
+        assert llm.metrics.errors.get("bad_request") == 1
+    finally:
+        session.close()

@@ -151,9 +151,12 @@ class LLMManager:
     def _ask(self, eid: int, mind: Mind, reasons: tuple[str, ...], priority: int) -> None:
         world = self.world
         agent = world.store.get(eid, c.Agent)
+        # After a "context too long" answer the next prompt goes without the memory, once.
+        memory = {} if mind.trim_next else self.memory.of(eid).render(world.tick)
+        mind.trim_next = False
         prompt = self.prompts.user(
             personality=agent.personality, name=agent.name, observation=observe(world, eid),
-            memory=self.memory.of(eid).render(world.tick), correction=mind.last_error)
+            memory=memory, correction=mind.last_error)
         key = cache_key(self.identity, self.prompts.request(prompt), PROMPT_VERSION)
         rid = self._next_rid
         hit = self.cache.get(key)
@@ -223,6 +226,7 @@ class LLMManager:
             return
         mind.errors += 1
         mind.last_error_tick = tick
+        mind.trim_next = outcome.too_long
         text = f"{outcome.error_kind}: {outcome.error}"
         if outcome.error_kind in ("schema", "length"):
             mind.last_error = outcome.error  # the model can fix its own mistakes

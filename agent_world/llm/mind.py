@@ -34,6 +34,7 @@ class Mind:
     last_decision_tick: int = -1
     last_error: str = ""  # shown in the next prompt, so the model can correct itself
     last_error_tick: int = -1
+    trim_next: bool = False  # the last prompt was too long for the model: send less
     decisions: int = 0
     errors: int = 0
     notes: list[str] = field(default_factory=list)

@@ -44,6 +44,7 @@ class Outcome:
     usage: LLMUsage | None = None
     latency_s: float = 0.0
     cached: bool = False
+    too_long: bool = False  # the server said the prompt is too long: trim the next one
 
 
 class InvalidAnswer(Exception):
@@ -217,5 +218,7 @@ class Worker(threading.Thread):
             m.breaker.stop(f"{exc.kind}: {message}")
         elif exc.kind in ENDPOINT_FAILURES:
             m.breaker.failure(f"{exc.kind}: {message}")
+        too_long = exc.kind == "bad_request" and (
+            exc.status == 413 or "context" in message.lower() or "too long" in message.lower())
         return Outcome(rid=job.rid, agent=job.agent, ok=False, error_kind=exc.kind,
-                       error=message)
+                       error=message, too_long=too_long)
