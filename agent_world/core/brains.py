@@ -202,19 +202,21 @@ def _ambition(world: World, eid: int, row: AgentRow, p: Profile,
               cands: list[Candidate]) -> None:
     """Fighting, stealing, trading surplus, giving and chatting with those in sight."""
     pos, needs, inv, perc, social = row[1], row[2], row[3], row[6], row[7]
-    store = world.store
     rng = world.rng
     tick = world.tick
     hp = needs.health / needs.max_health
+    surplus = _surplus(inv)
+    my_food = _food(inv)
+    can_feed = sum(inv.items[k] for k in my_food) >= 3
+    may_speak = social.last_spoke < tick - SPEECH_GAP_TICKS
     for other in perc.agents[:3]:
-        opos = store.try_get(other, c.Position)
-        oneeds = store.try_get(other, c.Needs)
-        oinv = store.try_get(other, c.Inventory)
-        if opos is None or oneeds is None or oinv is None:
+        other_row = world.agent_row(other)
+        if other_row is None:
             continue
+        opos, oneeds, oinv = other_row[1], other_row[2], other_row[3]
         dist = max(abs(opos.x - pos.x), abs(opos.y - pos.y))
         liking = social.relationships.get(other, 0.0)
-        name = world.name_of(other)
+        name = other_row[0].name
         rich = oinv.gold > 5 or bool(oinv.items)
         # Violence: rare, aimed at the weak, the disliked and the well-off.
         if (p.fight > 0.5 and hp > 0.5 and needs.energy > 30 and liking < 0.3
@@ -223,32 +225,30 @@ def _ambition(world: World, eid: int, row: AgentRow, p: Profile,
             score = p.fight * hp * 0.55 * (1.0 if weaker else 0.5) + (0.25 if rich else 0.0)
             score += max(0.0, -liking) * 0.4
             cands.append((score, "attack", {"target": other}))
-            if social.last_spoke < tick - SPEECH_GAP_TICKS:
+            if may_speak:
                 cands.append((score + 0.05, "say", _say(world, "threat", name=name)))
         if p.steal > 0 and rich and liking < 0.2 and dist <= 4 and rng.random() < 0.25 * p.steal:
             cands.append((p.steal * 0.6, "steal", {"target": other}))
         # Commerce: sell one surplus good for a little over its price.
-        if liking > -0.3 and dist <= 6 and oinv.gold > 0:
-            surplus = _surplus(inv)
-            if surplus:
-                # Bundle cheap goods so that a whole-gold price stays fair.
-                unit = world.prices[surplus]
-                qty = min(inv.items[surplus] - 1, max(1, math.ceil(1.5 / unit)))
-                price = max(1, round(qty * unit * 1.05))
-                if price <= oinv.gold and _may_offer(world, eid, other):
-                    cands.append((p.trade * 0.5 + 0.05, "trade_offer",
-                                  {"target": other, "give": {surplus: qty},
-                                   "want": {GOLD: price}}))
-                    if social.last_spoke < tick - SPEECH_GAP_TICKS:
-                        cands.append((p.trade * 0.3, "say", _say(
-                            world, "sell", name=name, item=surplus, price=price)))
+        if surplus and liking > -0.3 and dist <= 6 and oinv.gold > 0:
+            # Bundle cheap goods so that a whole-gold price stays fair.
+            unit = world.prices[surplus]
+            qty = min(inv.items[surplus] - 1, max(1, math.ceil(1.5 / unit)))
+            price = max(1, round(qty * unit * 1.05))
+            if price <= oinv.gold and _may_offer(world, eid, other):
+                cands.append((p.trade * 0.5 + 0.05, "trade_offer",
+                              {"target": other, "give": {surplus: qty},
+                               "want": {GOLD: price}}))
+                if may_speak:
+                    cands.append((p.trade * 0.3, "say", _say(
+                        world, "sell", name=name, item=surplus, price=price)))
         # Generosity: food for a friend who has none.
         # (give walks into reach on its own: a friend a few tiles off is worth the walk)
-        if liking > 0.1 and dist <= 6 and _food_count(inv) >= 3 and not _food(oinv):
+        if liking > 0.1 and dist <= 6 and can_feed and not _food(oinv):
             cands.append((p.generosity * 0.8, "give",
-                          {"target": other, "item": _food(inv)[0], "qty": 1}))
+                          {"target": other, "item": my_food[0], "qty": 1}))
         # Talk: greet, or warn about a known enemy.
-        if (social.last_spoke < tick - SPEECH_GAP_TICKS and dist <= world.rules.hearing_radius
+        if (may_speak and dist <= world.rules.hearing_radius
                 and rng.random() < 0.3 * p.social):
             enemy = min(social.relationships, key=lambda k: (social.relationships[k], k),
                         default=None)
@@ -316,4 +316,22 @@ def decide(world: World, eid: int, row: AgentRow) -> Action | None:
     assert best is not None
     if current is not None and current.name == best[1] and dict(current.args) == best[2]:
         return None
-    return Action(name=best[1], args=best[2])
+    return _action(best[1], best[2])
+
+
+_MEMO_SIZE = 4096
+_memo: dict[tuple[str, tuple[tuple[str, Any], ...]], Action] = {}
+
+
+def _action(name: str, args: dict[str, Any]) -> Action:
+    """A validated Action, reusing one already made for the same flat arguments (brains make
+    the same few actions over and over; Actions are immutable, so sharing them is safe)."""
+    if any(isinstance(v, dict) for v in args.values()):
+        return Action(name=name, args=args)
+    key = (name, tuple(sorted(args.items())))
+    action = _memo.get(key)
+    if action is None:
+        if len(_memo) >= _MEMO_SIZE:
+            _memo.clear()
+        action = _memo[key] = Action(name=name, args=args)
+    return action

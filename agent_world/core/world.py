@@ -24,7 +24,9 @@ from agent_world.core.inputs import apply_input
 from agent_world.core.items import GOLD, ITEMS, OBJECTS
 from agent_world.core.names import pick_name
 from agent_world.core.spatial import SpatialGrid
+from agent_world.core.actions import Action
 from agent_world.core.systems import SYSTEMS
+from agent_world.core.systems.acting import start
 from agent_world.core.systems.perception import perceive
 from agent_world.core.terrain import Terrain
 from agent_world.types import Event, Input, TickReport
@@ -80,6 +82,8 @@ class World:
         self.names: dict[str, int] = {}  # lower-case agent name -> id (derived)
         self.input_observers: list[Callable[[Sequence[Input]], None]] = []
         self._events: list[Event] = []
+        self._row_index: dict[int, AgentRow] = {}
+        self._rows_indexed: list[tuple[int, AgentRow]] | None = None
         sections = config.to_dict()
         # Settings that shape the simulation travel with its state; name and pace do not.
         self._sim_config = {
@@ -213,8 +217,10 @@ class World:
             c.Social(),
             c.Memory(),
         )
-        # Stagger the expensive per-agent work across ticks.
+        # Stagger the expensive per-agent work across ticks: a newcomer first takes in its
+        # surroundings for a few ticks, so a crowd does not make its first decisions at once.
         intent = self.store.get(eid, c.Intent)
+        start(self, intent, Action(name="idle", args={"ticks": 1 + eid % r.think_interval_ticks}))
         intent.next_think = self.tick + 1 + eid % r.think_interval_ticks
         self.store.get(eid, c.Perception).next_update = (
             self.tick + 1 + eid % r.perception_interval_ticks)
@@ -317,6 +323,14 @@ class World:
         """Every living agent with all its components, ascending by id (cached)."""
         rows: list[tuple[int, AgentRow]] = self.store.query(*AGENT_TYPES)
         return rows
+
+    def agent_row(self, eid: int) -> AgentRow | None:
+        """One agent's components (as in ``agents()``), or None if it is not an agent."""
+        rows = self.agents()
+        if rows is not self._rows_indexed:  # the agent set changed since the index was built
+            self._row_index = dict(rows)
+            self._rows_indexed = rows
+        return self._row_index.get(eid)
 
     def is_agent(self, eid: int) -> bool:
         return self.store.has(eid, c.Agent)
