@@ -16,6 +16,7 @@ import orjson
 
 from agent_world.config import PERSONALITIES, Config, GameConfig, WorldConfig, config_from_dict
 from agent_world.core import components as c
+from agent_world.core.actions import Action
 from agent_world.core.components import NO_ONE
 from agent_world.core.ecs import EntityStore
 from agent_world.core.errors import WorldError
@@ -24,7 +25,6 @@ from agent_world.core.inputs import apply_input
 from agent_world.core.items import GOLD, ITEMS, OBJECTS
 from agent_world.core.names import pick_name
 from agent_world.core.spatial import SpatialGrid
-from agent_world.core.actions import Action
 from agent_world.core.systems import SYSTEMS
 from agent_world.core.systems.acting import start
 from agent_world.core.systems.perception import perceive
