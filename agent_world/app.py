@@ -18,6 +18,7 @@ from agent_world.config import Config, ConfigError
 from agent_world.core.loop import TickLoop
 from agent_world.core.world import World
 from agent_world.gcpolicy import GcPolicy
+from agent_world.llm import LLMManager, ProviderFactory, build_manager
 from agent_world.persistence.folder import SaveFolder
 from agent_world.persistence.writer import Persistence
 from agent_world.sandbox import Sandbox
@@ -59,9 +60,13 @@ class Session:
     def __init__(self, config: Config, world: World, *, clock: Clock | None = None,
                  echo: TextIO | None = None, folder: SaveFolder | None = None,
                  resumed: bool = False, sandbox: Sandbox | None = None,
-                 text_model: TextModel | None = None) -> None:
+                 text_model: TextModel | None = None,
+                 llm_provider: ProviderFactory | None = None,
+                 llm_clock: Clock | None = None) -> None:
         """``sandbox`` (owned by the session from here on) lets the world run abilities and
-        brings the angel; without one, use_ability fails and nothing is generated."""
+        brings the angel; without one, use_ability fails and nothing is generated.
+        ``llm_provider`` and ``llm_clock`` replace the configured provider and the clock the
+        LLM layer measures with (tests)."""
         self.config = config
         self.world = world
         self.events = EventCounter()
@@ -94,6 +99,17 @@ class Session:
                                on_done=self.angel_link.done, report=self.note)
             self.angel_link.angel = self.angel
             self.loop.observers.append(self.angel_link)
+        # LLM agents: decisions come back only as plan inputs through the inbox. None when
+        # no provider is configured (LLM agents then use their built-in brains).
+        self.llm: LLMManager | None = None
+        if config.llm.enabled:
+            self.llm = build_manager(
+                config.llm, world, clock=llm_clock,
+                memories=folder.memories_dir if folder is not None else None,
+                report=self.report_problem,
+                note=lambda text: self.world_log.note(self.world.tick, text),
+                factory=llm_provider)
+            self.loop.observers.append(self.llm)
         self.gc = GcPolicy()
         self.loop.between_ticks = self.gc.between_ticks
         self.started = time.monotonic()
@@ -170,6 +186,7 @@ class Session:
             "ticks_run": ticks,
             "elapsed_s": round(elapsed, 3),
             "ticks_per_s": round(ticks / elapsed, 1) if elapsed > 0 else None,
+            **({"llm_decisions": self.llm.metrics.applied} if self.llm is not None else {}),
         } | self._ability_summary()
 
     def _ability_summary(self) -> dict[str, Any]:
@@ -185,6 +202,8 @@ class Session:
         if self._closed:
             return
         self._closed = True
+        if self.llm is not None:
+            self.llm.close()
         if self.angel is not None:
             self.angel.close()
         if self.sandbox is not None:
