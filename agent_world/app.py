@@ -18,7 +18,9 @@ from agent_world.config import Config, ConfigError
 from agent_world.core.loop import TickLoop
 from agent_world.core.world import World
 from agent_world.gcpolicy import GcPolicy
-from agent_world.llm import LLMManager, ProviderFactory, build_manager
+from agent_world.llm import LLMManager, ProviderFactory, build_manager, provider_factory
+from agent_world.llm.redact import Redactor
+from agent_world.llm.textmodel import ProviderTextModel
 from agent_world.persistence.folder import SaveFolder
 from agent_world.persistence.writer import Persistence
 from agent_world.sandbox import Sandbox
@@ -90,6 +92,11 @@ class Session:
         self.sandbox = sandbox
         self.angel: Angel | None = None
         self.angel_link: AngelLink | None = None
+        self._angel_model: ProviderTextModel | None = None
+        if sandbox is not None and text_model is None and config.llm.enabled:
+            # With an LLM configured the angel writes with it (one provider on its thread).
+            factory = llm_provider or provider_factory(config.llm, Redactor())
+            text_model = self._angel_model = ProviderTextModel(config.llm, factory)
         if sandbox is not None:
             sandbox.install(world)
             # The angel checks new abilities under the rules this world runs with.
@@ -206,6 +213,8 @@ class Session:
             self.llm.close()
         if self.angel is not None:
             self.angel.close()
+        if self._angel_model is not None:
+            self._angel_model.close()
         if self.sandbox is not None:
             self.sandbox.close()
         if self.persistence is not None:

@@ -30,6 +30,7 @@ class FakeLLMServer:
         self.script: deque[str] = deque()
         self.requests: list[dict[str, Any]] = []
         self.answer: dict[str, Any] = GOOD_PLAN
+        self.text: str | None = None  # answered verbatim instead of ``answer`` when set
         self.delay_s = 0.05
         self.retry_after = "0.01"
         self.port = 0
@@ -141,6 +142,8 @@ class FakeLLMServer:
         return dict(body)
 
     def _content(self, mode: str) -> str:
+        if self.text is not None:
+            return self.text
         if mode == "schema":
             return orjson.dumps(BAD_PLAN).decode()
         if mode == "prose":

@@ -61,6 +61,7 @@ class LLMManager:
         self.prompts = PromptBuilder(max_actions=cfg.plan_actions, temperature=cfg.temperature,
                                      max_tokens=cfg.max_tokens, seed=cfg.seed or None,
                                      structured=cfg.structured)
+        self._ability_names: tuple[str, ...] = ()
         self.policy = RetryPolicy(max_retries=cfg.max_retries,
                                   retry_after_cap_s=cfg.retry_after_cap_s)
         self.pause = ProviderPause()
@@ -148,8 +149,17 @@ class LLMManager:
             return
         self._ask(eid, mind, tuple(reasons), URGENT if urgent else NORMAL)
 
+    def _sync_abilities(self) -> None:
+        book = getattr(self.world, "abilities", None)
+        catalog = [a for a in book.catalog() if "disabled" not in a] if book is not None else []
+        names = tuple(a["name"] for a in catalog)
+        if names != self._ability_names:
+            self._ability_names = names
+            self.prompts.set_abilities(catalog)
+
     def _ask(self, eid: int, mind: Mind, reasons: tuple[str, ...], priority: int) -> None:
         world = self.world
+        self._sync_abilities()
         agent = world.store.get(eid, c.Agent)
         # After a "context too long" answer the next prompt goes without the memory, once.
         memory = {} if mind.trim_next else self.memory.of(eid).render(world.tick)

@@ -45,6 +45,14 @@ def action_lines() -> str:
     return "\n".join(lines)
 
 
+def _ability_line(ability: dict[str, Any]) -> str:
+    """``- heal: target=agent? — Restore ... (energy 8, cooldown 40 ticks, range 3)``."""
+    args = ", ".join(f"{k}={v}" for k, v in ability["args"].items()) or "no arguments"
+    return (f"- {ability['name']}: {args} — {ability['description']} (energy "
+            f"{ability['energy_cost']:g}, cooldown {ability['cooldown']} ticks, range "
+            f"{ability['range']})")
+
+
 class PromptBuilder:
     """Builds the request for one decision from plain data (any thread)."""
 
@@ -55,8 +63,20 @@ class PromptBuilder:
         self.max_tokens = max_tokens
         self.seed = seed
         self.schema = decision_schema(max_actions) if structured == "schema" else None
-        self.system = load_prompt("system.txt").format(actions=action_lines(),
+        self._rules = load_prompt("system.txt").format(actions=action_lines(),
                                                        max_actions=max_actions).strip()
+        self.system = self._rules
+
+    def set_abilities(self, catalog: list[dict[str, Any]]) -> None:
+        """List the abilities agents may use after the rules (the same for every agent, so
+        the prompt prefix stays shared). Called on the main thread when the list changes;
+        workers read ``system`` whole, old or new."""
+        if not catalog:
+            self.system = self._rules
+            return
+        lines = "\n".join(_ability_line(a) for a in catalog)
+        self.system = (f"{self._rules}\n\nAbilities (use_ability with ability=NAME and the "
+                       f"arguments listed; \"?\" marks optional ones):\n{lines}")
 
     def user(self, *, personality: str, name: str, observation: dict[str, Any],
              memory: dict[str, Any], correction: str = "") -> str:
