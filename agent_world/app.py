@@ -18,6 +18,9 @@ from agent_world.config import Config, ConfigError
 from agent_world.core.loop import TickLoop
 from agent_world.core.world import World
 from agent_world.gcpolicy import GcPolicy
+from agent_world.llm import LLMManager, ProviderFactory, build_manager, provider_factory
+from agent_world.llm.redact import Redactor
+from agent_world.llm.textmodel import ProviderTextModel
 from agent_world.persistence.folder import SaveFolder
 from agent_world.persistence.writer import Persistence
 from agent_world.sandbox import Sandbox
@@ -59,9 +62,13 @@ class Session:
     def __init__(self, config: Config, world: World, *, clock: Clock | None = None,
                  echo: TextIO | None = None, folder: SaveFolder | None = None,
                  resumed: bool = False, sandbox: Sandbox | None = None,
-                 text_model: TextModel | None = None) -> None:
+                 text_model: TextModel | None = None,
+                 llm_provider: ProviderFactory | None = None,
+                 llm_clock: Clock | None = None) -> None:
         """``sandbox`` (owned by the session from here on) lets the world run abilities and
-        brings the angel; without one, use_ability fails and nothing is generated."""
+        brings the angel; without one, use_ability fails and nothing is generated.
+        ``llm_provider`` and ``llm_clock`` replace the configured provider and the clock the
+        LLM layer measures with (tests)."""
         self.config = config
         self.world = world
         self.events = EventCounter()
@@ -85,6 +92,11 @@ class Session:
         self.sandbox = sandbox
         self.angel: Angel | None = None
         self.angel_link: AngelLink | None = None
+        self._angel_model: ProviderTextModel | None = None
+        if sandbox is not None and text_model is None and config.llm.enabled:
+            # With an LLM configured the angel writes with it (one provider on its thread).
+            factory = llm_provider or provider_factory(config.llm, Redactor())
+            text_model = self._angel_model = ProviderTextModel(config.llm, factory)
         if sandbox is not None:
             sandbox.install(world)
             # The angel checks new abilities under the rules this world runs with.
@@ -94,6 +106,17 @@ class Session:
                                on_done=self.angel_link.done, report=self.note)
             self.angel_link.angel = self.angel
             self.loop.observers.append(self.angel_link)
+        # LLM agents: decisions come back only as plan inputs through the inbox. None when
+        # no provider is configured (LLM agents then use their built-in brains).
+        self.llm: LLMManager | None = None
+        if config.llm.enabled:
+            self.llm = build_manager(
+                config.llm, world, clock=llm_clock,
+                memories=folder.memories_dir if folder is not None else None,
+                report=self.report_problem,
+                note=lambda text: self.world_log.note(self.world.tick, text),
+                factory=llm_provider)
+            self.loop.observers.append(self.llm)
         self.gc = GcPolicy()
         self.loop.between_ticks = self.gc.between_ticks
         self.started = time.monotonic()
@@ -170,6 +193,7 @@ class Session:
             "ticks_run": ticks,
             "elapsed_s": round(elapsed, 3),
             "ticks_per_s": round(ticks / elapsed, 1) if elapsed > 0 else None,
+            **({"llm_decisions": self.llm.metrics.applied} if self.llm is not None else {}),
         } | self._ability_summary()
 
     def _ability_summary(self) -> dict[str, Any]:
@@ -185,8 +209,12 @@ class Session:
         if self._closed:
             return
         self._closed = True
+        if self.llm is not None:
+            self.llm.close()
         if self.angel is not None:
             self.angel.close()
+        if self._angel_model is not None:
+            self._angel_model.close()
         if self.sandbox is not None:
             self.sandbox.close()
         if self.persistence is not None:

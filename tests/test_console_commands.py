@@ -433,6 +433,9 @@ class FakePart:
     def stats(self) -> dict[str, object]:
         return {"snapshots_requested": self.snapshots}
 
+    def close(self) -> None:  # the session closes the parts attached to it
+        pass
+
 
 def test_save_without_persistence_says_so(h: Harness) -> None:
     assert h.run("/save") == [SAVE_OFF]

@@ -120,7 +120,7 @@ def test_wander_moves_about_on_open_tiles_and_ends_after_its_ticks() -> None:
         assert not w.terrain.is_blocked(*pos(w, a))
     assert w.store.get(a, c.Intent).action.name == "wander"
     assert len(seen) > 3
-    run(w, 4)  # the next move turn ends it, then the plan goes on
+    run(w, 6)  # the next move turn (a stroll: every 4 ticks) ends it, then the plan goes on
     assert w.store.get(a, c.Intent).action.name == "idle"
 
 

@@ -11,9 +11,10 @@ __all__ = ["status_text"]
 
 
 def status_text(session: Session) -> str:
-    """``tick 1234 | running | 10 Hz | 18 agents | p99 2.31 ms`` (plus LLM requests in
-    flight when the session has an LLM: an ``llm`` attribute with an ``in_flight`` count,
-    and the angel's open requests while it writes)."""
+    """``tick 1234 | running | 10 Hz | 18 agents | p99 2.31 ms`` (plus, when the session has
+    an LLM, its ``status_line()``: agents thinking and requests in flight, or that agents
+    are on built-in brains because the breaker is open or the budget spent; and the angel's
+    open requests while it writes)."""
     loop = session.loop
     stats = loop.stats()
     parts = [
@@ -25,7 +26,9 @@ def status_text(session: Session) -> str:
     ]
     llm = getattr(session, "llm", None)
     if llm is not None:
-        parts.append(f"LLM {getattr(llm, 'in_flight', '?')} in flight")
+        line = getattr(llm, "status_line", None)
+        parts.append(line() if callable(line) else f"LLM {getattr(llm, 'in_flight', '?')} "
+                     "in flight")
     angel = getattr(session, "angel", None)
     if angel is not None and angel.pending():
         parts.append(f"angel writing ({angel.pending()})")

@@ -134,8 +134,12 @@ class World:
             spot = self.terrain.random_open_tile(self.rng)
             if spot is not None:
                 self.spawn_object("shelter", *spot)
-        for personality in self._starting_personalities():
-            self.spawn_agent(personality=personality)
+        # With an LLM configured, the first llm.agents newcomers think with it (a label in
+        # the state: the decisions themselves arrive as plan inputs).
+        thinkers = self.config.llm.agents if self.config.llm.enabled else 0
+        for i, personality in enumerate(self._starting_personalities()):
+            self.spawn_agent(personality=personality,
+                             brain="llm" if i < thinkers else "builtin")
         for _ in range(int(self.max_ground_items() // 3)):
             self.spawn_random_item()
         for eid, row in self.agents():  # everyone sees the world as it was created

@@ -132,6 +132,8 @@ def _wander(world: World, eid: int, pos: c.Position, needs: c.Needs,
         intent.path = _wander_leg(world, pos)
     if intent.path and _step(world, eid, pos, needs, intent, intent.path[-1]):
         intent.path.pop()
+        # Wandering is strolling: half the pace of walking somewhere on purpose.
+        intent.next_move += world.rules.move_interval_ticks
     else:
         intent.path = []
 

@@ -1,0 +1,91 @@
+"""What the LLM layer knows about each LLM agent between decisions (never world state):
+whether it is thinking, what it last decided, its last error, and what it had seen, so that
+events can trigger the next decision instead of every tick."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from agent_world.core import components as c
+from agent_world.core.world import World
+
+__all__ = ["STARVING", "Mind", "triggers"]
+
+STARVING = 80.0
+APPLY_GRACE_TICKS = 50  # a decision not seen applied by then is given up on
+
+
+@dataclass
+class Mind:
+    agent: int
+    status: str = "idle"  # idle | queued | thinking | applying | acting
+    asked_tick: int = -1_000_000
+    reasons: tuple[str, ...] = ()
+    rid: int = 0  # the latest request's id
+    applied_rid: int = 0
+    answered_tick: int = 0
+    seen: frozenset[int] = frozenset()
+    seen_list: list[int] = field(default_factory=list)
+    attacked_seen: int = -1_000_000
+    heard_seen: int = -1_000_000
+    offers_seen: frozenset[int] = frozenset()
+    last_prompt_tokens: int = 0
+    last_decision: str = ""
+    last_decision_tick: int = -1
+    last_error: str = ""  # shown in the next prompt, so the model can correct itself
+    last_error_tick: int = -1
+    trim_next: bool = False  # the last prompt was too long for the model: send less
+    decisions: int = 0
+    errors: int = 0
+    notes: list[str] = field(default_factory=list)
+
+
+def triggers(world: World, mind: Mind, *, interval: int) -> tuple[list[str], bool]:
+    """Why this agent should think now (empty: it need not) and whether it is urgent.
+    Updates what the mind has seen, so each event triggers once."""
+    store = world.store
+    eid = mind.agent
+    tick = world.tick
+    reasons: list[str] = []
+    urgent = False
+    combat = store.get(eid, c.Combat)
+    if combat.last_attacked > mind.attacked_seen:
+        mind.attacked_seen = combat.last_attacked
+        if combat.last_attacked >= tick - 1:
+            reasons.append("attacked")
+            urgent = True
+    needs = store.get(eid, c.Needs)
+    if needs.hunger >= STARVING and mind.asked_tick < tick - interval // 3:
+        reasons.append("starving")
+        urgent = True
+    perc = store.get(eid, c.Perception)
+    if perc.agents != mind.seen_list:  # cheap when nothing changed, as on most ticks
+        seen = frozenset(perc.agents)
+        if seen - mind.seen and mind.asked_tick > -1_000_000:
+            reasons.append("new agent seen")
+        mind.seen = seen
+        mind.seen_list = list(perc.agents)
+    # Speech is appended in tick order: look further only when the newest line is new.
+    latest = perc.heard[-1] if perc.heard else None
+    heard = ([h for h in perc.heard if int(h.get("tick", 0)) > mind.heard_seen]
+             if latest is not None and int(latest.get("tick", 0)) > mind.heard_seen else [])
+    if heard:
+        mind.heard_seen = max(int(h.get("tick", 0)) for h in heard)
+        name = store.get(eid, c.Agent).name.lower()
+        if any(h.get("to") == eid or name in str(h.get("text", "")).lower() for h in heard):
+            reasons.append("spoken to")
+    waiting = world.offers_to.get(eid)
+    if waiting or mind.offers_seen:
+        offers = frozenset(waiting or ())
+        if offers - mind.offers_seen:
+            reasons.append("offer received")
+        mind.offers_seen = offers
+    intent = store.get(eid, c.Intent)
+    if mind.status == "acting" and intent.plan_source != "llm":
+        mind.status = "idle"
+        reasons.append("plan finished")
+    if mind.asked_tick == -1_000_000:
+        reasons.append("first thought")
+    elif tick - mind.asked_tick >= interval:
+        reasons.append("interval")
+    return reasons, urgent

@@ -1,0 +1,94 @@
+"""Prompts, from the text files in ``prompts/``: the system prompt (the world's rules and the
+action list, byte-identical for every agent so provider prefix caches hit), a per-personality
+flavour line, the agent's memory, the last error to correct, and the observation."""
+
+from __future__ import annotations
+
+import functools
+from importlib import resources
+from typing import Any
+
+import orjson
+
+from agent_world.core.actions import ACTIONS, Arg
+from agent_world.core.items import ITEMS
+from agent_world.llm.decision import decision_schema
+from agent_world.types import LLMRequest
+
+__all__ = ["PROMPT_VERSION", "PromptBuilder", "action_lines", "load_prompt"]
+
+PROMPT_VERSION = "1"
+"""Part of every cache key: bump when a template changes."""
+
+
+@functools.cache
+def load_prompt(name: str) -> str:
+    """A template file under ``agent_world/llm/prompts/``."""
+    return (resources.files("agent_world.llm") / "prompts" / name).read_text(encoding="utf-8")
+
+
+def _arg(key: str, arg: Arg) -> str:
+    kind = {"entity": "id", "item": "item", "text": "text", "goods": "{item: qty}"}.get(
+        arg.kind, "id" if arg.high >= 2**31 else f"{arg.low}..{arg.high}")
+    return f"{key}{'' if arg.required else '?'}={kind}"
+
+
+def action_lines() -> str:
+    """One line per action: ``attack: target=id — attack an agent ...``."""
+    lines = []
+    for spec in ACTIONS.values():
+        args = ", ".join(_arg(k, a) for k, a in spec.args.items())
+        forms = (" (give " + " or ".join("+".join(g) for g in spec.one_of) + ")"
+                 if spec.one_of else "")
+        lines.append(f"- {spec.name}: {args or 'no arguments'}{forms} — {spec.doc}")
+    lines.append(f"Items: {', '.join(ITEMS)}.")
+    return "\n".join(lines)
+
+
+def _ability_line(ability: dict[str, Any]) -> str:
+    """``- heal: target=agent? — Restore ... (energy 8, cooldown 40 ticks, range 3)``."""
+    args = ", ".join(f"{k}={v}" for k, v in ability["args"].items()) or "no arguments"
+    return (f"- {ability['name']}: {args} — {ability['description']} (energy "
+            f"{ability['energy_cost']:g}, cooldown {ability['cooldown']} ticks, range "
+            f"{ability['range']})")
+
+
+class PromptBuilder:
+    """Builds the request for one decision from plain data (any thread)."""
+
+    def __init__(self, *, max_actions: int, temperature: float, max_tokens: int,
+                 seed: int | None, structured: str) -> None:
+        self.max_actions = max_actions
+        self.temperature = temperature
+        self.max_tokens = max_tokens
+        self.seed = seed
+        self.schema = decision_schema(max_actions) if structured == "schema" else None
+        self._rules = load_prompt("system.txt").format(actions=action_lines(),
+                                                       max_actions=max_actions).strip()
+        self.system = self._rules
+
+    def set_abilities(self, catalog: list[dict[str, Any]]) -> None:
+        """List the abilities agents may use after the rules (the same for every agent, so
+        the prompt prefix stays shared). Called on the main thread when the list changes;
+        workers read ``system`` whole, old or new."""
+        if not catalog:
+            self.system = self._rules
+            return
+        lines = "\n".join(_ability_line(a) for a in catalog)
+        self.system = (f"{self._rules}\n\nAbilities (use_ability with ability=NAME and the "
+                       f"arguments listed; \"?\" marks optional ones):\n{lines}")
+
+    def user(self, *, personality: str, name: str, observation: dict[str, Any],
+             memory: dict[str, Any], correction: str = "") -> str:
+        flavour = load_prompt(f"personalities/{personality}.txt").format(name=name).strip()
+        mem = f"Memory: {orjson.dumps(memory).decode()}\n" if memory else ""
+        fix = (f"Your previous answer was rejected: {correction} Answer correctly this "
+               "time.\n") if correction else ""
+        return load_prompt("decision.txt").format(
+            personality=flavour, memory=mem, correction=fix,
+            observation=orjson.dumps(observation).decode()).strip()
+
+    def request(self, prompt: str, *, temperature: float | None = None) -> LLMRequest:
+        return LLMRequest(system=self.system, prompt=prompt, schema=self.schema,
+                          temperature=self.temperature if temperature is None else temperature,
+                          max_tokens=self.max_tokens, seed=self.seed)

@@ -1,0 +1,97 @@
+"""The request queue: priority (urgent first, then oldest), coalescing (one entry per agent;
+a newer observation replaces the queued one) and at most one request per agent in flight."""
+
+from __future__ import annotations
+
+import heapq
+import threading
+from dataclasses import dataclass
+
+__all__ = ["NORMAL", "URGENT", "Job", "RequestQueue"]
+
+URGENT = 0
+NORMAL = 1
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Job:
+    """One decision to ask for, as plain data (built on the main thread)."""
+
+    rid: int
+    agent: int
+    tick: int
+    priority: int
+    reasons: tuple[str, ...]
+    prompt: str
+    key: str
+
+
+class RequestQueue:
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._queued: dict[int, Job] = {}
+        self._heap: list[tuple[int, int, int]] = []  # (priority, rid, agent)
+        self._flying: dict[int, Job] = {}
+        self._closed = False
+
+    def put(self, job: Job) -> str:
+        """'queued', 'replaced' (a queued job of the agent was superseded) or 'busy' (the
+        agent's request is in flight: nothing queued)."""
+        with self._cond:
+            if job.agent in self._flying:
+                return "busy"
+            old = self._queued.get(job.agent)
+            if old is not None and old.priority < job.priority:
+                job = Job(rid=job.rid, agent=job.agent, tick=job.tick, priority=old.priority,
+                          reasons=job.reasons, prompt=job.prompt, key=job.key)
+            self._queued[job.agent] = job
+            heapq.heappush(self._heap, (job.priority, job.rid, job.agent))
+            self._cond.notify()
+            return "queued" if old is None else "replaced"
+
+    def get(self, timeout: float | None = None) -> Job | None:
+        """The next job (now in flight), or None when closed or after ``timeout``."""
+        with self._cond:
+            while True:
+                while self._heap:
+                    _p, rid, agent = heapq.heappop(self._heap)
+                    job = self._queued.get(agent)
+                    if job is not None and job.rid == rid:  # else a superseded entry
+                        del self._queued[agent]
+                        self._flying[agent] = job
+                        return job
+                if self._closed or not self._cond.wait(timeout):
+                    return None
+
+    def done(self, agent: int) -> None:
+        with self._cond:
+            self._flying.pop(agent, None)
+
+    def cancel(self, agent: int) -> None:
+        with self._cond:
+            self._queued.pop(agent, None)
+
+    def close(self) -> None:
+        with self._cond:
+            self._closed = True
+            self._queued.clear()
+            self._heap.clear()
+            self._cond.notify_all()
+
+    def state_of(self, agent: int) -> str | None:
+        with self._cond:
+            if agent in self._flying:
+                return "in flight"
+            if agent in self._queued:
+                return "queued"
+            return None
+
+    @property
+    def depth(self) -> int:
+        with self._cond:
+            return len(self._queued)
+
+    @property
+    def in_flight(self) -> int:
+        with self._cond:
+            return len(self._flying)

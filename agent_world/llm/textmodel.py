@@ -1,0 +1,59 @@
+"""The angel's view of the configured LLM: a prompt in, the model's text out.
+
+The angel works on its own thread and asks for one ability at a time, so this adapter owns
+one provider and one event loop, both created on first use on the calling thread, and calls
+with the same retry policy and deadline as agent decisions.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+
+from agent_world.config import LLMConfig
+from agent_world.llm.manager import ProviderFactory
+from agent_world.llm.retry import ProviderPause, RetryPolicy, call_with_retries
+from agent_world.types import LLMProvider, LLMRequest, MonotonicClock
+
+__all__ = ["ProviderTextModel"]
+
+SYSTEM = ("You write ability source files for a simulated world, following the contract and "
+          "the examples you are given exactly. Answer with the Python source file only.")
+
+
+class ProviderTextModel:
+    def __init__(self, cfg: LLMConfig, factory: ProviderFactory, *,
+                 max_tokens: int = 1200) -> None:
+        self.cfg = cfg
+        self._factory = factory
+        self._max_tokens = max_tokens
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._provider: LLMProvider | None = None
+        self._clock = MonotonicClock()
+        self._policy = RetryPolicy(max_retries=cfg.max_retries)
+        self._pause = ProviderPause()
+        self._rng = random.Random()  # backoff jitter only; nothing in the world depends on it
+
+    def complete(self, prompt: str) -> str:
+        """The model's answer; raises ProviderError when the call finally fails."""
+        if self._loop is None:
+            self._loop = asyncio.new_event_loop()
+        if self._provider is None:
+            self._provider = self._factory()
+        request = LLMRequest(system=SYSTEM, prompt=prompt, temperature=0.2,
+                             max_tokens=self._max_tokens, seed=self.cfg.seed or None)
+        deadline = self._clock.now() + self.cfg.request_timeout_s
+        response = self._loop.run_until_complete(call_with_retries(
+            self._provider, request, deadline=deadline, clock=self._clock,
+            policy=self._policy, rng=self._rng, pause=self._pause))
+        return response.text
+
+    def close(self) -> None:
+        """Release the provider's connections (after the angel's thread has stopped)."""
+        if self._loop is None:
+            return
+        if self._provider is not None:
+            self._loop.run_until_complete(self._provider.aclose())
+            self._provider = None
+        self._loop.close()
+        self._loop = None

@@ -1,0 +1,203 @@
+"""A real local HTTP server for LLM tests: it speaks OpenAI-compatible chat completions and
+Anthropic Messages, and can be told to misbehave (slow, hang, drop, 429, 500, 529, malformed
+JSON, schema-breaking JSON, huge bodies, 401 echoing the key).
+
+It runs on its own thread and event loop on 127.0.0.1 and records every request."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import threading
+from collections import deque
+from collections.abc import Iterator
+from typing import Any
+
+import orjson
+from aiohttp import web
+
+GOOD_PLAN = {"thought": "testing the world",
+             "plan": [{"action": "idle", "args": {"ticks": 5}},
+                      {"action": "wander", "args": {"ticks": 20}}]}
+BAD_PLAN = {"thought": "no such thing", "plan": [{"action": "fly", "args": {"to": "moon"}}]}
+
+
+class FakeLLMServer:
+    """``mode`` is what every request gets unless ``script`` (a queue of modes) has one."""
+
+    def __init__(self) -> None:
+        self.mode = "ok"
+        self.script: deque[str] = deque()
+        self.requests: list[dict[str, Any]] = []
+        self.answer: dict[str, Any] = GOOD_PLAN
+        self.text: str | None = None  # answered verbatim instead of ``answer`` when set
+        self.delay_s = 0.05
+        self.retry_after = "0.01"
+        self.port = 0
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._runner: web.AppRunner | None = None
+        self._ready = threading.Event()
+        self._release = asyncio.Event()
+        self._thread = threading.Thread(target=self._serve, name="fake-llm", daemon=True)
+
+    # -- control -----------------------------------------------------------------------------
+
+    def start(self) -> FakeLLMServer:
+        self._thread.start()
+        self._ready.wait(10)
+        return self
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def stop(self) -> None:
+        loop = self._loop
+        if loop is None:
+            return
+        loop.call_soon_threadsafe(self._release.set)
+        future = asyncio.run_coroutine_threadsafe(self._shutdown(), loop)
+        with contextlib.suppress(Exception):
+            future.result(10)
+        loop.call_soon_threadsafe(loop.stop)
+        self._thread.join(10)
+        self._loop = None
+
+    def count(self, path_end: str = "") -> int:
+        return sum(1 for r in self.requests if r["path"].endswith(path_end))
+
+    # -- serving -----------------------------------------------------------------------------
+
+    def _serve(self) -> None:
+        loop = asyncio.new_event_loop()
+        self._loop = loop
+        asyncio.set_event_loop(loop)
+        self._release = asyncio.Event()
+        app = web.Application(client_max_size=10_000_000)
+        app.router.add_post("/v1/chat/completions", self._openai)
+        app.router.add_post("/v1/messages", self._anthropic)
+        self._runner = web.AppRunner(app)
+        loop.run_until_complete(self._runner.setup())
+        site = web.TCPSite(self._runner, "127.0.0.1", 0)
+        loop.run_until_complete(site.start())
+        server = site._server
+        assert server is not None
+        self.port = server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        self._ready.set()
+        loop.run_forever()
+        loop.close()
+
+    async def _shutdown(self) -> None:
+        if self._runner is not None:
+            await self._runner.cleanup()
+
+    def _next_mode(self) -> str:
+        return self.script.popleft() if self.script else self.mode
+
+    async def _misbehave(self, request: web.Request, mode: str) -> web.StreamResponse | None:
+        if mode == "slow":
+            await asyncio.sleep(self.delay_s)
+            return None
+        if mode == "hang":
+            await self._release.wait()
+            return web.Response(status=503)
+        if mode == "drop":
+            transport = request.transport
+            assert transport is not None
+            transport.close()
+            return web.Response(status=500)
+        if mode == "429":
+            return web.json_response({"error": {"type": "rate_limit_error",
+                                                "message": "slow down"}},
+                                     status=429, headers={"Retry-After": self.retry_after})
+        if mode == "413":
+            return web.json_response({"error": {"message": "This model's maximum context "
+                                                "length is 512 tokens"}}, status=400)
+        if mode in ("500", "529", "400", "404", "402"):
+            return web.json_response({"type": "error", "error": {"type": f"e{mode}",
+                                                                 "message": "nope"}},
+                                     status=int(mode))
+        if mode == "html502":
+            return web.Response(status=502, text="<html><body>Bad gateway</body></html>",
+                                content_type="text/html")
+        if mode == "auth":
+            key = request.headers.get("Authorization", request.headers.get("x-api-key", ""))
+            return web.json_response({"error": {"message": f"Incorrect API key provided: "
+                                                f"{key.removeprefix('Bearer ')}"}},
+                                     status=401)
+        if mode == "malformed":
+            return web.Response(status=200, text='{"choices": [ {"message": oops',
+                                content_type="application/json")
+        if mode == "error200":
+            return web.json_response({"error": {"code": 502, "message": "upstream died"}})
+        if mode == "huge":
+            return web.Response(status=200, body=b'{"x": "' + b"a" * 2_000_000 + b'"}',
+                                content_type="application/json")
+        return None
+
+    async def _record(self, request: web.Request) -> dict[str, Any]:
+        body = await request.json()
+        self.requests.append({"path": request.path, "headers": dict(request.headers),
+                              "body": body})
+        return dict(body)
+
+    def _content(self, mode: str) -> str:
+        if self.text is not None:
+            return self.text
+        if mode == "schema":
+            return orjson.dumps(BAD_PLAN).decode()
+        if mode == "prose":
+            return ("Sure! Here is my decision:\n```json\n"
+                    + orjson.dumps(self.answer).decode() + "\n```\nHope that helps.")
+        return orjson.dumps(self.answer).decode()
+
+    async def _openai(self, request: web.Request) -> web.StreamResponse:
+        body = await self._record(request)
+        mode = self._next_mode()
+        bad = await self._misbehave(request, mode)
+        if bad is not None:
+            return bad
+        finish = "length" if mode == "length" else "stop"
+        content = self._content(mode)
+        if mode == "length":
+            content = content[:30]
+        usage: dict[str, Any] = {"prompt_tokens": 300, "completion_tokens": 40,
+                                 "total_tokens": 340, "cost": 0.0001,
+                                 "prompt_tokens_details": {"cached_tokens": 100}}
+        return web.json_response({
+            "id": "x", "object": "chat.completion", "model": body.get("model", "?"),
+            "choices": [{"index": 0, "finish_reason": finish,
+                         "message": {"role": "assistant", "content": content}}],
+            **({} if mode == "nousage" else {"usage": usage}),
+        })
+
+    async def _anthropic(self, request: web.Request) -> web.StreamResponse:
+        body = await self._record(request)
+        mode = self._next_mode()
+        bad = await self._misbehave(request, mode)
+        if bad is not None:
+            return bad
+        answer = BAD_PLAN if mode == "schema" else self.answer
+        content: list[dict[str, Any]]
+        if body.get("tools"):
+            content = [{"type": "tool_use", "id": "t1", "name": body["tools"][0]["name"],
+                        "input": answer}]
+            stop = "tool_use"
+        else:
+            content = [{"type": "text", "text": self._content(mode)}]
+            stop = "end_turn"
+        return web.json_response({
+            "id": "msg", "type": "message", "role": "assistant",
+            "model": body.get("model", "?"), "content": content, "stop_reason": stop,
+            "usage": {"input_tokens": 200, "output_tokens": 30,
+                      "cache_read_input_tokens": 100},
+        })
+
+
+@contextlib.contextmanager
+def fake_llm_server() -> Iterator[FakeLLMServer]:
+    server = FakeLLMServer().start()
+    try:
+        yield server
+    finally:
+        server.stop()
