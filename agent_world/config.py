@@ -164,7 +164,8 @@ class GameConfig:
         low=1, high=100,
     )
     think_interval_ticks: int = setting(
-        10, "ticks between two decisions of a busy built-in agent (idle agents decide at once)",
+        15, "ticks between two decisions of a busy built-in agent (idle or attacked agents "
+        "decide at once)",
         low=1, high=1000,
     )
     action_timeout_ticks: int = setting(

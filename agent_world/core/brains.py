@@ -47,6 +47,7 @@ PROFILES: dict[str, Profile] = {
 }
 
 COMMITMENT = 0.15
+GENEROUS = 0.2  # below this, a personality never gives things away
 SPEECH_GAP_TICKS = 150
 OFFER_GAP_TICKS = 120
 _SAY = {
@@ -244,7 +245,8 @@ def _ambition(world: World, eid: int, row: AgentRow, p: Profile,
                         world, "sell", name=name, item=surplus, price=price)))
         # Generosity: food for a friend who has none.
         # (give walks into reach on its own: a friend a few tiles off is worth the walk)
-        if liking > 0.1 and dist <= 6 and can_feed and not _food(oinv):
+        if (p.generosity >= GENEROUS and liking > 0.1 and dist <= 6 and can_feed
+                and not _food(oinv)):
             cands.append((p.generosity * 0.8, "give",
                           {"target": other, "item": my_food[0], "qty": 1}))
         # Talk: greet, or warn about a known enemy.

@@ -3,9 +3,9 @@
 esper 3 keeps its worlds in module globals and switches between them with ``switch_world``.
 This wrapper gives each store a private context, takes a process-wide lock around every
 switch (scratch worlds may live on other threads), and adds what the simulation needs on
-top: deterministic iteration in ascending entity id, query results cached and updated
-entity by entity (never rebuilt) when structure changes, and an order-preserving row per
-entity that a snapshot can serialise without copying.
+top: deterministic iteration in ascending entity id, query results cached and brought up to
+date lazily (changed entities are patched in when the query is next read, a rebuild only
+after many), and an order-preserving row per entity that a snapshot serialises as is.
 """
 
 from __future__ import annotations
@@ -32,6 +32,9 @@ if not all(hasattr(esper, name) for name in ("_entities", "_entity_count", "swit
         f"esper {getattr(esper, '__version__', '?')} lacks the internals agent_world relies on; "
         "install esper>=3.1,<4"
     )
+
+
+_PATCH_LIMIT = 64  # pending changes beyond which a cached result is rebuilt, not patched
 
 
 def _first(pair: tuple[int, Any]) -> int:
@@ -66,6 +69,7 @@ class EntityStore:
         self._rows: dict[int, dict[str, Any]] = {}
         self._queries: dict[tuple[type[Any], ...], list[tuple[int, tuple[Any, ...]]]] = {}
         self._query_types: dict[tuple[type[Any], ...], frozenset[type[Any]]] = {}
+        self._pending: dict[tuple[type[Any], ...], set[int]] = {}  # changed since last read
         self._finalizer = weakref.finalize(self, _drop_context, self._ctx)
 
     # -- structure ------------------------------------------------------------------------
@@ -75,26 +79,38 @@ class EntityStore:
             esper.switch_world(self._ctx)
 
     def _refresh(self, eid: int, types: frozenset[type[Any]]) -> None:
-        """Bring cached query results up to date after ``eid`` changed structure (``types``:
-        its component types before and after). A result list is never changed in place (a
-        system may be iterating it): an affected one is replaced by an updated copy."""
-        comps = self._entities.get(eid)
+        """Note that ``eid`` changed structure (``types``: its component types before and
+        after) for every cached query it can affect; ``query`` applies the changes."""
         for key, qtypes in self._query_types.items():
-            if not qtypes <= types:
-                continue
-            cached = self._queries[key]
-            i = bisect.bisect_left(cached, eid, key=_first)
-            present = i < len(cached) and cached[i][0] == eid
-            belongs = comps is not None and qtypes <= comps.keys()
-            if not present and not belongs:
-                continue
-            updated = cached[:]
-            if present:
-                del updated[i]
-            if belongs:
-                assert comps is not None
-                updated.insert(i, (eid, tuple(comps[t] for t in key)))
-            self._queries[key] = updated
+            if qtypes <= types:
+                self._pending[key].add(eid)
+
+    def _catch_up(self, key: tuple[type[Any], ...]) -> list[tuple[int, tuple[Any, ...]]]:
+        """The cached result of ``key`` with its pending changes applied, in a new list (one
+        a system is iterating is never changed). Many changes: rebuilt from scratch."""
+        changed = self._pending[key]
+        qtypes = self._query_types[key]
+        if len(changed) > _PATCH_LIMIT:
+            updated = self._build(key)
+        else:
+            updated = self._queries[key][:]
+            for eid in sorted(changed):
+                i = bisect.bisect_left(updated, eid, key=_first)
+                if i < len(updated) and updated[i][0] == eid:
+                    del updated[i]
+                comps = self._entities.get(eid)
+                if comps is not None and qtypes <= comps.keys():
+                    updated.insert(i, (eid, tuple(comps[t] for t in key)))
+        changed.clear()
+        self._queries[key] = updated
+        return updated
+
+    def _build(self, key: tuple[type[Any], ...]) -> list[tuple[int, tuple[Any, ...]]]:
+        with _ESPER_LOCK:
+            self._enter()
+            found = list(esper.get_components(*key))
+        found.sort(key=_first)
+        return found
 
     def create(self, *components: Any, eid: int | None = None) -> int:
         """Create an entity; ``eid`` restores a saved id (ids only ever grow)."""
@@ -152,6 +168,7 @@ class EntityStore:
         self._rows.clear()
         self._queries.clear()
         self._query_types.clear()
+        self._pending.clear()
         self._next_id = 1
 
     def close(self) -> None:
@@ -219,14 +236,12 @@ class EntityStore:
     def query(self, *types: type[Any]) -> list[tuple[int, tuple[Any, ...]]]:
         """Entities having all ``types``, ascending by id, with those components.
 
-        The returned list is cached; treat it as read-only."""
+        The returned list is cached and never changed afterwards; treat it as read-only."""
         cached = self._queries.get(types)
-        if cached is not None:
-            return cached
-        with _ESPER_LOCK:
-            self._enter()
-            found = list(esper.get_components(*types))
-        found.sort(key=lambda pair: pair[0])
-        self._queries[types] = found
-        self._query_types[types] = frozenset(types)
-        return found
+        if cached is None:
+            cached = self._queries[types] = self._build(types)
+            self._query_types[types] = frozenset(types)
+            self._pending[types] = set()
+        elif self._pending[types]:
+            cached = self._catch_up(types)
+        return cached

@@ -246,7 +246,9 @@ class World:
         return eid
 
     def _perceive(self, eid: int, pos: c.Position, perc: c.Perception) -> None:
-        perc.agents, perc.items, perc.objects = perceive(self, eid, pos.x, pos.y)
+        agents, items, objects = perceive(self, eid, pos.x, pos.y)
+        assert objects is not None
+        perc.agents, perc.items, perc.objects = agents, items, objects
 
     def spawn_item(self, kind: str, qty: int, x: int, y: int, *, owner: int = NO_ONE,
                    source: str | None = None) -> int:

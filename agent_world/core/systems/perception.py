@@ -1,4 +1,8 @@
-"""Perception: each agent's visible set, refreshed every few ticks (staggered by id)."""
+"""Perception: each agent's visible set, refreshed every few ticks (staggered by id).
+
+Objects (trees, rocks, shelters) never move, so what an agent sees of them changes only as
+fast as it walks: they are re-seen on every third refresh, agents and items on every one.
+They are three quarters of what a look has to sort through."""
 
 from __future__ import annotations
 
@@ -7,30 +11,30 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from agent_world.core.world import World
 
-__all__ = ["perceive", "perception_system"]
+__all__ = ["OBJECTS_EVERY", "perceive", "perception_system"]
+
+OBJECTS_EVERY = 3
 
 
-def perceive(world: World, eid: int, x: int, y: int) -> tuple[list[int], list[int], list[int]]:
-    """Agents (other than ``eid``), items and objects within vision radius, nearest first."""
+def perceive(world: World, eid: int, x: int, y: int,
+             objects: bool = True) -> tuple[list[int], list[int], list[int] | None]:
+    """Agents (other than ``eid``), items and, unless ``objects`` is false (then None),
+    objects within vision radius, nearest first."""
     radius = world.rules.vision_radius
     r2 = radius * radius
-    agents: list[tuple[int, int]] = []
-    items: list[tuple[int, int]] = []
-    objects: list[tuple[int, int]] = []
+    grids = (world.agents_grid, world.items_grid) + ((world.objects_grid,) if objects else ())
+    found: list[list[tuple[int, int]]] = [[] for _ in grids]
     if radius <= world.agents_grid.cell:  # the three grids share one layout
-        world.agents_grid.collect_block(x, y, r2, agents)
-        world.items_grid.collect_block(x, y, r2, items)
-        world.objects_grid.collect_block(x, y, r2, objects)
+        for grid, into in zip(grids, found, strict=True):
+            grid.collect_block(x, y, r2, into)
     else:
         span = world.agents_grid.bucket_range(x, y, radius)
-        world.agents_grid.collect(x, y, r2, span, agents)
-        world.items_grid.collect(x, y, r2, span, items)
-        world.objects_grid.collect(x, y, r2, span, objects)
-    agents.sort()
-    items.sort()
-    objects.sort()
-    return ([e for _d2, e in agents if e != eid], [e for _d2, e in items],
-            [e for _d2, e in objects])
+        for grid, into in zip(grids, found, strict=True):
+            grid.collect(x, y, r2, span, into)
+    for into in found:
+        into.sort()
+    return ([e for _d2, e in found[0] if e != eid], [e for _d2, e in found[1]],
+            [e for _d2, e in found[2]] if objects else None)
 
 
 def perception_system(world: World) -> None:
@@ -40,5 +44,8 @@ def perception_system(world: World) -> None:
         if tick < perc.next_update:
             continue
         perc.next_update = tick + interval
-        agents, items, objects = perceive(world, eid, pos.x, pos.y)
-        perc.agents, perc.items, perc.objects = agents, items, objects
+        see_objects = (tick // interval + eid) % OBJECTS_EVERY == 0
+        agents, items, objects = perceive(world, eid, pos.x, pos.y, see_objects)
+        perc.agents, perc.items = agents, items
+        if objects is not None:
+            perc.objects = objects
