@@ -382,7 +382,8 @@ class PersistenceConfig:
         low=1, high=100_000,
     )
     hash_interval_ticks: int = setting(
-        10, "a state hash is logged this often; replay and resume verify every one",
+        50, "a state hash is logged this often; replay and resume verify every one (each "
+        "costs a fork or a serialisation of the world: thousands of agents make it dear)",
         low=1, high=10**6,
     )
     events_chunk_ticks: int = setting(

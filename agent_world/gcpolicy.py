@@ -5,7 +5,9 @@ the middle of ticks and its full passes walk all of them (measured at 5,000 agen
 tick on average, single pauses over 300 ms). Almost nothing in a world forms reference cycles
 (refcounting frees it), so automatic collection is switched off and a collection runs between
 ticks instead, in the loop's idle time: each one collects what was allocated since the last
-and then freezes the survivors, so no pass ever walks the whole world again.
+and then freezes the survivors, so no pass ever walks the whole world again. Every 10 ticks
+keeps each pause short (the work is the same; measured at 5,000 agents: ~45 ms every 50
+ticks, ~10 ms every 10).
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ __all__ = ["GcPolicy"]
 class GcPolicy:
     """Collect every ``every_ticks`` ticks, between ticks; undo everything on close."""
 
-    def __init__(self, every_ticks: int = 50) -> None:
+    def __init__(self, every_ticks: int = 10) -> None:
         if every_ticks < 1:
             raise ValueError(f"every_ticks must be >= 1, got {every_ticks}")
         self.every_ticks = every_ticks

@@ -11,7 +11,7 @@ from collections.abc import Callable
 import pytest
 
 from bench.workload import START_WEALTH, Workload, WorkloadModel
-from bench.workload.ecs import Body, EcsModel, Place, Senses, Wallet
+from bench.workload.ecs import Body, EcsModel, Place, Senses, Wallet, perceive_system
 
 HAS_MESA = importlib.util.find_spec("mesa") is not None
 needs_mesa = pytest.mark.skipif(not HAS_MESA, reason="mesa is not installed (the bench extra)")
@@ -85,8 +85,31 @@ def test_ecs_workload_is_deterministic() -> None:
 def test_ecs_neighbourhood_wraps_around_the_torus() -> None:
     model = EcsModel(Workload(agents=1, density=0.01, seed=1))  # a 10x10 torus
     [(eid, (place, *_rest))] = model.store.query(Place, Body, Wallet, Senses)
-    place.x, place.y = 0, 9
-    model.grid.moved(eid)
-    assert model.near(9, 0, 1) == [eid]  # diagonal across both edges
-    assert model.near(8, 7, 2) == [eid]
-    assert model.near(7, 7, 2) == []
+    model.occupancy[place.y * 10 + place.x] -= 1
+    del model.cells[place.y * 10 + place.x]
+    place.x, place.y = 0, 9  # a corner: its neighbours wrap across both edges
+    model.occupancy[90] += 1
+    model.cells[90] = [eid]
+    assert model.near(9, 0) == [eid]  # diagonal across both edges
+    assert model.near(1, 8) == [eid]
+    assert model.near(2, 9) == []
+    perceive_system(model)
+    assert place.x == 0 and model.store.get(eid, Senses).seen == 0
+    # Radius 2 reaches (8, 7) from (0, 9) across both edges: count the agent from there.
+    other = model._spawn()
+    other_place = model.store.get(other, Place)
+    cell = other_place.y * 10 + other_place.x
+    model.occupancy[cell] -= 1
+    model.cells[cell].remove(other)
+    if not model.cells[cell]:
+        del model.cells[cell]
+    other_place.x, other_place.y = 8, 7
+    model.occupancy[78] += 1
+    model.cells.setdefault(78, []).append(other)
+    perceive_system(model)
+    assert model.store.get(eid, Senses).seen == 1
+    other_place.x, other_place.y = 7, 7
+    model.occupancy[78] -= 1
+    model.occupancy[77] += 1
+    perceive_system(model)
+    assert model.store.get(eid, Senses).seen == 0

@@ -4,8 +4,8 @@ esper 3 keeps its worlds in module globals and switches between them with ``swit
 This wrapper gives each store a private context, takes a process-wide lock around every
 switch (scratch worlds may live on other threads), and adds what the simulation needs on
 top: deterministic iteration in ascending entity id, query results cached and brought up to
-date lazily (changed entities are patched in when the query is next read, a rebuild only
-after many), and an order-preserving row per entity that a snapshot serialises as is.
+date lazily (changed entities are patched in when the query is next read), and an
+order-preserving row per entity that a snapshot serialises as is.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ if not all(hasattr(esper, name) for name in ("_entities", "_entity_count", "swit
     )
 
 
-_PATCH_LIMIT = 64  # pending changes beyond which a cached result is rebuilt, not patched
+_PATCH_LIMIT = 16  # pending changes beyond which a cached result is filtered, not patched
 
 
 def _first(pair: tuple[int, Any]) -> int:
@@ -87,20 +87,33 @@ class EntityStore:
 
     def _catch_up(self, key: tuple[type[Any], ...]) -> list[tuple[int, tuple[Any, ...]]]:
         """The cached result of ``key`` with its pending changes applied, in a new list (one
-        a system is iterating is never changed). Many changes: rebuilt from scratch."""
+        a system is iterating is never changed). A few changes are patched in by bisection;
+        many are applied by filtering the old list once and merging the changed entities
+        back (new ids are the largest, so that is usually an append)."""
         changed = self._pending[key]
         qtypes = self._query_types[key]
-        if len(changed) > _PATCH_LIMIT:
-            updated = self._build(key)
-        else:
-            updated = self._queries[key][:]
+        entities = self._entities
+        back = []
+        for eid in sorted(changed):
+            comps = entities.get(eid)
+            if comps is not None and qtypes <= comps.keys():
+                back.append((eid, tuple(comps[t] for t in key)))
+        cached = self._queries[key]
+        if len(changed) <= _PATCH_LIMIT:
+            updated = cached[:]
             for eid in sorted(changed):
                 i = bisect.bisect_left(updated, eid, key=_first)
                 if i < len(updated) and updated[i][0] == eid:
                     del updated[i]
-                comps = self._entities.get(eid)
-                if comps is not None and qtypes <= comps.keys():
-                    updated.insert(i, (eid, tuple(comps[t] for t in key)))
+            for pair in back:
+                updated.insert(bisect.bisect_left(updated, pair[0], key=_first), pair)
+        else:
+            updated = [pair for pair in cached if pair[0] not in changed]
+            if back and updated and back[0][0] < updated[-1][0]:
+                updated.extend(back)
+                updated.sort(key=_first)
+            else:
+                updated.extend(back)
         changed.clear()
         self._queries[key] = updated
         return updated

@@ -172,6 +172,8 @@ class Persistence:
         if final_snapshot:
             self.snapshot_now()
         self.marker("shutdown")
+        if self.on_inputs in self.world.input_observers:
+            self.world.input_observers.remove(self.on_inputs)
         self._queue.put(_Stop())
         self._writer.join(timeout)
         if self._writer.is_alive():

@@ -8,7 +8,6 @@ import random
 from dataclasses import dataclass
 
 from agent_world.core.ecs import EntityStore
-from agent_world.core.spatial import SpatialGrid
 from bench.workload import (
     ATTACK_CHANCE,
     CROWD,
@@ -23,7 +22,6 @@ from bench.workload import (
 __all__ = ["EcsModel"]
 
 _STEPS = ((-1, -1), (0, -1), (1, -1), (-1, 0), (1, 0), (-1, 1), (0, 1), (1, 1))
-GRID_CELL = 4  # bucket size of the spatial index (a radius-2 query visits at most 2x2)
 
 
 @dataclass
@@ -48,11 +46,24 @@ class Senses:
 
 
 class EcsModel:
+    """Components in the engine's EntityStore, iterated through its cached queries by plain
+    system functions; space as flat arrays over the torus's cells (how many agents stand on
+    each, and which), with each cell's wrapped neighbourhood rows and columns precomputed.
+    A radius-2 count is 25 array reads, a radius-1 neighbour list 9 list lookups."""
+
     def __init__(self, workload: Workload) -> None:
-        self.side = workload.side
+        self.side = side = workload.side
         self.rng = random.Random(workload.seed)
         self.store = EntityStore()
-        self.grid = SpatialGrid(self.side, self.side, cell=GRID_CELL)
+        self.occupancy = [0] * (side * side)
+        self.cells: dict[int, list[int]] = {}  # occupied cells only: a compact table
+        r = PERCEPTION_RADIUS
+        self.rows_far = [tuple(((y + d) % side) * side for d in range(-r, r + 1))
+                         for y in range(side)]
+        self.cols_far = [tuple((x + d) % side for d in range(-r, r + 1)) for x in range(side)]
+        self.rows_near = [tuple(((y + d) % side) * side for d in (-1, 0, 1))
+                          for y in range(side)]
+        self.cols_near = [tuple((x + d) % side for d in (-1, 0, 1)) for x in range(side)]
         self.counters = Counters()
         for _ in range(workload.agents):
             self._spawn()
@@ -61,7 +72,9 @@ class EcsModel:
     def _spawn(self) -> int:
         place = Place(self.rng.randrange(self.side), self.rng.randrange(self.side))
         eid = self.store.create(place, Body(MAX_HEALTH), Wallet(START_WEALTH), Senses())
-        self.grid.insert(eid, place)
+        cell = place.y * self.side + place.x
+        self.occupancy[cell] += 1
+        self.cells.setdefault(cell, []).append(eid)
         return eid
 
     def close(self) -> None:
@@ -69,20 +82,21 @@ class EcsModel:
 
     # -- queries -------------------------------------------------------------------------
 
-    def near(self, x: int, y: int, radius: int) -> list[int]:
-        """Ids within ``radius`` (Chebyshev) of (x, y) on the torus, ascending."""
-        if radius > 2:
-            raise ValueError(f"radius must be <= 2 (a square as a circle), got {radius}")
-        side = self.side
-        grid = self.grid
-        r2 = 2 * radius * radius  # for r <= 2, d2 <= 2r^2 is exactly the (2r+1)^2 square
-        xs = (x, x + side) if x < radius else (x, x - side) if x >= side - radius else (x,)
-        ys = (y, y + side) if y < radius else (y, y - side) if y >= side - radius else (y,)
-        found: list[tuple[int, int]] = []
-        for qx in xs:
-            for qy in ys:
-                grid.collect(qx, qy, r2, grid.bucket_range(qx, qy, radius), found)
-        return sorted(eid for _d2, eid in found)
+    def near(self, x: int, y: int) -> list[int]:
+        """Ids on (x, y) and the 8 cells around it (the torus wraps). The compact counts are
+        read first, so only the (few) occupied cells' lists are touched: at 0.1 agents per
+        cell that saves most of the cache misses of a big torus."""
+        occ, cells = self.occupancy, self.cells
+        c0, c1, c2 = self.cols_near[x]
+        found: list[int] = []
+        for b in self.rows_near[y]:
+            if occ[b + c0]:
+                found.extend(cells[b + c0])
+            if occ[b + c1]:
+                found.extend(cells[b + c1])
+            if occ[b + c2]:
+                found.extend(cells[b + c2])
+        return found
 
     def population(self) -> int:
         return len(self.store.query(Place, Body, Wallet, Senses))
@@ -102,20 +116,39 @@ class EcsModel:
 
 def move_system(m: EcsModel) -> None:
     side = m.side
-    rng = m.rng
-    moved = m.grid.moved
+    random = m.rng.random  # a C call: int(random() * 8) is uniform over the 8 steps
+    occupancy, cells = m.occupancy, m.cells
     for eid, (place, _body, _wallet, _senses) in m.store.query(Place, Body, Wallet, Senses):
-        dx, dy = _STEPS[rng.randrange(8)]
-        place.x = (place.x + dx) % side
-        place.y = (place.y + dy) % side
-        moved(eid)
+        old = place.y * side + place.x
+        dx, dy = _STEPS[int(random() * 8)]
+        place.x = x = (place.x + dx) % side
+        place.y = y = (place.y + dy) % side
+        new = y * side + x
+        occupancy[old] -= 1
+        occupancy[new] += 1
+        here = cells[old]
+        if len(here) == 1:
+            del cells[old]
+        else:
+            here.remove(eid)
+        there = cells.get(new)
+        if there is None:
+            cells[new] = [eid]
+        else:
+            there.append(eid)
 
 
 def perceive_system(m: EcsModel) -> None:
+    occ = m.occupancy
+    rows_far, cols_far = m.rows_far, m.cols_far
     total = 0
     for _eid, (place, _body, _wallet, senses) in m.store.query(Place, Body, Wallet, Senses):
-        senses.seen = len(m.near(place.x, place.y, PERCEPTION_RADIUS)) - 1
-        total += senses.seen
+        c0, c1, c2, c3, c4 = cols_far[place.x]
+        seen = -1  # not counting itself
+        for b in rows_far[place.y]:
+            seen += occ[b + c0] + occ[b + c1] + occ[b + c2] + occ[b + c3] + occ[b + c4]
+        senses.seen = seen
+        total += seen
     m.counters.seen_total += total
 
 
@@ -126,28 +159,34 @@ def _shuffled(m: EcsModel) -> list[tuple[int, tuple[Place, Body, Wallet, Senses]
 
 
 def fight_system(m: EcsModel) -> None:
-    get = m.store.get
+    rng = m.rng
+    rows = m.store.query(Place, Body, Wallet, Senses)
+    by_id = dict(rows)
     for eid, (place, body, wallet, senses) in _shuffled(m):
         if body.health <= 0 or senses.seen < CROWD:
             continue
-        foes = [o for o in m.near(place.x, place.y, 1) if o != eid and get(o, Body).health > 0]
-        if not foes or m.rng.random() >= ATTACK_CHANCE:
+        foes = [o for o in m.near(place.x, place.y) if o != eid and by_id[o][1].health > 0]
+        if not foes or rng.random() >= ATTACK_CHANCE:
             continue
-        victim = m.rng.choice(foes)
-        victim_body = get(victim, Body)
+        _vplace, victim_body, loot, _vsenses = by_id[rng.choice(foes)]
         victim_body.health -= DAMAGE
         m.counters.attacks += 1
         if victim_body.health <= 0:
-            loot = get(victim, Wallet)
             wallet.wealth += loot.wealth
             loot.wealth = 0
 
 
 def respawn_system(m: EcsModel) -> None:
-    dead = [eid for eid, (_p, body, _w, _s) in m.store.query(Place, Body, Wallet, Senses)
-            if body.health <= 0]
-    for eid in dead:
-        m.grid.remove(eid)
+    dead = [(eid, place) for eid, (place, body, _w, _s)
+            in m.store.query(Place, Body, Wallet, Senses) if body.health <= 0]
+    for eid, place in dead:
+        cell = place.y * m.side + place.x
+        m.occupancy[cell] -= 1
+        here = m.cells[cell]
+        if len(here) == 1:
+            del m.cells[cell]
+        else:
+            here.remove(eid)
         m.store.delete(eid)
         m._spawn()
     m.counters.deaths += len(dead)
@@ -155,12 +194,13 @@ def respawn_system(m: EcsModel) -> None:
 
 
 def trade_system(m: EcsModel) -> None:
-    get = m.store.get
+    rng = m.rng
+    by_id = dict(m.store.query(Place, Body, Wallet, Senses))
     for eid, (place, _body, wallet, _senses) in _shuffled(m):
         if wallet.wealth <= 0:
             continue
-        partners = [o for o in m.near(place.x, place.y, 1) if o != eid]
+        partners = [o for o in m.near(place.x, place.y) if o != eid]
         if partners:
-            get(m.rng.choice(partners), Wallet).wealth += 1
+            by_id[rng.choice(partners)][2].wealth += 1
             wallet.wealth -= 1
             m.counters.transfers += 1
