@@ -29,6 +29,7 @@ from bench.engine import (
     measure_snapshots,
 )
 from bench.isolated import in_fresh_process
+from bench.llm_load import measure_llm_load
 from bench.machine import describe_machine, load_average
 from bench.profile import profile_world
 from bench.report import build_tables, render_markdown, render_text
@@ -37,7 +38,7 @@ from bench.scenario import saved_session
 __all__ = ["main"]
 
 SECTIONS = ("flat", "paced", "snapshot", "eventlog", "replay", "memory", "capacity",
-            "snapshot10k", "mesa")
+            "snapshot10k", "llm", "mesa")
 FULL_SIZES = (100, 1000, 5000, 10000)
 QUICK_SIZES = (100, 1000)
 FULL = Budget()
@@ -202,6 +203,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             results["capacity"] = _capacity(results, sizes, quick)
         if "snapshot10k" in sections:
             results["snapshot_10k_entities"] = _snapshot_10k(results, budget)
+    if "llm" in sections:
+        results["llm_load"] = ({"skipped": "not run in --quick (run without it)"} if quick
+                               else measure_llm_load(log=_log))
     if "mesa" in sections:
         results["mesa"] = _mesa(args, quick)
     results["seconds"] = round(time.perf_counter() - started, 1)

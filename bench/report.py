@@ -65,7 +65,7 @@ def build_tables(results: dict[str, Any]) -> list[Table]:
         t.notes.append("step = the systems alone (World.step); tick = the whole main-thread "
                        "tick: systems plus observers (event counter, world log, persistence), "
                        "what /stats shows; persist. = the persistence observer alone (event "
-                       "lines, and every 10th tick the state hash handed to a forked child); "
+                       "lines, and on hash ticks the state handed to a forked child); "
                        "between = work between ticks (the session's garbage collection, "
                        "every 50 ticks). Holds 10 Hz: tick p99 < 100 ms.")
         tables.append(t)
@@ -109,7 +109,7 @@ def build_tables(results: dict[str, Any]) -> list[Table]:
         t.notes.append("events/s written = output events of the run / seconds until the "
                        "writer had them all on disk. Replay = the recorded run replayed with "
                        "agent_world.persistence.replay from its first snapshot, verifying "
-                       "every state hash (every 10 ticks) as `python main.py replay` does; "
+                       "every logged state hash as `python main.py replay` does; "
                        "unverified skips the hashes.")
         tables.append(t)
     mem = _sizes(results, "memory")
@@ -161,6 +161,12 @@ def _summary_tables(results: dict[str, Any]) -> list[Table]:
     if paced5k is not None:
         headline.rows.append(["5,000 agents paced: tick p99",
                               f"{paced5k['main_thread']['p99_ms']:.1f} ms", "< 100 ms"])
+    load = results.get("llm_load")
+    if load is not None and "skipped" not in load:
+        headline.rows.append([f"{load['agents']} LLM agents (endpoint 1-3 s): tick p99 vs "
+                              "no LLM", f"{load['llm']['p99_ms']:.1f} vs "
+                              f"{load['builtin']['p99_ms']:.1f} ms ({load['p99_ratio']:.2f}x)",
+                              "<= 1.10x"])
     mesa = results.get("mesa")
     if mesa is not None and "sizes" in mesa:
         for n, r in mesa["sizes"].items():
@@ -168,6 +174,21 @@ def _summary_tables(results: dict[str, Any]) -> list[Table]:
                                   f"{r['ratio']:.2f}x", ">= 5x"])
     if headline.rows:
         tables.append(headline)
+    if load is not None and "skipped" not in load:
+        t = Table(f"LLM path under load: {load['agents']} agents paced at 10 Hz",
+                  ["brains", "ticks", "Hz", "tick p50", "tick p99", "tick max", "overruns",
+                   "decisions/s", "cache hits", "latency p50", "LLM main thread p99"])
+        for name, r in (("built-in", load["builtin"]), ("LLM, 1-3 s endpoint", load["llm"])):
+            t.rows.append([name, _n(r["ticks"]), _n(r["rate_hz"], 2), _n(r["p50_ms"]),
+                           _n(r["p99_ms"]), _n(r["max_ms"]), _n(r["overruns"]),
+                           _n(r.get("decisions_per_s"), 2), r.get("cache_hit_rate", "-"),
+                           r.get("latency_p50", "-"), r.get("llm_main_thread_p99", "-")])
+        t.notes.append("every agent of the LLM world asks the local fake endpoint, which "
+                       "answers each request after a random 1-3 s; 32 worker threads, one "
+                       "request each at a time; ticks in ms.")
+        tables.append(t)
+    elif load is not None:
+        tables.append(Table("LLM path under load", ["note"], [[load["skipped"]]]))
     if mesa is not None and "sizes" in mesa:
         t = Table(f"Shared workload beside Mesa {mesa.get('mesa_version')} (ms per step, "
                   f"{mesa['steps']} steps, {mesa['repeats']} runs)",

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import random
 import threading
 from collections import deque
 from collections.abc import Iterator
@@ -31,6 +32,7 @@ class FakeLLMServer:
         self.requests: list[dict[str, Any]] = []
         self.answer: dict[str, Any] = GOOD_PLAN
         self.text: str | None = None  # answered verbatim instead of ``answer`` when set
+        self._latency = random.Random(7)
         self.delay_s = 0.05
         self.retry_after = "0.01"
         self.port = 0
@@ -80,9 +82,7 @@ class FakeLLMServer:
         loop.run_until_complete(self._runner.setup())
         site = web.TCPSite(self._runner, "127.0.0.1", 0)
         loop.run_until_complete(site.start())
-        server = site._server
-        assert server is not None
-        self.port = server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        self.port = int(self._runner.addresses[0][1])  # the port the OS chose
         self._ready.set()
         loop.run_forever()
         loop.close()
@@ -95,6 +95,8 @@ class FakeLLMServer:
         return self.script.popleft() if self.script else self.mode
 
     async def _misbehave(self, request: web.Request, mode: str) -> web.StreamResponse | None:
+        if mode == "latency":  # a realistic model: 1 to 3 seconds per answer
+            await asyncio.sleep(self._latency.uniform(1.0, 3.0))
         if mode == "slow":
             await asyncio.sleep(self.delay_s)
             return None
