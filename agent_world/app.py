@@ -118,10 +118,14 @@ class Session:
                 factory=llm_provider)
             self.loop.observers.append(self.llm)
         self.gc = GcPolicy()
-        self.loop.between_ticks = self.gc.between_ticks
+        self.loop.between_ticks = self._between_ticks
         self.started = time.monotonic()
         self.start_tick = world.tick
         self._closed = False
+
+    def _between_ticks(self) -> None:
+        forked = self.persistence.between_ticks() if self.persistence is not None else False
+        self.gc.between_ticks(busy=forked)
 
     @property
     def save_dir(self) -> Path | None:

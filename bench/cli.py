@@ -137,7 +137,8 @@ def _run_size(agents: int, sections: set[str], budget: Budget, root: Path) -> di
                 out["snapshot"] = paced.pop("snapshot")
             out["paced"] = paced
             _log(f"  paced: {paced['ticks']} ticks at {paced['rate_hz']} Hz, tick p99 "
-                 f"{paced['main_thread']['p99_ms']} ms, persistence p99 "
+                 f"{paced['main_thread']['p99_ms']} ms, busy p99 {paced['busy']['p99_ms']} ms, "
+                 f"persistence p99 "
                  f"{paced['persistence']['p99_ms']} ms")
         elif "snapshot" in sections:
             session = saved_session(world, config, "snapshot")
@@ -216,7 +217,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 def _capacity(results: dict[str, Any], sizes: list[int], quick: bool) -> dict[str, Any]:
     if quick:
         return {"skipped": "not searched in --quick (run without it)"}
-    measured = [(int(n), r["paced"]["main_thread"]["p99_ms"], r["paced"]["holds_10hz"])
+    measured = [(int(n), r["paced"]["busy"]["p99_ms"], r["paced"]["holds_10hz"])
                 for n, r in results["sizes"].items() if "paced" in r]
     if not measured:
         for n in sizes:

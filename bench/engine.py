@@ -95,6 +95,7 @@ def measure_paced(world: World, config: Config, name: str, *, seconds: float,
     total = getattr(loop, "total_s", [])
     persistence = getattr(loop, "persistence_s", [])
     between = getattr(loop, "between_s", [])
+    busy = getattr(loop, "busy_s", [])
     stats = loop.stats()
     assert session.persistence is not None
     pstats = session.persistence.stats()
@@ -107,11 +108,14 @@ def measure_paced(world: World, config: Config, name: str, *, seconds: float,
         "main_thread": summarise(total),
         "persistence": summarise(persistence),
         "between_ticks": summarise(between),
+        "busy": summarise(busy),
         "state_main_ms_max": pstats["state_main_ms_max"],
         "serialized_in": pstats["serialized_in"],
         "serialized_inline": pstats["serialized_inline"],
     }
-    result["holds_10hz"] = result["main_thread"]["p99_ms"] < 1000.0 / rate
+    # Work between ticks (garbage collection, the fork of a state hash) is not in the tick
+    # time /stats shows, but it must fit in the period too.
+    result["holds_10hz"] = result["busy"]["p99_ms"] < 1000.0 / rate
     if snapshots:
         result["snapshot"] = measure_snapshots(session, world, snapshots)
     session.close()

@@ -94,7 +94,8 @@ class MeasuredLoop(TickLoop):
     """The session's tick loop, also splitting each tick's main-thread time into the
     systems (``World.step``), the observers (event counter, world log, persistence; a Mark
     before and after the persistence writer times its share) and the work the loop does
-    between ticks (the session's garbage collections)."""
+    between ticks (the session's garbage collections, and the fork of a state hash or
+    snapshot)."""
 
     def __init__(self, loop: TickLoop, persistence: TickObserver) -> None:
         super().__init__(loop.world, loop.clock, loop.tick_rate, loop.observers)
@@ -112,6 +113,7 @@ class MeasuredLoop(TickLoop):
         self.total_s: list[float] = []
         self.persistence_s: list[float] = []
         self.between_s: list[float] = []
+        self.busy_s: list[float] = []  # the tick and the work after it: one period's share
 
     def tick_once(self) -> TickReport:
         started = time.perf_counter()
@@ -122,6 +124,7 @@ class MeasuredLoop(TickLoop):
         self.total_s.append(observed - started)
         self.persistence_s.append(self.after_persistence.last - self.before_persistence.last)
         self.between_s.append(ended - observed)
+        self.busy_s.append(ended - started)
         return report
 
 

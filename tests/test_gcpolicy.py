@@ -31,3 +31,24 @@ def test_collects_only_between_ticks_and_restores_the_collector() -> None:
         policy.close()
     assert gc.isenabled()
     assert gc.get_freeze_count() == 0
+
+
+def test_a_collection_due_in_a_busy_gap_moves_half_an_interval_on() -> None:
+    policy = GcPolicy(every_ticks=10)
+    try:
+        for _ in range(9):
+            policy.between_ticks()
+        policy.between_ticks(busy=True)  # due now, but the gap holds a fork
+        assert policy.collections == 0
+        for _ in range(4):
+            policy.between_ticks()
+        assert policy.collections == 0
+        policy.between_ticks()  # five ticks later
+        assert policy.collections == 1
+        for _ in range(9):
+            policy.between_ticks()
+        assert policy.collections == 1
+        policy.between_ticks()  # and every ten from there: off the busy phase
+        assert policy.collections == 2
+    finally:
+        policy.close()

@@ -294,6 +294,7 @@ def test_a_cached_answer_is_applied_without_a_call(tmp_path: Path,
             if llm.queue.in_flight == 0 and llm.queue.depth == 0:
                 mind = llm.minds[eid]
                 mind.status, mind.asked_tick = "idle", -1_000_000
+                llm._new_minds.add(eid)  # looked at at once, not in its slot of ticks
                 llm.on_tick(report)
             else:
                 asyncio.run(asyncio.sleep(0.005))

@@ -283,6 +283,26 @@ def test_an_unwritable_log_is_reported_retried_and_loses_nothing(tmp_path: Path,
     assert "cannot write" in (tmp_path / "logs" / "world.log").read_text()
 
 
+def test_logged_hashes_are_the_state_at_the_end_of_their_tick(tmp_path: Path) -> None:
+    # The fork that hashes the state runs between ticks, after the observers: each logged
+    # hash must still be the world exactly as its tick left it, the last tick's included
+    # (the session stops right after it; closing hands the due hash over).
+    config = saving_config(tmp_path, hash_interval_ticks=7)
+    run_session(config, 70, inputs=SPAWN)
+    logged = {r["tick"]: r["hash"] for r in records(tmp_path / "saves" / "w")
+              if r["kind"] == "check"}
+    assert sorted(logged) == list(range(7, 71, 7))
+    world = World.create(config)
+    expected = {}
+    for _ in range(70):
+        for kind, data in SPAWN.get(world.tick, []):
+            world.inbox.submit(kind, data)
+        world.step()
+        if world.tick % 7 == 0:
+            expected[world.tick] = world.state_hash()
+    assert logged == expected
+
+
 def test_forked_and_inline_serialisation_write_the_same_log(tmp_path: Path) -> None:
     forked = saving_config(tmp_path / "f", serialize_in_child=True)
     inline = saving_config(tmp_path / "i", serialize_in_child=False)

@@ -165,7 +165,7 @@ def _check_arg(action: str, key: str, arg: Arg, value: Any) -> None:
         raise AssertionError(f"unknown argument kind {arg.kind!r}")
 
 
-@dataclass(frozen=True, kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Action:
     """One validated action: ``Action(name="attack", args={"target": 17})``.
 

@@ -1,9 +1,12 @@
 """Components: data only, one small dataclass per concern.
 
-They are plain (not slotted) dataclasses on purpose: orjson serialises ``__dict__``-backed
-dataclasses about six times faster than slotted ones, and a snapshot is serialised on the
-main thread (see docs/architecture.md). Every field is JSON-ready, so a snapshot is just the
-entity rows; ``COMPONENTS`` maps the names used in snapshots back to the classes.
+They are slotted on purpose. On CPython 3.11 a plain instance keeps its attributes in a
+compact inline array until something asks for its ``__dict__``; orjson does, for every
+plain dataclass it serialises, and from then on each attribute read and write on that
+object is about twice as slow (measured: a 5,000-agent tick went from 66 to 92 ms after one
+serialisation of the world). Slots never change shape, and orjson serialises them as fast as
+a fresh plain instance. Every field is JSON-ready, so a snapshot is just the entity rows;
+``COMPONENTS`` maps the names used in snapshots back to the classes.
 """
 
 from __future__ import annotations
@@ -34,13 +37,13 @@ NO_ONE = 0
 NO_DEADLINE = 2**62
 
 
-@dataclass
+@dataclass(slots=True)
 class Position:
     x: int
     y: int
 
 
-@dataclass
+@dataclass(slots=True)
 class Agent:
     name: str
     personality: str
@@ -49,7 +52,7 @@ class Agent:
     kills: int = 0
 
 
-@dataclass
+@dataclass(slots=True)
 class Needs:
     hunger: float  # 0 fed .. 100 starving
     energy: float  # 0 exhausted .. 100 rested
@@ -57,7 +60,7 @@ class Needs:
     max_health: float
 
 
-@dataclass
+@dataclass(slots=True)
 class Inventory:
     items: dict[str, int] = field(default_factory=dict)
     gold: int = 0
@@ -88,7 +91,7 @@ class Inventory:
             self.items[kind] = have - qty
 
 
-@dataclass
+@dataclass(slots=True)
 class Intent:
     """What an agent is doing: the current action, queued plan and walking state."""
 
@@ -104,7 +107,7 @@ class Intent:
     last_result: str = ""  # outcome of the previous action ("ok" or why it failed)
 
 
-@dataclass
+@dataclass(slots=True)
 class Combat:
     next_attack: int = 0
     defending_until: int = 0
@@ -112,7 +115,7 @@ class Combat:
     last_attacked: int = -1_000_000
 
 
-@dataclass
+@dataclass(slots=True)
 class Perception:
     """What an agent currently sees (nearest first) and recently heard."""
 
@@ -123,7 +126,7 @@ class Perception:
     next_update: int = 0
 
 
-@dataclass
+@dataclass(slots=True)
 class Social:
     reputation: float = 0.0  # -1 .. 1, public
     relationships: dict[int, float] = field(default_factory=dict)  # other -> -1 .. 1
@@ -137,21 +140,21 @@ class Social:
         return cls(**data)
 
 
-@dataclass
+@dataclass(slots=True)
 class Memory:
     """Recent notable things that happened to or near an agent, oldest first."""
 
     recent: list[dict[str, Any]] = field(default_factory=list)
 
 
-@dataclass
+@dataclass(slots=True)
 class Item:
     kind: str
     qty: int
     owner: int = NO_ONE  # who may pick it up without it counting as theft
 
 
-@dataclass
+@dataclass(slots=True)
 class StaticObject:
     kind: str
     stock: int = 0

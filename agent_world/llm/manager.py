@@ -42,6 +42,7 @@ ProviderFactory = Callable[[], LLMProvider]
 """Makes one provider; called once in each worker thread (one HTTP session per loop)."""
 
 MEMORY_SAVE_TICKS = 600
+TRIGGER_CHECK_TICKS = 5
 
 
 class LLMManager:
@@ -83,6 +84,7 @@ class LLMManager:
         for eid, row in world.agents():
             if row[0].brain == "llm":
                 self.minds[eid] = Mind(eid)
+        self._new_minds = set(self.minds)  # considered at the next tick, whatever its slot
         if memories is not None:
             self.memory.load(memories, self.minds)
         self._factory = provider_factory
@@ -102,6 +104,7 @@ class LLMManager:
             self._on_tick(report)
         finally:
             self.main_ms.append((time.perf_counter() - started) * 1000)
+            self.queue.wake()
 
     def _on_tick(self, report: TickReport) -> None:
         world = self.world
@@ -112,10 +115,14 @@ class LLMManager:
         for event in report.events:
             kind = event.get("type")
             if kind == "spawn" and event.get("brain") == "llm":
-                self.minds.setdefault(int(event["agent"]), Mind(int(event["agent"])))
+                eid = int(event["agent"])
+                if eid not in self.minds:
+                    self.minds[eid] = Mind(eid)
+                    self._new_minds.add(eid)
             elif kind == "death" and event.get("agent") in self.minds:
                 eid = int(event["agent"])
                 del self.minds[eid]
+                self._new_minds.discard(eid)
                 self.queue.cancel(eid)
         self.memory.on_events(tick, report.events, self.minds)
         while True:
@@ -125,8 +132,21 @@ class LLMManager:
                 break
             self._answered(tick, outcome)
         available = self._check_available()
+        store = world.store
         for eid in sorted(self.minds):
             mind = self.minds[eid]
+            # A new mind and an attack are looked at at once; the rest (what it sees and
+            # hears, offers, the interval) in the agent's slot of every
+            # TRIGGER_CHECK_TICKS: a fifth of the main thread's cost, for at most half a
+            # second added to a model's 1-3 s.
+            combat = store.try_get(eid, c.Combat)
+            if combat is None:
+                continue
+            if eid in self._new_minds:
+                self._new_minds.discard(eid)
+            elif ((eid + tick) % TRIGGER_CHECK_TICKS
+                  and combat.last_attacked <= mind.attacked_seen):
+                continue
             if not world.alive(eid):
                 continue
             self._consider(eid, mind, available)
@@ -145,6 +165,11 @@ class LLMManager:
             return  # at most one request per agent outstanding
         if mind.status == "queued" and not urgent:
             return  # a queued request is replaced only by a more pressing one
+        if not urgent and self.queue.depth >= len(self.workers):
+            # A full round of work already waits: a prompt built now would be stale by the
+            # time a worker takes it (and built in vain if a newer one replaced it).
+            self.metrics.count("deferred")
+            return
         if tick - mind.asked_tick < self.cfg.min_gap_ticks and not urgent:
             return
         self._ask(eid, mind, tuple(reasons), URGENT if urgent else NORMAL)
@@ -175,7 +200,7 @@ class LLMManager:
         else:
             job = Job(rid=rid, agent=eid, tick=world.tick, priority=priority,
                       reasons=reasons, prompt=prompt, key=key)
-            placed = self.queue.put(job)
+            placed = self.queue.put(job, wake=False)  # woken after the tick (on_tick)
             if placed == "busy":
                 return
             if placed == "replaced":
@@ -287,6 +312,7 @@ class LLMManager:
             "agents": len(self.minds),
             "requests": m.requests,
             "coalesced": m.coalesced,
+            "deferred": m.deferred,
             "in flight": self.in_flight,
             "queue": self.queue.depth,
             "cache hit rate": f"{self.cache.hit_rate:.0%}",

@@ -35,6 +35,7 @@ class Metrics:
         self.fallbacks = 0  # decisions not made by the LLM (error, breaker, budget)
         self.skipped = 0  # requests not sent: breaker open or budget spent
         self.coalesced = 0  # queued requests replaced by a newer observation
+        self.deferred = 0  # asks put off because a full round of work was already queued
         self.tokens = 0
         self.cost = 0.0
         self._latencies: deque[float] = deque(maxlen=HISTORY)

@@ -9,17 +9,18 @@ from dataclasses import dataclass, field
 from agent_world.core import components as c
 from agent_world.core.world import World
 
-__all__ = ["STARVING", "Mind", "triggers"]
+__all__ = ["NEVER_ASKED", "STARVING", "Mind", "triggers"]
 
 STARVING = 80.0
 APPLY_GRACE_TICKS = 50  # a decision not seen applied by then is given up on
+NEVER_ASKED = -1_000_000
 
 
 @dataclass
 class Mind:
     agent: int
     status: str = "idle"  # idle | queued | thinking | applying | acting
-    asked_tick: int = -1_000_000
+    asked_tick: int = NEVER_ASKED
     reasons: tuple[str, ...] = ()
     rid: int = 0  # the latest request's id
     applied_rid: int = 0
@@ -61,7 +62,7 @@ def triggers(world: World, mind: Mind, *, interval: int) -> tuple[list[str], boo
     perc = store.get(eid, c.Perception)
     if perc.agents != mind.seen_list:  # cheap when nothing changed, as on most ticks
         seen = frozenset(perc.agents)
-        if seen - mind.seen and mind.asked_tick > -1_000_000:
+        if seen - mind.seen and mind.asked_tick > NEVER_ASKED:
             reasons.append("new agent seen")
         mind.seen = seen
         mind.seen_list = list(perc.agents)
@@ -84,7 +85,7 @@ def triggers(world: World, mind: Mind, *, interval: int) -> tuple[list[str], boo
     if mind.status == "acting" and intent.plan_source != "llm":
         mind.status = "idle"
         reasons.append("plan finished")
-    if mind.asked_tick == -1_000_000:
+    if mind.asked_tick == NEVER_ASKED:
         reasons.append("first thought")
     elif tick - mind.asked_tick >= interval:
         reasons.append("interval")

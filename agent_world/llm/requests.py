@@ -33,10 +33,13 @@ class RequestQueue:
         self._heap: list[tuple[int, int, int]] = []  # (priority, rid, agent)
         self._flying: dict[int, Job] = {}
         self._closed = False
+        self._unwoken = 0
 
-    def put(self, job: Job) -> str:
+    def put(self, job: Job, *, wake: bool = True) -> str:
         """'queued', 'replaced' (a queued job of the agent was superseded) or 'busy' (the
-        agent's request is in flight: nothing queued)."""
+        agent's request is in flight: nothing queued). ``wake=False`` leaves the workers
+        asleep until ``wake()``: the main thread queues during a tick and wakes them after
+        it, so no worker takes the GIL while the tick runs."""
         with self._cond:
             if job.agent in self._flying:
                 return "busy"
@@ -46,8 +49,18 @@ class RequestQueue:
                           reasons=job.reasons, prompt=job.prompt, key=job.key)
             self._queued[job.agent] = job
             heapq.heappush(self._heap, (job.priority, job.rid, job.agent))
-            self._cond.notify()
+            if wake:
+                self._cond.notify()
+            else:
+                self._unwoken += 1
             return "queued" if old is None else "replaced"
+
+    def wake(self) -> None:
+        """Wake a worker for each job queued with ``wake=False``."""
+        with self._cond:
+            if self._unwoken:
+                self._cond.notify(self._unwoken)
+                self._unwoken = 0
 
     def get(self, timeout: float | None = None) -> Job | None:
         """The next job (now in flight), or None when closed or after ``timeout``."""

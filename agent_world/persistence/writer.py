@@ -88,6 +88,7 @@ class Persistence:
         self._report = report
         self._queue: queue.SimpleQueue[_Job] = queue.SimpleQueue()
         self._snapshot_requested = False
+        self._state_due: tuple[bool, bool] | None = None  # (hash, snapshot) at between_ticks
         # Main-thread figures.
         self.main_ms_last = 0.0
         self.main_ms_max = 0.0
@@ -118,7 +119,19 @@ class Persistence:
         check = tick % self.cfg.hash_interval_ticks == 0
         snapshot = self._snapshot_requested or tick % self.cfg.snapshot_interval_ticks == 0
         if check or snapshot:
-            self._queue_state(check=check, snapshot=snapshot)
+            self._state_due = (check, snapshot)
+
+    def between_ticks(self) -> bool:
+        """Hand a due state hash or snapshot over, after the tick's observers and before the
+        next tick: the state is the same as at the end of the tick, and the fork (tens of
+        ms at thousands of agents) lands in the loop's idle time instead of in a tick.
+        Returns whether there was one."""
+        if self._state_due is None:
+            return False
+        check, snapshot = self._state_due
+        self._state_due = None
+        self._queue_state(check=check, snapshot=snapshot)
+        return True
 
     def _queue_state(self, *, check: bool, snapshot: bool) -> None:
         started = time.perf_counter()
@@ -158,6 +171,7 @@ class Persistence:
 
     def snapshot_now(self) -> None:
         """Queue a snapshot of the world as it is (between ticks)."""
+        self.between_ticks()
         self._queue_state(check=False, snapshot=True)
 
     def marker(self, type: str, **fields: Any) -> None:
@@ -169,6 +183,7 @@ class Persistence:
     def close(self, *, final_snapshot: bool = True, timeout: float = 60.0) -> bool:
         """Snapshot, mark the shutdown, and wait for the writer to finish. Returns False if
         the writer could not finish in time (the disk is refusing writes)."""
+        self.between_ticks()
         if final_snapshot:
             self.snapshot_now()
         self.marker("shutdown")
