@@ -150,6 +150,25 @@ def test_the_world_keeps_ticking_while_the_server_misbehaves(
     assert not llm_inputs(tmp_path / "saves" / "w")
 
 
+def test_no_prompt_is_built_while_a_full_round_of_work_waits(
+        tmp_path: Path, server: FakeLLMServer) -> None:
+    # One worker, a hanging endpoint: one request flies, one waits; the other agents' asks
+    # are put off (counted), not queued to go stale behind them.
+    server.mode = "hang"
+    session = open_session(llm_config(tmp_path, server, agents=6, workers=1,
+                                      max_concurrent=1, request_timeout_s=30.0))
+    try:
+        llm = session.llm
+        assert llm is not None
+        run_until(session, 30)
+        assert wait_for(lambda: llm.in_flight == 1)
+        assert llm.queue.depth == 1  # the rest were not queued
+        assert llm.metrics.deferred >= 4
+        assert llm.stats()["deferred"] == llm.metrics.deferred
+    finally:
+        session.close()
+
+
 # -- nothing invalid is applied; the error goes into the next prompt ---------------------------
 
 

@@ -89,6 +89,7 @@ class LLMManager:
             self.memory.load(memories, self.minds)
         self._factory = provider_factory
         self.workers = [Worker(self, i, provider_factory) for i in range(cfg.workers)]
+        self._round = min(cfg.workers, cfg.max_concurrent)  # requests that can fly at once
         for w in self.workers:
             w.start()
 
@@ -165,7 +166,7 @@ class LLMManager:
             return  # at most one request per agent outstanding
         if mind.status == "queued" and not urgent:
             return  # a queued request is replaced only by a more pressing one
-        if not urgent and self.queue.depth >= len(self.workers):
+        if not urgent and self.queue.depth >= self._round:
             # A full round of work already waits: a prompt built now would be stale by the
             # time a worker takes it (and built in vain if a newer one replaced it).
             self.metrics.count("deferred")
