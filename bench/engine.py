@@ -95,7 +95,7 @@ def measure_paced(world: World, config: Config, name: str, *, seconds: float,
     total = getattr(loop, "total_s", [])
     persistence = getattr(loop, "persistence_s", [])
     between = getattr(loop, "between_s", [])
-    busy = getattr(loop, "busy_s", [])
+    busy = [t + b for t, b in zip(total, between, strict=True)]  # one period's share
     stats = loop.stats()
     assert session.persistence is not None
     pstats = session.persistence.stats()

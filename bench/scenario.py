@@ -113,7 +113,6 @@ class MeasuredLoop(TickLoop):
         self.total_s: list[float] = []
         self.persistence_s: list[float] = []
         self.between_s: list[float] = []
-        self.busy_s: list[float] = []  # the tick and the work after it: one period's share
 
     def tick_once(self) -> TickReport:
         started = time.perf_counter()
@@ -124,7 +123,6 @@ class MeasuredLoop(TickLoop):
         self.total_s.append(observed - started)
         self.persistence_s.append(self.after_persistence.last - self.before_persistence.last)
         self.between_s.append(ended - observed)
-        self.busy_s.append(ended - started)
         return report
 
 

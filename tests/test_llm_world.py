@@ -17,6 +17,7 @@ from agent_world.cli import main
 from agent_world.config import Config
 from agent_world.core import components as c
 from agent_world.core.world import World
+from agent_world.llm.mind import NEVER_ASKED
 from agent_world.persistence import SaveFolder, open_world, replay
 from agent_world.persistence.snapshots import load_first_snapshot
 from agent_world.types import FakeClock, TickReport
@@ -312,7 +313,7 @@ def test_a_cached_answer_is_applied_without_a_call(tmp_path: Path,
             deadline -= 1
             if llm.queue.in_flight == 0 and llm.queue.depth == 0:
                 mind = llm.minds[eid]
-                mind.status, mind.asked_tick = "idle", -1_000_000
+                mind.status, mind.asked_tick = "idle", NEVER_ASKED
                 llm._new_minds.add(eid)  # looked at at once, not in its slot of ticks
                 llm.on_tick(report)
             else:
@@ -403,7 +404,7 @@ def test_stats_debug_and_status_line_show_the_llm(tmp_path: Path,
         assert any(line.startswith("llm: last decision t=") for line in debug)
         assert "LLM 0 thinking" in status_text(session) or "thinking" in status_text(session)
         server.mode = "hang"
-        session.llm.minds[eid].asked_tick = -1_000_000  # due at once
+        session.llm.minds[eid].asked_tick = NEVER_ASKED  # due at once
         run_until(session, 5)
         assert "1 in flight" in status_text(session) or "thinking" in status_text(session)
         assert any("thinking (" in line
