@@ -34,6 +34,7 @@ __all__ = [
     "WorldConfig",
     "config_from_dict",
     "example_yaml",
+    "legacy_values",
     "load_config",
 ]
 
@@ -57,9 +58,15 @@ def setting(
     high: float | None = None,
     low_open: bool = False,
     choices: tuple[str, ...] | None = None,
+    legacy: Any = None,
 ) -> Any:
-    """Declare a documented setting. ``low``/``high`` bound numbers (``low_open``: exclusive)."""
-    meta = {"doc": doc, "low": low, "high": high, "low_open": low_open, "choices": choices}
+    """Declare a documented setting. ``low``/``high`` bound numbers (``low_open``: exclusive).
+
+    ``legacy`` (simulation sections only) is the value a world saved before the setting
+    existed runs with: the behaviour it had then, so that its replay and resume still agree
+    with its log. Without one, such a world takes the default."""
+    meta = {"doc": doc, "low": low, "high": high, "low_open": low_open, "choices": choices,
+            "legacy": legacy}
     if isinstance(default, (dict, list)):
         frozen_default = default
         return field(default_factory=lambda: type(frozen_default)(frozen_default), metadata=meta)
@@ -556,6 +563,12 @@ def _plain(value: Any) -> Any:
     if isinstance(value, dict):
         return dict(value)
     return value
+
+
+def legacy_values(section: str) -> dict[str, Any]:
+    """Settings of a simulation section that have a ``legacy`` value, by name."""
+    return {f.name: f.metadata["legacy"] for f in dataclasses.fields(SECTIONS[section])
+            if f.metadata.get("legacy") is not None}
 
 
 def _default(f: dataclasses.Field[Any]) -> Any:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import gzip
+import json
 import os
 import time
 from collections.abc import Callable
@@ -13,6 +14,7 @@ import orjson
 import pytest
 
 from agent_world.app import Session
+from agent_world.config import Config
 from agent_world.core.world import World
 from agent_world.persistence import FORMAT_VERSION, SaveError, SaveFolder, open_world
 from agent_world.persistence.snapshots import load_latest_snapshot, load_snapshot_file
@@ -335,3 +337,22 @@ def test_a_serialising_child_that_dies_is_reported_and_the_world_runs_on(
     assert "the state of tick 5 was not saved" in err and "wait status" in err
     # The final snapshot (taken after the fault was fixed) still makes the world resumable.
     assert open_world(cfg).world.tick == 12
+
+
+def test_a_state_saved_before_a_setting_existed_loads_and_hashes_as_saved() -> None:
+    """A newer version adds settings; a world saved without them must still load, keep its
+    hash (so its snapshots and logged hashes verify) and run with the default."""
+    w = World.create(Config().replace(world={"starting_agents": 3, "size": [20, 20]}), seed=5)
+    for _ in range(5):
+        w.step()
+    old = json.loads(w.state_bytes())
+    del old["config"]["game"]["trade_range"]  # as if trade_range had not existed yet
+    saved = json.dumps(old, separators=(",", ":")).encode()
+    rebuilt = World.from_state(json.loads(saved))
+    assert rebuilt.state_bytes() == saved
+    assert rebuilt.rules.trade_range == Config().game.trade_range
+    again = World.from_state(json.loads(rebuilt.state_bytes()))
+    for world in (rebuilt, again):
+        for _ in range(20):
+            world.step()
+    assert again.state_hash() == rebuilt.state_hash()

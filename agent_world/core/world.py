@@ -21,6 +21,7 @@ from agent_world.config import (
     GameConfig,
     WorldConfig,
     config_from_dict,
+    legacy_values,
 )
 from agent_world.core import components as c
 from agent_world.core.abilities import AbilityBook
@@ -47,6 +48,8 @@ BRAINS = ("builtin", "llm")
 """Brains an agent may have: built-in rules, or decisions from an LLM (plans sent as
 inputs; until one arrives the agent uses its built-in brain)."""
 _NOT_SIMULATION = ("name", "tick_rate")
+SIMULATION_SECTIONS = ("world", "game", "abilities")
+"""Config sections that shape the simulation: they travel with a world's state."""
 
 AgentRow = tuple[
     c.Agent, c.Position, c.Needs, c.Inventory, c.Intent, c.Combat, c.Perception, c.Social,
@@ -98,11 +101,9 @@ class World:
         self._rows_indexed: list[tuple[int, AgentRow]] | None = None
         sections = config.to_dict()
         # Settings that shape the simulation travel with its state; name and pace do not.
-        self._sim_config = {
-            "world": {k: v for k, v in sections["world"].items() if k not in _NOT_SIMULATION},
-            "game": sections["game"],
-            "abilities": sections["abilities"],
-        }
+        self._sim_config = {name: dict(sections[name]) for name in SIMULATION_SECTIONS}
+        for key in _NOT_SIMULATION:
+            del self._sim_config["world"][key]
 
     # -- construction ------------------------------------------------------------------------
 
@@ -512,14 +513,19 @@ class World:
                              f"(this version reads format {STATE_FORMAT})")
         base = (config or Config()).to_dict()
         saved = state["config"]
-        world_settings = {**saved["world"],
-                          **{k: base["world"][k] for k in _NOT_SIMULATION}}
-        # A state written before abilities existed has no rules for them: the defaults apply,
-        # and its config stays without the section so that it hashes as it did.
-        ability_rules = saved.get("abilities", Config().to_dict()["abilities"])
-        merged = config_from_dict({**base, "world": world_settings, "game": saved["game"],
-                                   "abilities": ability_rules}, source="saved state")
+        # A world keeps the rules it was saved with. A setting added since (or a whole
+        # section, like abilities) takes its legacy value, the behaviour the world ran
+        # with, else its default; the state keeps exactly the keys it was saved with, so
+        # that it hashes as it did.
+        defaults = Config().to_dict()
+        rules = {name: {**defaults[name], **legacy_values(name), **saved.get(name, {})}
+                 for name in SIMULATION_SECTIONS}
+        rules["world"].update({k: base["world"][k] for k in _NOT_SIMULATION})
+        merged = config_from_dict({**base, **rules}, source="saved state")
         world = cls(merged, Terrain.from_state(state["terrain"]), seed=int(state["seed"]))
+        world._sim_config = {name: {k: v for k, v in world._sim_config[name].items()
+                                    if k in saved[name]}
+                             for name in SIMULATION_SECTIONS if name in saved}
         version, internal, gauss = state["rng"]
         world.rng.setstate((version, tuple(internal), gauss))
         world.tick = int(state["tick"])
@@ -534,8 +540,6 @@ class World:
         world.spawn_credit = float(state["spawn_credit"])
         world.market_tally = {"carried": dict(state["market_tally"]["carried"]),
                               "wanted": dict(state["market_tally"]["wanted"])}
-        if "abilities" not in saved:
-            del world._sim_config["abilities"]
         world.abilities.set_state(state.get("abilities"))
         for row in state["entities"]:
             comps = [c.component_from_state(name, data) for name, data in row.items()
