@@ -9,6 +9,7 @@ import asyncio
 import dataclasses
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -28,6 +29,10 @@ from agent_world.types import Clock, MonotonicClock, TickReport
 from agent_world.worldlog import WorldLog
 
 __all__ = ["EventCounter", "Session", "choose_generator"]
+
+ANGEL_STOP_S = 2.0
+"""How long shutdown waits for the angel to finish the request in hand (a slow model is
+abandoned: its answer could not reach a stopped world anyway)."""
 
 
 def choose_generator(config: Config, text_model: TextModel | None) -> Generator:
@@ -92,11 +97,11 @@ class Session:
         self.sandbox = sandbox
         self.angel: Angel | None = None
         self.angel_link: AngelLink | None = None
-        self._angel_model: ProviderTextModel | None = None
         if sandbox is not None and text_model is None and config.llm.enabled:
-            # With an LLM configured the angel writes with it (one provider on its thread).
+            # With an LLM configured the angel writes with it (one provider on its thread,
+            # released there when the angel stops).
             factory = llm_provider or provider_factory(config.llm, Redactor())
-            text_model = self._angel_model = ProviderTextModel(config.llm, factory)
+            text_model = ProviderTextModel(config.llm, factory)
         if sandbox is not None:
             sandbox.install(world)
             # The angel checks new abilities under the rules this world runs with.
@@ -122,6 +127,7 @@ class Session:
         self.started = time.monotonic()
         self.start_tick = world.tick
         self._closed = False
+        self._saved = True
 
     def _between_ticks(self) -> None:
         forked = self.persistence.between_ticks() if self.persistence is not None else False
@@ -209,21 +215,36 @@ class Session:
                 "sandbox_calls": sandbox["calls"],
                 "sandbox_ms_per_tick": sandbox["ms_per_tick"]}
 
-    def close(self) -> None:
+    def close(self) -> bool:
+        """Stop everything attached to the world: the final snapshot first (nothing else
+        changes the world any more), then the LLM workers, the angel and the sandbox. Never
+        raises: a part that fails to stop is reported and the rest still stop. Returns False
+        when the final snapshot could not be written (the reason has been reported)."""
         if self._closed:
-            return
+            return self._saved
         self._closed = True
-        if self.llm is not None:
-            self.llm.close()
-        if self.angel is not None:
-            self.angel.close()
-        if self._angel_model is not None:
-            self._angel_model.close()
-        if self.sandbox is not None:
-            self.sandbox.close()
         if self.persistence is not None:
-            self.persistence.close()
+            self._saved = self._stopping("the save folder", self.persistence.close)
+        if self.llm is not None:
+            self._stopping("the LLM workers", self.llm.close)
+        if self.angel is not None:
+            angel = self.angel
+            if self._stopping("the angel", lambda: angel.close(ANGEL_STOP_S)) is False:
+                self.note(f"the angel was still writing after {ANGEL_STOP_S:g} s; its work "
+                          "is dropped")
+        if self.sandbox is not None:
+            self._stopping("the sandbox", self.sandbox.close)
         self.world_log.note(self.world.tick, f"world '{self.config.world.name}' stopped at "
                             f"tick {self.world.tick}")
         self.world_log.close()
         self.gc.close()
+        return self._saved
+
+    def _stopping(self, what: str, stop: Callable[[], object]) -> bool:
+        """Run one part's stop; False (and said loudly) if it raised or reported failure."""
+        try:
+            return stop() is not False
+        except Exception as exc:  # one part's failure must not keep the others running
+            self.report_problem(f"shutdown: {what} did not stop cleanly "
+                                f"({type(exc).__name__}: {exc})")
+            return False

@@ -297,20 +297,27 @@ async def _run(config: Config, opened: OpenedWorld, args: argparse.Namespace,
         max_ticks = max(0, args.until - session.world.tick)
     scripted = max_ticks is not None
     console = _start_console(session, mode, args)
+    saved = False
     try:
         await session.run(max_ticks=max_ticks, paced=not (args.headless and scripted))
     finally:
         try:
             await _stop_console(console)  # the world stopped: so does the console
         finally:
+            # The handlers stay until the shutdown is done: a second Ctrl-C or SIGTERM
+            # while the final snapshot is written is absorbed instead of cutting it short.
+            saved = session.close()
             for sig in (signal.SIGINT, signal.SIGTERM):
                 loop.remove_signal_handler(sig)
-            session.close()
     summary = session.summary()
     if scripted:
         sys.stdout.write(orjson.dumps(summary).decode() + "\n")
     else:
         print(f"stopped at tick {summary['tick']} (state {summary['state_hash']})", file=out)
+    if not saved:
+        print(f"error: the final snapshot of tick {summary['tick']} could not be written "
+              "(see above); the save folder keeps what reached the disk", file=sys.stderr)
+        return 1
     return 0
 
 

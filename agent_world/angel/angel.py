@@ -69,9 +69,14 @@ class Angel:
         with self._idle:
             return self._idle.wait_for(lambda: self._open == 0, timeout)
 
-    def close(self, timeout: float = 10.0) -> None:
+    def close(self, timeout: float = 10.0) -> bool:
+        """Stop after the request in hand (if any) and release the generator on the angel's
+        thread. Returns False if the thread is still busy after ``timeout`` seconds (a slow
+        model): it is a daemon thread and is abandoned; nothing it would still send can reach
+        a stopped world."""
         self._queue.put(None)
         self._thread.join(timeout)
+        return not self._thread.is_alive()
 
     def stats(self) -> dict[str, Any]:
         """Requests, sources written, accepted, rejected by reason, refused, pending."""
@@ -110,8 +115,12 @@ class Angel:
                     if self._on_done is not None:
                         self._on_done(request)
         finally:
-            if checker is not None:
-                checker.close()
+            # On this thread: the generator's connections and event loop live here.
+            try:
+                self.generator.close()
+            finally:
+                if checker is not None:
+                    checker.close()
 
     def _handle(self, request: AbilityRequest, checker: AbilityChecker) -> None:
         taken = set(request.taken) | self._issued

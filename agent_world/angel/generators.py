@@ -44,6 +44,10 @@ class Generator(Protocol):
     def write(self, request: AbilityRequest, feedback: Sequence[str]) -> str:
         """Source text for the request; ``feedback`` holds why earlier attempts failed."""
 
+    def close(self) -> None:
+        """Release what the generator holds (connections ...). The angel calls it on its own
+        thread, the one ``write`` ran on, when it stops."""
+
 
 @runtime_checkable
 class TextModel(Protocol):
@@ -128,3 +132,8 @@ class LLMGenerator:
 
     def write(self, request: AbilityRequest, feedback: Sequence[str]) -> str:
         return extract_code(self.model.complete(build_prompt(request, feedback, self.rules)))
+
+    def close(self) -> None:
+        close = getattr(self.model, "close", None)  # a TextModel may hold nothing to release
+        if callable(close):
+            close()

@@ -224,3 +224,6 @@ class TemplateGenerator:
         meta, body = template.body(dial)
         name = ability_name(request.text, template.kind, request.taken)
         return _render(name, describe(request.text), meta, body)
+
+    def close(self) -> None:
+        """Templates hold nothing to release."""

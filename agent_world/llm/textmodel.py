@@ -2,13 +2,16 @@
 
 The angel works on its own thread and asks for one ability at a time, so this adapter owns
 one provider and one event loop, both created on first use on the calling thread, and calls
-with the same retry policy and deadline as agent decisions.
+with the same retry policy and deadline as agent decisions. They belong to that thread:
+``close`` must run there too (the angel closes its generator when its thread ends), never on
+a thread whose own event loop is running, such as the main thread.
 """
 
 from __future__ import annotations
 
 import asyncio
 import random
+import threading
 
 from agent_world.config import LLMConfig
 from agent_world.llm.manager import ProviderFactory
@@ -33,10 +36,20 @@ class ProviderTextModel:
         self._policy = RetryPolicy(max_retries=cfg.max_retries)
         self._pause = ProviderPause()
         self._rng = random.Random()  # backoff jitter only; nothing in the world depends on it
+        # The thread that made the loop and the provider (an object: idents are reused).
+        self._owner: threading.Thread | None = None
+
+    def _check_thread(self, what: str) -> None:
+        if self._owner is not None and threading.current_thread() is not self._owner:
+            raise RuntimeError(f"{what} ran on thread {threading.current_thread().name!r}; "
+                               "this model belongs to the thread that first used it (the "
+                               "angel's), where its event loop lives")
 
     def complete(self, prompt: str) -> str:
         """The model's answer; raises ProviderError when the call finally fails."""
+        self._check_thread("complete()")
         if self._loop is None:
+            self._owner = threading.current_thread()
             self._loop = asyncio.new_event_loop()
         if self._provider is None:
             self._provider = self._factory()
@@ -49,9 +62,10 @@ class ProviderTextModel:
         return response.text
 
     def close(self) -> None:
-        """Release the provider's connections (after the angel's thread has stopped)."""
+        """Release the provider's connections, on the thread that used the model."""
         if self._loop is None:
             return
+        self._check_thread("close()")
         if self._provider is not None:
             self._loop.run_until_complete(self._provider.aclose())
             self._provider = None
