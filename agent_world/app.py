@@ -28,11 +28,20 @@ from agent_world.sandbox import Sandbox
 from agent_world.types import Clock, MonotonicClock, TickReport
 from agent_world.worldlog import WorldLog
 
-__all__ = ["EventCounter", "Session", "choose_generator"]
+__all__ = ["EventCounter", "Session", "choose_generator", "known_secrets"]
 
 ANGEL_STOP_S = 2.0
 """How long shutdown waits for the angel to finish the request in hand (a slow model is
 abandoned: its answer could not reach a stopped world anyway)."""
+
+
+def known_secrets(config: Config) -> list[str]:
+    """The secrets this configuration uses (the LLM's API key, when it is set)."""
+    try:
+        key = config.llm.api_key()
+    except ConfigError:  # configured but not set: nothing to hide (and no calls are made)
+        return []
+    return [key] if key else []
 
 
 def choose_generator(config: Config, text_model: TextModel | None) -> Generator:
@@ -77,12 +86,17 @@ class Session:
         self.config = config
         self.world = world
         self.events = EventCounter()
+        # One redactor for every way text leaves this process or enters the world: the
+        # providers' errors, the angel's answers, every input, every world-log line.
+        self.redactor = Redactor(known_secrets(config))
+        world.inbox.redact = self.redactor.scrub if self.redactor else None
         self.world_log = WorldLog(
             Path(config.paths.logs) / "world.log",
             max_bytes=config.log.world_log_max_bytes,
             backups=config.log.world_log_backups,
             everything=config.log.everything,
             echo=echo,
+            redact=self.redactor if self.redactor else None,
         )
         self.loop = TickLoop(world, clock or MonotonicClock(), config.world.tick_rate,
                              observers=[self.events, self.world_log])
@@ -100,8 +114,8 @@ class Session:
         if sandbox is not None and text_model is None and config.llm.enabled:
             # With an LLM configured the angel writes with it (one provider on its thread,
             # released there when the angel stops).
-            factory = llm_provider or provider_factory(config.llm, Redactor())
-            text_model = ProviderTextModel(config.llm, factory)
+            factory = llm_provider or provider_factory(config.llm, self.redactor)
+            text_model = ProviderTextModel(config.llm, factory, redactor=self.redactor)
         if sandbox is not None:
             sandbox.install(world)
             # The angel checks new abilities under the rules this world runs with.
@@ -120,7 +134,7 @@ class Session:
                 memories=folder.memories_dir if folder is not None else None,
                 report=self.report_problem,
                 note=lambda text: self.world_log.note(self.world.tick, text),
-                factory=llm_provider)
+                factory=llm_provider, redactor=self.redactor)
             self.loop.observers.append(self.llm)
         self.gc = GcPolicy()
         self.loop.between_ticks = self._between_ticks

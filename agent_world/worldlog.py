@@ -102,12 +102,15 @@ class WorldLog:
     batch; past ``MAX_BACKLOG_LINES`` it drops the oldest and logs how many it dropped."""
 
     def __init__(self, path: Path, *, max_bytes: int = 10_000_000, backups: int = 5,
-                 everything: bool = False, echo: TextIO | None = None) -> None:
+                 everything: bool = False, echo: TextIO | None = None,
+                 redact: Callable[[str], str] | None = None) -> None:
+        """``redact`` takes secrets out of every line before it is written or echoed."""
         self.path = Path(path)
         self.max_bytes = max_bytes
         self.backups = backups
         self.everything = everything
         self.echo = echo
+        self.redact = redact
         self.lines_written = 0
         self.lines_dropped = 0
         self.last_error: str | None = None
@@ -140,6 +143,8 @@ class WorldLog:
             if kind in ROUTINE and not self.everything:
                 continue
             text = str(event.get("text", "")) if kind == "note" else format_event(event)
+            if self.redact is not None:
+                text = self.redact(text)
             out.append(f"{stamp} t={tick:07d} {text}")
         return out
 

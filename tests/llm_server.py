@@ -32,6 +32,8 @@ class FakeLLMServer:
         self.requests: list[dict[str, Any]] = []
         self.answer: dict[str, Any] = GOOD_PLAN
         self.text: str | None = None  # answered verbatim instead of ``answer`` when set
+        # Answered to the angel (a system prompt about ability source files) when set.
+        self.ability_text: str | None = None
         self._latency = random.Random(7)
         self.delay_s = 0.05
         self.retry_after = "0.01"
@@ -122,7 +124,7 @@ class FakeLLMServer:
         if mode == "html502":
             return web.Response(status=502, text="<html><body>Bad gateway</body></html>",
                                 content_type="text/html")
-        if mode == "auth":
+        if mode == "auth":  # a 401 whose body quotes the key
             key = request.headers.get("Authorization", request.headers.get("x-api-key", ""))
             return web.json_response({"error": {"message": f"Incorrect API key provided: "
                                                 f"{key.removeprefix('Bearer ')}"}},
@@ -143,9 +145,19 @@ class FakeLLMServer:
                               "body": body})
         return dict(body)
 
-    def _content(self, mode: str) -> str:
+    def _content(self, mode: str, body: dict[str, Any], key: str) -> str:
+        """The answer text; with mode ``echo_key`` the caller's key is put into the thought
+        and a spoken line, and ``{KEY}`` in a scripted text becomes the key."""
+        system = body.get("system") or next(
+            (m.get("content", "") for m in body.get("messages", [])
+             if m.get("role") == "system"), "")
+        if self.ability_text is not None and "ability source" in str(system):
+            return self.ability_text.replace("{KEY}", key)
         if self.text is not None:
-            return self.text
+            return self.text.replace("{KEY}", key)
+        if mode == "echo_key":
+            return orjson.dumps({"thought": f"my key is {key}", "plan": [
+                {"action": "say", "args": {"text": f"psst: {key}"}}]}).decode()
         if mode == "schema":
             return orjson.dumps(BAD_PLAN).decode()
         if mode == "prose":
@@ -160,14 +172,16 @@ class FakeLLMServer:
         if bad is not None:
             return bad
         finish = "length" if mode == "length" else "stop"
-        content = self._content(mode)
+        key = _key(request)
+        content = self._content(mode, body, key)
         if mode == "length":
             content = content[:30]
         usage: dict[str, Any] = {"prompt_tokens": 300, "completion_tokens": 40,
                                  "total_tokens": 340, "cost": 0.0001,
                                  "prompt_tokens_details": {"cached_tokens": 100}}
         return web.json_response({
-            "id": "x", "object": "chat.completion", "model": body.get("model", "?"),
+            "id": "x", "object": "chat.completion",
+            "model": key if mode == "echo_key" else body.get("model", "?"),
             "choices": [{"index": 0, "finish_reason": finish,
                          "message": {"role": "assistant", "content": content}}],
             **({} if mode == "nousage" else {"usage": usage}),
@@ -180,20 +194,30 @@ class FakeLLMServer:
         if bad is not None:
             return bad
         answer = BAD_PLAN if mode == "schema" else self.answer
+        key = _key(request)
         content: list[dict[str, Any]]
         if body.get("tools"):
+            if mode == "echo_key":
+                answer = orjson.loads(self._content(mode, body, key))
             content = [{"type": "tool_use", "id": "t1", "name": body["tools"][0]["name"],
                         "input": answer}]
             stop = "tool_use"
         else:
-            content = [{"type": "text", "text": self._content(mode)}]
+            content = [{"type": "text", "text": self._content(mode, body, key)}]
             stop = "end_turn"
         return web.json_response({
             "id": "msg", "type": "message", "role": "assistant",
-            "model": body.get("model", "?"), "content": content, "stop_reason": stop,
+            "model": key if mode == "echo_key" else body.get("model", "?"),
+            "content": content, "stop_reason": stop,
             "usage": {"input_tokens": 200, "output_tokens": 30,
                       "cache_read_input_tokens": 100},
         })
+
+
+def _key(request: web.Request) -> str:
+    """The API key the caller sent (OpenAI's Authorization header or Anthropic's)."""
+    return request.headers.get("Authorization", request.headers.get("x-api-key", "")
+                               ).removeprefix("Bearer ")
 
 
 @contextlib.contextmanager

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import queue
+from collections.abc import Callable
 from typing import Any
 
 import orjson
@@ -22,11 +23,16 @@ class Inbox:
 
     Any thread may ``submit``; only the main thread ``drain``s, at the start of a tick, and
     stamps each input with that tick and the next sequence number. The data is copied
-    through JSON on submission, so what is applied is exactly what gets logged."""
+    through JSON on submission, so what is applied is exactly what gets logged.
+
+    ``redact`` (set by whoever knows the secrets in use, before any thread submits) takes
+    secrets out of every input's data on submission: whatever a model, a console or a
+    remote client sends, no key can enter the world's state or its log."""
 
     def __init__(self, next_seq: int = 1) -> None:
         self._pending: queue.SimpleQueue[tuple[str, dict[str, Any], str]] = queue.SimpleQueue()
         self.next_seq = next_seq
+        self.redact: Callable[[Any], Any] | None = None
 
     def submit(self, type: str, data: dict[str, Any] | None = None,
                source: str = "console") -> None:
@@ -39,6 +45,8 @@ class Inbox:
             frozen = orjson.loads(orjson.dumps(data or {}))
         except TypeError as exc:
             raise ValueError(f"input {type!r} data must be JSON-ready: {exc}") from None
+        if self.redact is not None:
+            frozen = self.redact(frozen)
         self._pending.put((type, frozen, source))
 
     def pending(self) -> int:

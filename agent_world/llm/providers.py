@@ -79,9 +79,11 @@ def provider_factory(cfg: LLMConfig, redactor: Redactor) -> ProviderFactory:
 def build_manager(cfg: LLMConfig, world: World, *, clock: Clock | None = None,
                   memories: Path | None = None, report: Callable[[str], None] = print,
                   note: Callable[[str], None] = lambda _t: None,
-                  factory: ProviderFactory | None = None) -> LLMManager:
-    """The manager for a configured provider (``factory`` replaces the configured one)."""
-    redactor = Redactor()
+                  factory: ProviderFactory | None = None,
+                  redactor: Redactor | None = None) -> LLMManager:
+    """The manager for a configured provider (``factory`` replaces the configured one).
+    ``redactor`` is shared with the rest of the session; the key is added to it."""
+    redactor = redactor if redactor is not None else Redactor()
     made = factory or provider_factory(cfg, redactor)
     if factory is not None:
         key = cfg.api_key()

@@ -15,6 +15,7 @@ import threading
 
 from agent_world.config import LLMConfig
 from agent_world.llm.manager import ProviderFactory
+from agent_world.llm.redact import Redactor
 from agent_world.llm.retry import ProviderPause, RetryPolicy, call_with_retries
 from agent_world.types import LLMProvider, LLMRequest, MonotonicClock
 
@@ -26,8 +27,11 @@ SYSTEM = ("You write ability source files for a simulated world, following the c
 
 class ProviderTextModel:
     def __init__(self, cfg: LLMConfig, factory: ProviderFactory, *,
-                 max_tokens: int = 1200) -> None:
+                 max_tokens: int = 1200, redactor: Redactor | None = None) -> None:
+        """``redactor`` takes secrets out of every answer before the angel sees it, so a
+        source that echoes a key is checked, hashed and saved without it."""
         self.cfg = cfg
+        self._redact = redactor or Redactor()
         self._factory = factory
         self._max_tokens = max_tokens
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -59,7 +63,7 @@ class ProviderTextModel:
         response = self._loop.run_until_complete(call_with_retries(
             self._provider, request, deadline=deadline, clock=self._clock,
             policy=self._policy, rng=self._rng, pause=self._pause))
-        return response.text
+        return self._redact(response.text)
 
     def close(self) -> None:
         """Release the provider's connections, on the thread that used the model."""
