@@ -82,8 +82,8 @@ class WorldConfig:
         (64, 64), "map width and height in tiles: one number for a square, or [width, height]",
         low=16, high=4096,
     )
-    tick_rate: float = setting(10.0, "ticks per second when running paced", low=0, high=1000,
-                               low_open=True)
+    tick_rate: float = setting(10.0, "ticks per second when running paced", low=0.001,
+                               high=1000)
     seed: int = setting(42, "seed of the world's random number generator", low=0, high=2**63 - 1)
     starting_agents: int = setting(20, "agents created with a new world", low=0, high=200_000)
     item_spawn_rate: float = setting(

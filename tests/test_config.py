@@ -176,7 +176,7 @@ def test_section_must_be_a_mapping(tmp_path: Path) -> None:
     ("world", "seed", "abc", "a whole number >= 0"),
     ("world", "seed", 3.5, "a whole number >= 0"),
     ("world", "seed", 3.0, "a whole number >= 0"),
-    ("world", "tick_rate", "fast", "a number > 0 and <= 1000"),
+    ("world", "tick_rate", "fast", "a number >= 0.001 and <= 1000"),
     ("world", "name", 12, "a string"),
     ("world", "size", "big", "a whole number >= 16 and <= 4096 or a list [width, height]"),
     ("world", "personality_mix", [1, 2], "a mapping of name to number >= 0 and <= 1000"),
@@ -216,11 +216,11 @@ def test_bools_are_not_numbers_inside_size_and_personality_mix() -> None:
 
 
 @pytest.mark.parametrize(("section", "key", "value", "expected"), [
-    ("world", "tick_rate", 0, "a number > 0 and <= 1000"),
-    ("world", "tick_rate", -5.0, "a number > 0 and <= 1000"),
-    ("world", "tick_rate", 1000.5, "a number > 0 and <= 1000"),
-    ("world", "tick_rate", math.inf, "a number > 0 and <= 1000"),
-    ("world", "tick_rate", math.nan, "a number > 0 and <= 1000"),
+    ("world", "tick_rate", 0, "a number >= 0.001 and <= 1000"),
+    ("world", "tick_rate", -5.0, "a number >= 0.001 and <= 1000"),
+    ("world", "tick_rate", 1000.5, "a number >= 0.001 and <= 1000"),
+    ("world", "tick_rate", math.inf, "a number >= 0.001 and <= 1000"),
+    ("world", "tick_rate", math.nan, "a number >= 0.001 and <= 1000"),
     ("world", "seed", -1, "a whole number >= 0 and <= 9223372036854775807"),
     ("world", "seed", 2**63, "a whole number >= 0 and <= 9223372036854775807"),
     ("world", "size", 15, "a whole number >= 16 and <= 4096"),
@@ -426,7 +426,7 @@ def test_replace_returns_a_validated_copy() -> None:
 def test_replace_validates_like_a_file() -> None:
     message = config_error(Config().replace, world={"tick_rate": 0})
     assert "overrides: world.tick_rate = 0 (int) is invalid" in message
-    assert "expected a number > 0 and <= 1000" in message
+    assert "expected a number >= 0.001 and <= 1000" in message
     message = config_error(Config().replace, world={"seed": True})
     assert "world.seed = True (bool)" in message
     message = config_error(Config().replace, wrold={"seed": 1})

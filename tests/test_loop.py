@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from agent_world.config import Config
-from agent_world.core.loop import HISTORY, LoopError, TickLoop
+from agent_world.core.loop import HISTORY, MIN_TICK_RATE, LoopError, TickLoop
 from agent_world.core.world import World
 from agent_world.types import FakeClock, TickReport
 
@@ -466,3 +466,82 @@ def test_stopping_applies_inputs_already_accepted() -> None:
     asyncio.run(scenario())
     assert world.find_agent("Last") is not None
     assert world.inbox.pending() == 0
+
+
+# -- controls never wait for the clock -------------------------------------------------------
+
+
+class StuckClock(FakeClock):
+    """A clock whose sleeps never end by themselves: a period of 1e300 s, or of 100 s at
+    /speed 0.01. Only the loop's own wake-up can end them."""
+
+    async def sleep_until(self, deadline: float) -> None:
+        self.sleeps.append(deadline - self.now())
+        await asyncio.Event().wait()  # never set
+
+
+def _stuck_loop(world: World, rate: float = 0.01) -> TickLoop:
+    return TickLoop(world, StuckClock(), rate)
+
+
+async def _until(condition: Callable[[], bool]) -> None:
+    # The loop under test offers no event for "ticked"; yielding until it has is exact.
+    while not condition():  # noqa: ASYNC110
+        await asyncio.sleep(0)
+
+
+def test_stop_ends_a_run_sleeping_through_a_long_period(world: World) -> None:
+    loop = _stuck_loop(world)
+
+    async def main() -> None:
+        task = asyncio.create_task(loop.run())
+        await _until(lambda: loop.ticks_run == 1)
+        await spin()
+        loop.stop()
+        await asyncio.wait_for(task, timeout=10)
+
+    asyncio.run(main())
+    assert loop.ticks_run == 1
+
+
+def test_a_new_speed_takes_effect_during_a_long_period(world: World) -> None:
+    loop = _stuck_loop(world, rate=MIN_TICK_RATE)
+
+    async def main() -> None:
+        task = asyncio.create_task(loop.run())
+        await _until(lambda: loop.ticks_run == 1)
+        await spin()
+        loop.set_speed(10)  # the next tick comes now, not a thousand seconds later
+        await asyncio.wait_for(_until(lambda: loop.ticks_run == 2), timeout=10)
+        loop.stop()
+        await asyncio.wait_for(task, timeout=10)
+
+    asyncio.run(main())
+    assert loop.ticks_run == 2
+
+
+def test_pause_and_resume_take_effect_during_a_long_period(world: World) -> None:
+    loop = _stuck_loop(world)
+
+    async def main() -> None:
+        task = asyncio.create_task(loop.run())
+        await _until(lambda: loop.ticks_run == 1)
+        loop.pause()
+        await spin()
+        loop.set_speed(10)
+        await spin()
+        assert loop.ticks_run == 1  # paused: a speed change does not tick
+        loop.resume()
+        await asyncio.wait_for(_until(lambda: loop.ticks_run == 2), timeout=10)
+        loop.stop()
+        await asyncio.wait_for(task, timeout=10)
+
+    asyncio.run(main())
+
+
+@pytest.mark.parametrize("bad", [1e-300, 5e-324, MIN_TICK_RATE / 2])
+def test_rates_below_the_minimum_are_refused_with_the_bounds(world: World, bad: float) -> None:
+    loop, _, _ = make_loop(world)
+    with pytest.raises(LoopError, match=r"\[0\.001, 1000\]"):
+        loop.set_speed(bad)
+    assert loop.tick_rate == RATE

@@ -165,7 +165,7 @@ COMMANDS: dict[str, Command[Any]] = _table(
             details=("Only while paused. Runs the ticks at once, then stays paused.",)),
     Command(name="speed", usage="/speed HZ", summary="set the tick rate (ticks per second)",
             parse=parse_speed, run=control.speed,
-            details=("HZ is a number > 0 and <= 1000, e.g. /speed 20 or /speed 0.5.",)),
+            details=("HZ is a number from 0.001 to 1000, e.g. /speed 20 or /speed 0.5.",)),
     Command(name="spawn", usage="/spawn KIND [NAME] [X Y] [key=value ...]",
             summary="add an agent, item or object (at the next tick)",
             parse=parse_spawn, run=changes.spawn, details=changes.SPAWN_HELP),

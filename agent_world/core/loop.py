@@ -3,6 +3,9 @@
 Deadlines are absolute (start + k * period), so small delays never accumulate into drift. A
 tick that takes longer than its period is counted as an overrun; when the loop falls more
 than a period behind it re-anchors instead of bursting to catch up.
+
+Controls (stop, pause, resume, a new speed) wake the loop from its sleep at once: at 0.01 Hz a
+period lasts 100 s, and /quit, SIGTERM or /speed 10 must not wait for it to end.
 """
 
 from __future__ import annotations
@@ -16,9 +19,10 @@ from dataclasses import dataclass
 from agent_world.core.world import World
 from agent_world.types import Clock, TickObserver, TickReport
 
-__all__ = ["LoopError", "TickLoop", "TickStats"]
+__all__ = ["MAX_TICK_RATE", "MIN_TICK_RATE", "LoopError", "TickLoop", "TickStats"]
 
 MAX_TICK_RATE = 1000.0
+MIN_TICK_RATE = 0.001  # one tick in a thousand seconds
 HISTORY = 1000
 YIELD_EVERY = 10  # flat-out runs let the event loop breathe this often
 
@@ -74,25 +78,30 @@ class TickLoop:
     def set_speed(self, tick_rate: float) -> None:
         if not (isinstance(tick_rate, (int, float)) and not isinstance(tick_rate, bool)
                 and math.isfinite(tick_rate)
-                and 0 < tick_rate <= MAX_TICK_RATE):
-            raise LoopError(f"speed must be a number of ticks per second in (0, "
-                            f"{MAX_TICK_RATE:g}], got {tick_rate!r}")
+                and MIN_TICK_RATE <= tick_rate <= MAX_TICK_RATE):
+            raise LoopError(f"speed must be a number of ticks per second in "
+                            f"[{MIN_TICK_RATE:g}, {MAX_TICK_RATE:g}], got {tick_rate!r}")
         self.tick_rate = float(tick_rate)
         self.period = 1.0 / self.tick_rate
         self._reanchor = True
+        self._wake_up()
 
     def pause(self) -> None:
         self.paused = True
+        self._wake_up()
 
     def resume(self) -> None:
         self.paused = False
         self._reanchor = True
-        if self._wake is not None:
-            self._wake.set()
+        self._wake_up()
 
     def stop(self) -> None:
         self._stopped = True
-        if self._wake is not None:
+        self._wake_up()
+
+    def _wake_up(self) -> None:
+        if getattr(self, "_wake", None) is not None:
+            assert self._wake is not None
             self._wake.set()
 
     @property
@@ -163,11 +172,26 @@ class TickLoop:
             now = self.clock.now()
             if deadline < now - self.period:
                 deadline = now  # far behind: start afresh rather than burst
-            await self.clock.sleep_until(deadline)
+            await self._sleep_until(deadline)
         if self._stopped and self.world.inbox.pending():
             # Inputs already accepted (an operator's last commands before /quit) are applied,
             # and so logged, in one last tick rather than silently dropped.
             self.tick_once()
+
+    async def _sleep_until(self, deadline: float) -> None:
+        """Sleep on the clock until ``deadline``, unless a control wakes the loop first."""
+        wake = self._wake
+        assert wake is not None
+        wake.clear()
+        if self._stopped or self.paused:
+            return  # came during the tick (a new speed did too: the deadline has its period)
+        sleeper = asyncio.ensure_future(self.clock.sleep_until(deadline))
+        waker = asyncio.ensure_future(wake.wait())
+        try:
+            await asyncio.wait((sleeper, waker), return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            sleeper.cancel()
+            waker.cancel()
 
     # -- figures -----------------------------------------------------------------------------
 
