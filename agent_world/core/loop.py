@@ -59,6 +59,7 @@ class TickLoop:
         self.clock = clock
         self.period = 0.0
         self.tick_rate = 0.0
+        self._wake: asyncio.Event | None = None  # made by run(), on the loop it runs in
         self.set_speed(tick_rate)
         self.observers: list[TickObserver] = list(observers)
         self.paused = False
@@ -67,7 +68,6 @@ class TickLoop:
         self._durations: deque[float] = deque(maxlen=HISTORY)
         self._stopped = False
         self._reanchor = True
-        self._wake: asyncio.Event | None = None
         # Work that must stay out of ticks (garbage collection): runs after each tick,
         # before the loop sleeps, and is not counted in the tick's duration.
         self.between_ticks: Callable[[], None] | None = None
@@ -100,8 +100,7 @@ class TickLoop:
         self._wake_up()
 
     def _wake_up(self) -> None:
-        if getattr(self, "_wake", None) is not None:
-            assert self._wake is not None
+        if self._wake is not None:
             self._wake.set()
 
     @property
