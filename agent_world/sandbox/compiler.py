@@ -8,10 +8,14 @@ dangerous), and then rewrites the result once more:
 - ``_step_()`` at the start of every function body and every loop body, and as the first
   thing every ``except`` handler and ``finally`` block does: the step budget. Once it is
   spent, every later step raises again, so a handler or ``finally`` cannot catch it away.
+  Then ``_escalate_()``, so that no handler keeps a RecursionError or MemoryError (how deep
+  recursion goes and when memory runs out depend on the process, not on the code);
 - lambdas become ``_step_() or <body>``;
 - ``+``, ``*``, ``**``, ``<<`` and ``%`` become calls of size-guarded functions, since
   they run in C and could build huge values in one step;
-- every f-string becomes ``_fstr_(<f-string>)``, which bounds and counts its length.
+- every f-string becomes ``_fstr_(<f-string>)``, which bounds and counts its length, and
+  every ``{value!c:spec}`` in it becomes ``{_fval_(value, c, 'spec')}``: CPython would
+  format any object (a function's text holds its address), ``_fval_`` plain data only.
 
 The injected names start with ``_``, which the gate refuses in ability code, so the code can
 neither call nor replace them.
@@ -49,6 +53,20 @@ def _step_expr() -> ast.expr:
     return ast.Call(ast.Name("_step_", ast.Load()), [], [])
 
 
+def _handler_prologue() -> list[ast.stmt]:
+    return [_step_stmt(), ast.Expr(ast.Call(ast.Name("_escalate_", ast.Load()), [], []))]
+
+
+def _constant_spec(spec: ast.expr | None) -> str | None:
+    """The text of an f-string format spec, which the gate allowed only as a constant."""
+    if spec is None:
+        return None
+    if isinstance(spec, ast.JoinedStr) and all(
+            isinstance(v, ast.Constant) and isinstance(v.value, str) for v in spec.values):
+        return "".join(v.value for v in spec.values)  # type: ignore[attr-defined]
+    raise GateError("f-string format spec must be a short constant such as :.1f or :>3")
+
+
 class BudgetRewriter(ast.NodeTransformer):
     """Injects the step budget and the size guards (after RestrictedPython ran)."""
 
@@ -75,9 +93,9 @@ class BudgetRewriter(ast.NodeTransformer):
     def visit_Try(self, node: ast.Try) -> Any:
         self.generic_visit(node)
         for handler in node.handlers:
-            handler.body.insert(0, _step_stmt())
+            handler.body[:0] = _handler_prologue()
         if node.finalbody:
-            node.finalbody.insert(0, _step_stmt())
+            node.finalbody[:0] = _handler_prologue()
         return node
 
     def visit_BinOp(self, node: ast.BinOp) -> Any:
@@ -92,9 +110,12 @@ class BudgetRewriter(ast.NodeTransformer):
         return ast.Call(ast.Name("_fstr_", ast.Load()), [node], [])
 
     def visit_FormattedValue(self, node: ast.FormattedValue) -> Any:
-        # Leave the format spec alone (it is itself a JoinedStr the gate kept constant).
-        node.value = self.visit(node.value)
-        return node
+        # The conversion and spec move into the guard, which returns text; CPython then
+        # inserts that text as it is (FORMAT_VALUE of a str with no spec is the identity).
+        call = ast.Call(ast.Name("_fval_", ast.Load()),
+                        [self.visit(node.value), ast.Constant(node.conversion),
+                         ast.Constant(_constant_spec(node.format_spec))], [])
+        return ast.FormattedValue(value=call, conversion=-1, format_spec=None)
 
 
 def compile_gated(gated: Gated, name: str) -> CodeType:

@@ -11,9 +11,28 @@ Every call gets fresh globals (nothing survives from one call to the next) holdi
   plain-data methods only), ``_getitem_``, ``_write_`` (dicts and lists only), ``_getiter_``
   (every item costs a step), RestrictedPython's own guarded unpacking, ``_inplacevar_``;
 - the step budget ``_step_`` and the size guards ``_add_``, ``_mul_``, ``_pow_``,
-  ``_lshift_``, ``_mod_``, ``_fstr_`` that the compiler injects;
+  ``_lshift_``, ``_mod_``, ``_fstr_`` that the compiler injects, and ``_fval_`` (every
+  ``{value}`` of an f-string) and ``_escalate_`` (first thing in every handler);
 - the call's own random numbers (splitmix64 seeded from ``ctx["seed"]``: the same on every
   machine and Python version).
+
+Nothing a call computes may depend on the process (the replay runs it in another one), so:
+
+- text comes from values only through ``plain.render``: ``str()`` and f-strings accept plain
+  data (None, bool, int, float, str, range, and lists, tuples, dicts, sets and dict views of
+  it) and exceptions, written exactly as Python writes them, and refuse functions,
+  generators, classes ... whose Python text holds a memory address;
+- every way to see the order of a set gives the canonical order of ``plain.set_order``:
+  iteration (``for``, comprehensions, unpacking, all go through ``_getiter_``), every
+  builtin and method that iterates (they go through ``counted``), ``set.pop`` and rendering.
+  Dicts keep insertion order, which the code decides, so their keys are not restricted;
+- ``list.index`` (whose Python message embeds a repr) says what it did not find in plain
+  text; the other allowed methods' messages hold no repr of their argument (``KeyError``
+  holds the key itself, which is rendered like any exception's arguments);
+- ``RecursionError`` and ``MemoryError`` cannot be caught: the depth at which recursion
+  stops and the moment memory runs out depend on the interpreter and the heap, so
+  ``_escalate_`` turns them into ``Escalated`` in any handler or ``finally`` that sees them;
+- ``id``, ``hash``, ``type``, ``repr``, ``format`` and ``iter`` are not provided.
 
 A limit that is hit (steps, allocation, a size guard) raises ``SandboxLimit``, which is a
 ``BaseException``: ``except Exception`` in ability code does not catch it, and the meter
@@ -24,13 +43,16 @@ so even a call that somehow swallowed it is reported as failed.
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, TypeVar
 
 from RestrictedPython.Guards import guarded_iter_unpack_sequence, guarded_unpack_sequence
 
-__all__ = ["MAX_INT_BITS", "MAX_SEQUENCE", "Meter", "Rng", "SandboxLimit", "build_globals",
-           "export_result"]
+from agent_world.sandbox.plain import TooLong, render, set_order
+
+__all__ = ["MAX_INT_BITS", "MAX_SEQUENCE", "Escalated", "Meter", "Rng", "SandboxLimit",
+           "build_globals", "export_result"]
 
 T = TypeVar("T")
 
@@ -49,6 +71,16 @@ RESULT_INT = 2**53
 class SandboxLimit(BaseException):
     """A limit was hit (steps, allocation, size). Not an Exception, so ``except Exception``
     in ability code cannot catch it."""
+
+
+class Escalated(BaseException):
+    """A RecursionError or MemoryError that ability code tried to catch (see ``_escalate_``
+    in ``build_globals``). Not an Exception, so no handler can keep it; the harness reports
+    ``original`` as if nothing had caught it."""
+
+    def __init__(self, original: BaseException) -> None:
+        super().__init__(original)
+        self.original = original
 
 
 class ResultError(Exception):
@@ -80,6 +112,12 @@ class Meter:
         if self.steps_left <= 0:
             raise self.fail(f"step budget of {self.steps_total} steps spent")
         self.steps_left -= 1
+
+    def spend(self, n: int) -> None:
+        """``n`` steps at once (work done in C that grows with the size of a value)."""
+        if self.steps_left < n:
+            raise self.fail(f"step budget of {self.steps_total} steps spent")
+        self.steps_left -= n
 
     def alloc(self, n: int) -> None:
         self.alloc_left -= n
@@ -117,6 +155,25 @@ def _size(x: object) -> int:
     return 0
 
 
+# Values whose own __format__ is plain (an f-string spec such as :.1f applies to them).
+_FORMATTED = frozenset({str, int, float, bool, type(None)})
+_STR, _REPR, _ASCII = ord("s"), ord("r"), ord("a")  # FormattedValue.conversion
+
+
+def _escalate() -> None:
+    """The second thing every except handler and finally block of ability code does (after
+    ``_step_``): a RecursionError or MemoryError being handled goes on as ``Escalated``,
+    and an ``Escalated`` on its way out goes on through a ``finally`` (which could otherwise
+    swallow it with ``return``). Ordinary exceptions stay catchable."""
+    exc = sys.exc_info()[1]
+    if exc is None:
+        return
+    if isinstance(exc, Escalated):
+        raise exc
+    if isinstance(exc, (RecursionError, MemoryError)):
+        raise Escalated(exc)
+
+
 def build_globals(meter: Meter, seed: int) -> dict[str, Any]:
     """Fresh globals for one call."""
     step = meter.step
@@ -133,7 +190,24 @@ def build_globals(meter: Meter, seed: int) -> dict[str, Any]:
         return value
 
     def counted(iterable: Iterable[Any]) -> Iterator[Any]:
+        """The items of ``iterable``, a step each; a set's in canonical order."""
+        if type(iterable) is set:
+            return in_order(iterable)
+        return each(iterable)
+
+    def each(iterable: Iterable[Any]) -> Iterator[Any]:
         for item in iterable:
+            step()
+            yield item
+
+    def in_order(items: set[Any]) -> Iterator[Any]:
+        # A snapshot in canonical order; a change of size fails as Python's own iteration
+        # of a set does.
+        ordered = set_order(items, step)
+        size = len(items)
+        for item in ordered:
+            if len(items) != size:
+                raise RuntimeError("Set changed size during iteration")
             step()
             yield item
 
@@ -220,6 +294,31 @@ def build_globals(meter: Meter, seed: int) -> dict[str, Any]:
     def fstr(value: str) -> str:
         return account(value)
 
+    def text(value: Any, as_str: bool, what: str) -> str:
+        try:
+            return render(value, as_str=as_str, step=step, limit=MAX_SEQUENCE, what=what)
+        except TooLong:
+            raise meter.fail(f"{what} would make more than {MAX_SEQUENCE} characters; the "
+                             f"limit is {MAX_SEQUENCE}") from None
+
+    def fval(value: Any, conversion: int, spec: str | None) -> str:
+        """One ``{value!conversion:spec}`` of an f-string (the compiler passes the spec as a
+        constant). Python's FORMAT_VALUE would call any object's __format__; this takes
+        plain data only and writes it as Python does."""
+        t = type(value)
+        if conversion == -1 and t in _FORMATTED:  # the common case: a type check, no walk
+            return format(value, spec) if spec else format(value)
+        if conversion not in (-1, _STR, _REPR, _ASCII):  # a compiler bug: fail closed
+            raise TypeError(f"unknown f-string conversion {conversion}")
+        what = "an f-string value"
+        if conversion == _ASCII:  # ascii(): repr with non-ASCII characters escaped
+            shown = text(value, False, what).encode("ascii", "backslashreplace").decode()
+        else:
+            shown = text(value, conversion != _REPR, what)
+        if spec and conversion == -1:  # object.__format__ takes no spec
+            raise TypeError(f"unsupported format string passed to {t.__name__}.__format__")
+        return format(shown, spec) if spec else shown
+
     inplace_ops: dict[str, Callable[[Any, Any], Any]] = {
         "+=": add, "*=": mul, "**=": power, "<<=": lshift, "%=": mod,
         "-=": lambda a, b: a - b, "/=": lambda a, b: a / b, "//=": lambda a, b: a // b,
@@ -276,6 +375,27 @@ def build_globals(meter: Meter, seed: int) -> dict[str, Any]:
             target.update(pairs)
         return updated
 
+    def index_of(seq: list[Any]) -> Callable[..., int]:
+        # Python's message is "%R is not in list": an address for a function.
+        def index(value: Any, *bounds: Any) -> int:
+            try:
+                return seq.index(value, *bounds)
+            except ValueError:
+                shown = render(value, as_str=False, step=step, limit=200, lenient=True)
+                raise ValueError(f"{shown} is not in list") from None
+        return index
+
+    def pop_first(target: set[Any]) -> Callable[[], Any]:
+        # Python's set.pop returns whichever item comes first in hash order.
+        def pop() -> Any:
+            if not target:
+                raise KeyError("pop from an empty set")
+            meter.spend(len(target))  # ordering looks at every item
+            first = set_order(target, step)[0]
+            target.remove(first)
+            return first
+        return pop
+
     def set_op(target: set[Any], name: str) -> Callable[..., set[Any]]:
         def combined(*others: Any) -> set[Any]:
             result: set[Any] = getattr(target, name)(*[materialise(o) for o in others])
@@ -284,7 +404,7 @@ def build_globals(meter: Meter, seed: int) -> dict[str, Any]:
 
     sized: dict[tuple[type[Any], str], Callable[[Any], Callable[..., Any]]] = {
         (str, "join"): join, (str, "replace"): replace, (list, "extend"): extend,
-        (dict, "update"): update,
+        (list, "index"): index_of, (dict, "update"): update, (set, "pop"): pop_first,
         (set, "union"): lambda s: set_op(s, "union"),
         (set, "intersection"): lambda s: set_op(s, "intersection"),
         (set, "difference"): lambda s: set_op(s, "difference"),
@@ -373,7 +493,9 @@ def build_globals(meter: Meter, seed: int) -> dict[str, Any]:
         return zip(*[counted(i) for i in iterables], strict=False)
 
     def g_str(value: Any = "") -> str:
-        return account(str(value))
+        if type(value) in _FORMATTED:  # the common case: a type check, no walk
+            return account(str(value))
+        return account(text(value, True, "str()"))
 
     def type_name(value: Any) -> str:
         t = type(value)
@@ -439,6 +561,8 @@ def build_globals(meter: Meter, seed: int) -> dict[str, Any]:
         "_lshift_": lshift,
         "_mod_": mod,
         "_fstr_": fstr,
+        "_fval_": fval,
+        "_escalate_": _escalate,
     }
 
 

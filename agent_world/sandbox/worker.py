@@ -14,6 +14,11 @@ Requests: ``{"op": "run", "steps", "alloc", "cpu_s", "stop_after_ms", "sources":
 ``{"status", "effects" | "reason", "steps"}``, then ``{"op": "done"}``. Compiled code is cached
 by digest. A call is started only while ``stop_after_ms`` has not passed since the batch
 arrived; later ones come back ``postponed``.
+
+A reason becomes world state (the "disabled" reason), and a replay computes it again in
+another worker, so it is built from the exception's type name and its arguments rendered by
+``plain.exception_text`` (never ``str(exc)``, which may show an address or a set in hash
+order), and every reason passes ``plain.clean_reason`` on its way out.
 """
 
 from __future__ import annotations
@@ -29,8 +34,10 @@ from typing import Any
 
 from agent_world.sandbox.compiler import compile_source
 from agent_world.sandbox.gate import GateError
+from agent_world.sandbox.plain import clean_reason, exception_text
 from agent_world.sandbox.protocol import encode, read_frame, write_all
 from agent_world.sandbox.runtime import (
+    Escalated,
     Meter,
     ResultError,
     SandboxLimit,
@@ -63,6 +70,20 @@ def _cpu_allowance(seconds: int) -> None:
     resource.setrlimit(resource.RLIMIT_CPU, (soft, hard))
 
 
+def _failed(exc: BaseException, meter: Meter) -> dict[str, Any]:
+    """The frame of a call that raised ``exc`` (caught by the ability or not)."""
+    if isinstance(exc, MemoryError):  # depends on the process: a kill, recorded as an input
+        return {"status": ABILITY_KILLED, "reason": "memory limit reached",
+                "steps": meter.steps_used}
+    if isinstance(exc, RecursionError):
+        reason = "recursion too deep"
+    elif isinstance(exc, ResultError):
+        reason = f"bad result: {exc}"
+    else:
+        reason = f"raised {type(exc).__name__}: {exception_text(exc, 200)}"
+    return {"status": ABILITY_ERROR, "reason": clean_reason(reason), "steps": meter.steps_used}
+
+
 def run_call(code: CodeType, ctx: Any, steps: int, alloc: int) -> dict[str, Any]:
     """Run one call; the result frame. Deterministic for the same code, ctx and limits
     (except MemoryError, which depends on the process and is reported as a kill)."""
@@ -76,19 +97,10 @@ def run_call(code: CodeType, ctx: Any, steps: int, alloc: int) -> dict[str, Any]
             export_result(value)
     except SandboxLimit:
         pass  # the meter holds the reason
-    except MemoryError:
-        return {"status": ABILITY_KILLED, "reason": "memory limit reached",
-                "steps": meter.steps_used}
-    except RecursionError:
-        return {"status": ABILITY_ERROR, "reason": "recursion too deep",
-                "steps": meter.steps_used}
-    except ResultError as exc:
-        return {"status": ABILITY_ERROR, "reason": f"bad result: {exc}",
-                "steps": meter.steps_used}
+    except Escalated as exc:
+        return _failed(exc.original, meter)
     except Exception as exc:
-        return {"status": ABILITY_ERROR,
-                "reason": f"raised {type(exc).__name__}: {str(exc)[:200]}",
-                "steps": meter.steps_used}
+        return _failed(exc, meter)
     if meter.failure is not None:
         return {"status": ABILITY_ERROR, "reason": f"limit: {meter.failure}",
                 "steps": meter.steps_used}
@@ -127,6 +139,8 @@ def _serve(memory_mb: int) -> None:
                 result = {"status": ABILITY_ERROR, "reason": entry}
             else:
                 result = run_call(entry, call["ctx"], steps, alloc)
+            if "reason" in result:
+                result["reason"] = clean_reason(result["reason"])
             try:
                 frame = encode(result)
             except Exception as exc:  # export_result makes this unreachable; fail closed
