@@ -432,20 +432,40 @@ class AbilitiesConfig:
         "methods and conversions; past it the call fails", low=10_000, high=100_000_000,
     )
     max_effects: int = setting(8, "effects one call may return", low=1, high=100)
-    max_damage: float = setting(30.0, "damage one effect may deal", low=0, high=10_000)
-    max_heal: float = setting(30.0, "health one effect may restore", low=0, high=10_000)
-    max_move_tiles: int = setting(6, "tiles a move (teleport) effect may carry the caster",
-                                  low=0, high=64)
-    max_push_tiles: int = setting(3, "tiles a push effect may shove its target", low=0,
-                                  high=64)
-    max_created_items: int = setting(
-        3, "items one create_item effect may make (food, materials and herbs only)", low=0,
-        high=1000,
+    caps: str = setting(
+        "cast", "what the max_* caps below limit: cast (the total of one cast, over all its "
+        "effects and targets; at most one move) or effect (each effect alone, the rule of "
+        "worlds saved before this setting)", choices=("cast", "effect"), legacy="effect",
     )
-    max_need_change: float = setting(30.0, "hunger or energy one need effect may change",
-                                     low=0, high=100)
-    max_status_ticks: int = setting(300, "longest status effect (shield, haste ...) in ticks",
-                                    low=1, high=1_000_000)
+    max_damage: float = setting(30.0, "damage one cast may deal in all (per cast)", low=0,
+                                high=10_000)
+    max_heal: float = setting(30.0, "health one cast may restore in all (per cast)", low=0,
+                              high=10_000)
+    max_move_tiles: int = setting(6, "tiles the move (teleport) effect of a cast may carry "
+                                  "the caster", low=0, high=64)
+    max_push_tiles: int = setting(3, "tiles one cast may shove its targets in all (per "
+                                  "cast)", low=0, high=64)
+    max_created_items: int = setting(
+        3, "items one cast may create in all (per cast; food, materials and herbs only)",
+        low=0, high=1000,
+    )
+    max_need_change: float = setting(
+        30.0, "hunger one cast may change in all, and energy likewise (per cast: the sum of "
+        "abs(delta) over its need effects)", low=0, high=100,
+    )
+    max_status_ticks: int = setting(
+        300, "ticks of one status (shield, haste ...) one cast may put on one agent in all "
+        "(per cast)", low=1, high=1_000_000,
+    )
+    min_cooldown_ticks: int = setting(
+        10, "shortest cooldown of any ability, whatever its COOLDOWN says (10 = one cast a "
+        "second at 10 Hz, the shortest built-in cooldown)", low=0, high=100_000, legacy=0,
+    )
+    kills_to_disable: int = setting(
+        3, "calls killed in a row (wall clock, CPU or memory limit, a dead worker) that "
+        "disable an ability; each kill fails its cast, a call that completes resets the "
+        "count (the step budget and errors disable at once)", low=1, high=1000, legacy=1,
+    )
     max_range: int = setting(8, "largest RANGE an ability may declare, in tiles", low=0,
                              high=64)
     calls_per_tick: int = setting(
@@ -463,7 +483,8 @@ class SandboxConfig:
     """The worker processes that run ability code (they never touch the world)."""
 
     call_timeout_ms: float = setting(
-        50.0, "a call still running after this long is killed and its ability disabled",
+        50.0, "a call still running after this long is killed and its cast fails "
+        "(abilities.kills_to_disable kills in a row disable the ability)",
         low=1, high=60_000,
     )
     tick_budget_ms: float = setting(

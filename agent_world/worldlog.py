@@ -77,6 +77,9 @@ _FORMATS: dict[str, Callable[[Event], str]] = {
                                   + (f" (cast by {_who(e)})" if "agent" in e else "")
                                   + f": {e['reason']}",
     "ability_enabled": lambda e: f"ENABLED  ability {e['ability']} by the operator",
+    "ability_killed": lambda e: f"KILLED   ability {e['ability']} (cast by {_who(e)}) was "
+                                f"stopped: {e['reason']} (strike {e['strikes']} of "
+                                f"{e['limit']})",
     "ability_request_expired": lambda e: f"EXPIRED  request #{e['request']} of agent "
                                          f"#{e['agent']} got no answer in time",
 }

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from helpers import STAY, add_agent, give_plan, small_world
+from helpers import STAY, add_agent, give_plan, small_config
 
 from agent_world.core.abilities import AbilityMeta, AbilitySpec, source_digest
 from agent_world.core.world import World
@@ -50,13 +50,21 @@ class FakeRunner:
         return [self.script(c) for c in calls]
 
 
+def scripted(*results: AbilityResult) -> Script:
+    """Answer the calls with ``results`` in turn (a call past the last is a test bug)."""
+    answers = iter(results)
+    return lambda call: next(answers)
+
+
 def staged(runner: Any = None, *abilities: AbilitySpec, seed: int = 1,
-           game: Mapping[str, Any] | None = None) -> tuple[World, int, int]:
+           game: Mapping[str, Any] | None = None,
+           rules: Mapping[str, Any] | None = None) -> tuple[World, int, int]:
     """A small empty world with a caster at (5, 5) and a target at (7, 5) (which stays put),
     both rested, with no regeneration or hunger (exact numbers); ``abilities`` are registered
-    as generated ones."""
-    w = small_world(seed, game={"health_regen_per_tick": 0, "hunger_per_tick": 0,
+    as generated ones; ``rules`` changes settings of the abilities section."""
+    config = small_config(game={"health_regen_per_tick": 0, "hunger_per_tick": 0,
                                 **(game or {})})
+    w = World.create(config.replace(abilities=dict(rules or {})), seed=seed)
     w.abilities.runner = runner
     for s in abilities:
         w.abilities.add(s)
@@ -73,3 +81,30 @@ def stay(w: World, eid: int) -> None:
 
 def cast(name: str, **args: Any) -> dict[str, Any]:
     return {"name": "use_ability", "args": {"ability": name, **args}}
+
+
+class PinnedRunner:
+    """Runs trusted sources (the built-ins) in this process, with the random helpers pinned
+    to the end that yields the most (``rand_int`` its high end, ``rand_chance`` true,
+    ``rand`` just below 1): every call takes its worst case as the caps see it."""
+
+    def __init__(self) -> None:
+        self.calls: list[AbilityCall] = []
+
+    def run(self, calls: Sequence[AbilityCall], *, replaying: bool, steps: int,
+            alloc: int) -> list[AbilityResult]:
+        from agent_world.sandbox.compiler import compile_ability
+        from agent_world.sandbox.runtime import Meter, build_globals
+
+        self.calls.extend(calls)
+        results = []
+        for call in calls:
+            _meta, code = compile_ability(call.source)
+            scope = build_globals(Meter(steps, alloc), 0)
+            scope["__builtins__"] = {**scope["__builtins__"], "rand": lambda: 1 - 2**-53,
+                                     "rand_int": lambda low, high: high,
+                                     "rand_chance": lambda p: True}
+            exec(code, scope)  # the program's own built-in sources, trusted
+            results.append(AbilityResult(status=ABILITY_OK,
+                                         effects=scope["execute"](call.ctx)))
+        return results

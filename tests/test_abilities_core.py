@@ -239,7 +239,7 @@ def _killed_once(call):
     return AbilityResult(status=ABILITY_KILLED, reason="ran longer than 50 ms")
 
 
-def test_a_kill_disables_the_ability_and_is_logged_as_an_input_of_its_tick() -> None:
+def test_a_kill_fails_the_cast_with_a_strike_and_is_logged_as_an_input_of_its_tick() -> None:
     w, caster, _ = staged(FakeRunner(_killed_once), spec("slow"))
     seen: list[Input] = []
     w.input_observers.append(seen.extend)
@@ -250,7 +250,9 @@ def test_a_kill_disables_the_ability_and_is_logged_as_an_input_of_its_tick() -> 
     assert late[0].data == {"caster": caster, "ability": "slow", "status": "killed",
                             "reason": "ran longer than 50 ms"}
     assert late[0].seq == w.inbox.next_seq - 1
-    assert "was stopped" in w.abilities.disabled["slow"]
+    assert "slow was stopped" in of_type(report.events, "action_failed")[0]["reason"]
+    assert w.abilities.strikes == {"slow": 1}  # test_ability_rules.py: when kills disable
+    assert "slow" not in w.abilities.disabled
 
 
 def test_a_replay_uses_the_recorded_outcome_instead_of_running_the_call() -> None:

@@ -36,13 +36,14 @@ def _accept(text: str) -> dict:
 
 
 def _config(tmp_path: Path) -> Config:
-    # A step budget so large that only the wall clock can stop the spinning ability.
+    # A step budget so large that only the wall clock can stop the spinning ability, and
+    # one kill is enough to disable it (the test is about recording and replaying a kill).
     # Only cautious agents: nobody attacks, so no plan below is cut short by a fight.
     return saving_config(tmp_path, snapshot_interval_ticks=1000).replace(
         world={"personality_mix": {"aggressive": 0, "cautious": 1, "gatherer": 0,
                                    "trader": 0}},
         sandbox={"call_timeout_ms": 40, "tick_budget_ms": 2000},
-        abilities={"step_budget": 10**7})
+        abilities={"step_budget": 10**7, "kills_to_disable": 1})
 
 
 def _use(name: str) -> dict:

@@ -165,7 +165,7 @@ def quiet_dirs(tmp_path: Path, monkeypatch):
 
 
 def test_there_are_at_least_forty_hostile_sources() -> None:
-    assert len(REJECTED) + len(CONTAINED) + len(FORGED) >= 40
+    assert len(REJECTED) + len(CONTAINED) + len(FORGED) + 1 >= 40  # + WALL_CLOCK
 
 
 @pytest.mark.parametrize("case", list(REJECTED))
@@ -247,8 +247,11 @@ CONTAINED: dict[str, tuple[str, str, int | None]] = {
     "nan-result": (body("return [{'type': 'heal', 'target': 1, 'amount': float('nan')}]"),
                    "not finite", None),
     "raise-anything": (body("raise KeyError(ctx)"), "raised KeyError", None),
-    "wall-clock": (body("while True:", "    pass"), "wall-clock", 10**12),
 }
+
+# Only the wall clock stops this one (its step budget is out of reach): see
+# test_wall_clock_kills_fail_each_cast_and_disable_only_in_a_row.
+WALL_CLOCK = body("while True:", "    pass")
 
 # case -> (effects, disabled?, what the refusal or disabling says); T = target, C = caster
 FORGED: dict[str, tuple[list[dict[str, object]], bool, str]] = {
@@ -330,6 +333,30 @@ def test_hostile_code_is_contained_while_it_runs(case, hostile_runner, quiet_dir
     assert of_type(events, "ability_disabled")
     assert not of_type(events, "ability")  # nothing it returned was applied
     assert _projection(w) == _twin_after_failure(2)
+    _host_still_serves(hostile_runner)
+
+
+def test_wall_clock_kills_fail_each_cast_and_disable_only_in_a_row(hostile_runner,
+                                                                    quiet_dirs) -> None:
+    """A kill on wall-clock time may come from the machine's load, not the code: each one
+    fails its cast and counts a strike; abilities.kills_to_disable in a row disable it."""
+    limit = Config().abilities.kills_to_disable
+    assert limit > 1
+    w, caster, _ = _hostile_world(hostile_runner, source(WALL_CLOCK), 10**12)
+    seen: list[dict[str, object]] = []
+    for strike in range(1, limit + 1):
+        assert "probe" not in w.abilities.disabled
+        hostile_runner.warm()
+        give_plan(w, caster, cast("probe"))
+        events = run(w, 1)
+        seen += events
+        assert [e["strikes"] for e in of_type(events, "ability_killed")] == [strike]
+        assert "wall-clock" in of_type(events, "action_failed")[0]["reason"]
+    disabled = w.abilities.disabled["probe"]
+    assert "wall-clock" in disabled and f"{limit} killed calls in a row" in disabled
+    assert len(of_type(seen, "ability_disabled")) == 1
+    assert not of_type(seen, "ability")  # nothing it returned was applied
+    assert _projection(w) == _twin_after_failure(limit)
     _host_still_serves(hostile_runner)
 
 

@@ -174,6 +174,11 @@ EXAMPLES: dict[str, list[tuple[Event, str]]] = {
                           "than 50 ms")],
     "ability_enabled": [({"type": "ability_enabled", "ability": "spin"},
                          "ENABLED  ability spin by the operator")],
+    "ability_killed": [({"type": "ability_killed", "ability": "spin", "agent": 7,
+                         "name": "Zed", "reason": "ran longer than 50 ms of wall-clock time",
+                         "strikes": 1, "limit": 3},
+                        "KILLED   ability spin (cast by Zed#7) was stopped: ran longer than "
+                        "50 ms of wall-clock time (strike 1 of 3)")],
     "ability_request_expired": [({"type": "ability_request_expired", "request": 2,
                                   "agent": 7},
                                  "EXPIRED  request #2 of agent #7 got no answer in time")],

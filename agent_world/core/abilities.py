@@ -6,10 +6,11 @@ cooldown, arguments), hands the calls of a tick to an ``AbilityRunner`` (``types
 sandbox implements it), and validates and applies the effects (``core/effects.py``).
 
 World state kept here (``AbilityBook``): the generated abilities (name, metadata, source and
-its sha256), which abilities are disabled and why, per-caster cooldowns, status effects with
-their end ticks, and open requests to the angel. Built-in abilities are part of the program,
-like the systems: they are installed into every world by the layer that attaches the
-sandbox, and are not saved (only their disabled flag is).
+its sha256), which abilities are disabled and why, each ability's strikes (its calls killed
+in a row), per-caster cooldowns, status effects with their end ticks, and open requests to
+the angel. Built-in abilities are part of the program, like the systems: they are installed
+into every world by the layer that attaches the sandbox, and are not saved (only their
+disabled flag and strikes are).
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ __all__ = [
     "AbilityMeta",
     "AbilitySpec",
     "ability_seed",
+    "effective_cooldown",
     "source_digest",
 ]
 
@@ -86,6 +88,12 @@ def ability_seed(world_seed: int, tick: int, caster: int, name: str) -> int:
     digest = hashlib.blake2b(f"{world_seed}:{tick}:{caster}:{name}".encode(),
                              digest_size=8).digest()
     return int.from_bytes(digest, "big") >> 1
+
+
+def effective_cooldown(meta: AbilityMeta, rules: AbilitiesConfig) -> int:
+    """The ticks a caster waits between two casts: the ability's COOLDOWN, but never less
+    than ``abilities.min_cooldown_ticks``."""
+    return max(meta.cooldown, rules.min_cooldown_ticks)
 
 
 def _number(value: Any) -> bool:
@@ -216,6 +224,7 @@ class AbilityBook:
         self.builtins: dict[str, AbilitySpec] = {}  # program, not state
         self.generated: dict[str, AbilitySpec] = {}
         self.disabled: dict[str, str] = {}  # name -> reason
+        self.strikes: dict[str, int] = {}  # name -> its calls killed in a row (if any)
         self.cooldowns: dict[int, dict[str, int]] = {}  # caster -> name -> tick ready
         self.statuses: dict[int, dict[str, int]] = {}  # agent -> status -> last tick
         self.requests: dict[int, dict[str, Any]] = {}  # id -> {agent, since, text, tick}
@@ -234,11 +243,20 @@ class AbilityBook:
 
     def catalog(self) -> list[dict[str, Any]]:
         """Every ability an agent may use, as plain data for observations and the console:
-        name, description, cost, cooldown, range, arguments, and why it is disabled."""
-        return [{**spec.meta.to_dict(), "builtin": spec.builtin,
-                 **({"disabled": self.disabled[spec.name]} if spec.name in self.disabled
-                    else {})}
-                for spec in (*self.builtins.values(), *self.generated.values())]
+        name, description, cost, cooldown (the one that applies; ``declared_cooldown`` is
+        the COOLDOWN it asked for when the floor raised it), range, arguments, and why it is
+        disabled."""
+        return [self._entry(spec) for spec in (*self.builtins.values(),
+                                                *self.generated.values())]
+
+    def _entry(self, spec: AbilitySpec) -> dict[str, Any]:
+        entry = {**spec.meta.to_dict(), "builtin": spec.builtin}
+        cooldown = effective_cooldown(spec.meta, self.rules)
+        if cooldown != spec.meta.cooldown:
+            entry |= {"cooldown": cooldown, "declared_cooldown": spec.meta.cooldown}
+        if spec.name in self.disabled:
+            entry["disabled"] = self.disabled[spec.name]
+        return entry
 
     def range_of(self, name: str) -> int:
         spec = self.get(name)
@@ -269,7 +287,18 @@ class AbilityBook:
         self.generated[spec.name] = spec
 
     def disable(self, name: str, reason: str) -> None:
+        """Disable ``name``; its strikes go (re-enabled, it starts afresh)."""
         self.disabled[name] = reason[:300]
+        self.strikes.pop(name, None)
+
+    def strike(self, name: str) -> int:
+        """Count a killed call of ``name``; its calls killed in a row, this one included."""
+        self.strikes[name] = self.strikes.get(name, 0) + 1
+        return self.strikes[name]
+
+    def completed(self, name: str) -> None:
+        """A call of ``name`` came back (ok or error): its run of kills is over."""
+        self.strikes.pop(name, None)
 
     # -- statuses ----------------------------------------------------------------------------
 
@@ -289,10 +318,12 @@ class AbilityBook:
     def is_empty(self) -> bool:
         """True while nothing about abilities has happened in this world: its snapshot then
         has no ``abilities`` key, exactly like a snapshot written before abilities existed."""
-        return not (self.generated or self.disabled or self.cooldowns or self.statuses
-                    or self.requests or self.next_request != 1)
+        return not (self.generated or self.disabled or self.strikes or self.cooldowns
+                    or self.statuses or self.requests or self.next_request != 1)
 
     def get_state(self) -> dict[str, Any]:
+        """JSON-only state. ``strikes`` appears only while some ability has one, so a world
+        that never had a kill hashes as it did before strikes existed."""
         return {
             "generated": [spec.to_dict() for spec in self.generated.values()],
             "disabled": self.disabled,
@@ -300,7 +331,7 @@ class AbilityBook:
             "statuses": self.statuses,
             "requests": list(self.requests.values()),
             "next_request": self.next_request,
-        }
+        } | ({"strikes": dict(sorted(self.strikes.items()))} if self.strikes else {})
 
     def set_state(self, state: Mapping[str, Any] | None) -> None:
         self.generated = {}
@@ -310,6 +341,7 @@ class AbilityBook:
         if not state:
             return
         self.disabled = {str(k): str(v) for k, v in state["disabled"].items()}
+        self.strikes = {str(k): int(v) for k, v in state.get("strikes", {}).items()}
         self.cooldowns = {int(k): {str(n): int(t) for n, t in v.items()}
                           for k, v in state["cooldowns"].items()}
         self.statuses = {int(k): {str(n): int(t) for n, t in v.items()}

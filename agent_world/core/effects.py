@@ -10,27 +10,34 @@ only after every effect of the cast passed the check, so a cast happens whole or
 
 Effects (type: keys -- rule; RANGE is the ability's, caps are ``abilities`` settings):
 
-- damage: target, amount -- a living agent within RANGE; amount <= max_damage; shield halves
-- heal: target, amount -- a living agent within RANGE; amount <= max_heal
-- move: x, y -- the caster only, to a free tile within RANGE and max_move_tiles
-- push: target, tiles -- another living agent within RANGE; tiles <= max_push_tiles
+- damage: target, amount -- a living agent within RANGE; total <= max_damage; shield halves
+- heal: target, amount -- a living agent within RANGE; total <= max_heal
+- move: x, y -- the caster only, once per cast, to a free tile within RANGE and
+  max_move_tiles
+- push: target, tiles -- another living agent within RANGE; total <= max_push_tiles
 - transfer: item, qty, from, to -- the caster's goods to an agent within RANGE, or goods of
   an object or an unowned ground item within RANGE to the caster
-- create_item: item, qty, to? -- food, materials or herbs, qty <= max_created_items, for the
-  caster or an agent within RANGE
+- create_item: item, qty, to? -- food, materials or herbs, for the caster or an agent
+  within RANGE; total qty <= max_created_items
 - consume: item, qty -- goods the caster carries
 - need: target, need, delta -- hunger or energy of a living agent within RANGE;
-  abs(delta) <= max_need_change
+  total abs(delta) of each need <= max_need_change
 - message: text, to? -- heard within the hearing radius, like speech
 - spawn_object: kind, x, y -- one per cast, on a free tile within RANGE
-- status: target, status, ticks -- a living agent within RANGE; ticks <= max_status_ticks
+- status: target, status, ticks -- a living agent within RANGE; total ticks of one status
+  on one agent <= max_status_ticks
+
+A total is over the whole cast: all its effects of that type, on every target
+(``CastTotals``), so eight blows of 30 are one blow of 240 to the damage cap. Worlds saved
+before the ``abilities.caps`` setting existed keep the old rule, each effect capped alone
+(``caps: effect``) and any number of moves.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from agent_world.core import components as c
@@ -41,10 +48,11 @@ from agent_world.core.items import ITEMS, OBJECTS
 from agent_world.core.social import adjust_relationship
 
 if TYPE_CHECKING:
+    from agent_world.config import AbilitiesConfig
     from agent_world.core.world import World
 
-__all__ = ["EFFECTS", "Effect", "MalformedEffects", "apply_effects", "check_effects",
-           "parse_effects"]
+__all__ = ["EFFECTS", "CastTotals", "Effect", "MalformedEffects", "apply_effects",
+           "cast_cap_refusal", "check_effects", "parse_effects"]
 
 MAX_ID = 2**62
 MAX_COORD = 1_000_000
@@ -166,6 +174,82 @@ def parse_effects(raw: Any, max_effects: int) -> list[Effect]:
     return effects
 
 
+# -- caps per cast -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CastTotals:
+    """What one cast asks for in all, over every effect and target: the quantities the
+    per-cast caps limit. ``CastTotals.of(effects)``."""
+
+    damage: float = 0.0
+    heal: float = 0.0
+    created: int = 0  # items, over every create_item effect
+    pushed: int = 0  # tiles, over every push effect
+    moves: int = 0
+    needs: Mapping[str, float] = field(default_factory=dict)  # need -> sum of abs(delta)
+    statuses: Mapping[tuple[int, str], int] = field(default_factory=dict)  # ticks
+
+    def __post_init__(self) -> None:
+        numbers = [self.damage, self.heal, self.created, self.pushed, self.moves,
+                   *self.needs.values(), *self.statuses.values()]
+        if not all(math.isfinite(n) and n >= 0 for n in numbers):
+            raise ValueError(f"cast totals must be finite numbers >= 0, got {self!r:.200}")
+
+    @classmethod
+    def of(cls, effects: Sequence[Effect]) -> CastTotals:
+        """Totals of parsed effects. A negative amount is left out: the effect's own check
+        refuses it, and it must not make room under a cap for the others."""
+        sums = {"damage": 0.0, "heal": 0.0}
+        created = pushed = moves = 0
+        needs: dict[str, float] = {}
+        statuses: dict[tuple[int, str], int] = {}
+        for e in effects:
+            t = e.type
+            if t in sums:
+                sums[t] += max(0.0, float(e["amount"]))
+            elif t == "create_item":
+                created += e["qty"]
+            elif t == "push":
+                pushed += e["tiles"]
+            elif t == "move":
+                moves += 1
+            elif t == "need":
+                needs[e["need"]] = needs.get(e["need"], 0.0) + abs(float(e["delta"]))
+            elif t == "status":
+                key = (e["target"], e["status"])
+                statuses[key] = statuses.get(key, 0) + e["ticks"]
+        return cls(damage=sums["damage"], heal=sums["heal"], created=created, pushed=pushed,
+                   moves=moves, needs=needs, statuses=statuses)
+
+
+def cast_cap_refusal(totals: CastTotals, rules: AbilitiesConfig,
+                     label: Callable[[int], str] = lambda eid: f"#{eid}") -> str | None:
+    """None if the totals of one cast are within the per-cast caps; otherwise the first cap
+    broken, with the total, the cap and the setting (``label`` names a target)."""
+    if totals.moves > 1:
+        return (f"{totals.moves} moves in one cast; a cast may move its caster once "
+                "(abilities.caps is 'cast')")
+    checks: list[tuple[str, float, float, str]] = [
+        (f"damage {totals.damage:g}", totals.damage, rules.max_damage, "max_damage"),
+        (f"heal {totals.heal:g}", totals.heal, rules.max_heal, "max_heal"),
+        (f"created items {totals.created}", totals.created, rules.max_created_items,
+         "max_created_items"),
+        (f"push tiles {totals.pushed}", totals.pushed, rules.max_push_tiles,
+         "max_push_tiles"),
+    ]
+    checks += [(f"{need} change {total:g}", total, rules.max_need_change, "max_need_change")
+               for need, total in totals.needs.items()]
+    checks += [(f"{status} on {label(target)} for {ticks} ticks", ticks,
+                rules.max_status_ticks, "max_status_ticks")
+               for (target, status), ticks in totals.statuses.items()]
+    for what, total, cap, setting in checks:
+        if total > cap:
+            return (f"{what} in one cast exceeds the cap of {cap:g} per cast "
+                    f"(abilities.{setting})")
+    return None
+
+
 # -- rules ---------------------------------------------------------------------------------
 
 
@@ -182,6 +266,7 @@ class _Check:
         self.caster = caster
         self.range = spec.meta.range
         self.rules = world.ability_rules
+        self.per_effect = self.rules.caps == "effect"  # else the totals were checked
         self.pos = world.store.get(caster, c.Position)
         self.spent: dict[str, int] = {}  # goods leaving the caster
         self.stock_taken: dict[int, int] = {}
@@ -222,6 +307,11 @@ class _Check:
         if value > cap:
             raise _Refused(f"{what} {value:g} exceeds the cap of {cap:g} (abilities.{setting})")
 
+    def effect_cap(self, what: str, value: float, cap: float, setting: str) -> None:
+        """A cap on one effect alone (``caps: effect``; under ``cast`` the totals hold it)."""
+        if self.per_effect:
+            self.cap(what, value, cap, setting)
+
     def check(self, e: Effect) -> None:
         r = self.rules
         t = e.type
@@ -229,8 +319,8 @@ class _Check:
             self.living(e["target"])
             if e["amount"] <= 0:
                 raise _Refused(f"{t} amount must be > 0")
-            self.cap(t, e["amount"], r.max_damage if t == "damage" else r.max_heal,
-                     f"max_{t}")
+            self.effect_cap(t, e["amount"], r.max_damage if t == "damage" else r.max_heal,
+                            f"max_{t}")
         elif t == "move":
             x, y = e["x"], e["y"]
             distance = chebyshev(self.pos.x, self.pos.y, x, y)
@@ -242,14 +332,15 @@ class _Check:
             if e["target"] == self.caster:
                 raise _Refused("an ability cannot push its own caster (use move)")
             self.living(e["target"])
-            self.cap("push", e["tiles"], r.max_push_tiles, "max_push_tiles")
+            self.effect_cap("push", e["tiles"], r.max_push_tiles, "max_push_tiles")
         elif t == "transfer":
             self.transfer(e)
         elif t == "create_item":
             if e["item"] not in CREATABLE:
                 raise _Refused(f"{e['item']} cannot be created (only "
                                f"{', '.join(sorted(CREATABLE))})")
-            self.cap("create_item qty", e["qty"], r.max_created_items, "max_created_items")
+            self.effect_cap("create_item qty", e["qty"], r.max_created_items,
+                            "max_created_items")
             to = e.get("to", self.caster)
             if to != self.caster:
                 self.living(to)
@@ -257,8 +348,8 @@ class _Check:
             self.carries(e["item"], e["qty"])
         elif t == "need":
             self.living(e["target"])
-            self.cap(f"{e['need']} change", abs(e["delta"]), r.max_need_change,
-                     "max_need_change")
+            self.effect_cap(f"{e['need']} change", abs(e["delta"]), r.max_need_change,
+                            "max_need_change")
         elif t == "message":
             to = e.get("to")
             if to is not None and not self.world.is_agent(to):
@@ -273,7 +364,8 @@ class _Check:
             self.spawned.add((x, y))
         elif t == "status":
             self.living(e["target"])
-            self.cap("status ticks", e["ticks"], r.max_status_ticks, "max_status_ticks")
+            self.effect_cap("status ticks", e["ticks"], r.max_status_ticks,
+                            "max_status_ticks")
 
     def transfer(self, e: Effect) -> None:
         world, caster = self.world, self.caster
@@ -314,7 +406,12 @@ class _Check:
 
 def check_effects(world: World, caster: int, spec: AbilitySpec,
                   effects: list[Effect]) -> str | None:
-    """None if the whole cast may happen; otherwise why not (naming the effect)."""
+    """None if the whole cast may happen; otherwise why not (naming the cap, or the
+    effect that breaks a rule)."""
+    if world.ability_rules.caps == "cast":
+        refusal = cast_cap_refusal(CastTotals.of(effects), world.ability_rules, world.label)
+        if refusal is not None:
+            return refusal
     check = _Check(world, caster, spec)
     for i, effect in enumerate(effects):
         try:

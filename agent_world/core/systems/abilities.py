@@ -3,8 +3,15 @@
 Runs after combat. Each tick it collects every cast that may happen (known, enabled ability;
 arguments as its ARGS ask; target in range, otherwise the caster keeps walking; cooldown
 over; energy enough), hands all of them to the runner in one batch, then settles the
-results in caster order: effects that pass the world's rules are applied whole; code that
-failed disables its ability.
+results in caster order: effects that pass the world's rules are applied whole, and start
+the cooldown (never shorter than ``abilities.min_cooldown_ticks``); code that failed
+(an exception, the step budget, a bad result) disables its ability at once.
+
+A call killed from outside the code (wall clock, CPU or memory limit, a dead worker) fails
+its cast and counts a strike against the ability: such a kill may say more about the
+machine's load than about the code, and the step budget is the deterministic limit. Only
+``abilities.kills_to_disable`` kills in a row disable it; a call that comes back, ok or
+error, ends the run.
 
 A result that depended on wall-clock time (a kill, or a call postponed because the tick's
 sandbox time ran out) is recorded at once as an ``ability_outcome`` input of this tick
@@ -27,6 +34,7 @@ from agent_world.core.abilities import (
     AbilityMeta,
     AbilitySpec,
     ability_seed,
+    effective_cooldown,
 )
 from agent_world.core.actions import Action
 from agent_world.core.effects import (
@@ -143,7 +151,7 @@ def build_ctx(world: World, eid: int, row: AgentRow, spec: AbilitySpec,
         "tick": tick,
         "seed": ability_seed(world.seed, tick, eid, meta.name),
         "ability": {"name": meta.name, "range": meta.range, "energy_cost": meta.energy_cost,
-                    "cooldown": meta.cooldown},
+                    "cooldown": effective_cooldown(meta, world.ability_rules)},
         "caster": {"id": eid, "name": agent.name, "x": pos.x, "y": pos.y,
                    "health": round(needs.health, 2), "max_health": needs.max_health,
                    "energy": round(needs.energy, 2), "hunger": round(needs.hunger, 2),
@@ -239,6 +247,25 @@ def disable_ability(world: World, name: str, reason: str, caster: int = 0) -> No
     world.emit("ability_disabled", **fields)
 
 
+def _killed(world: World, cast: _Cast, reason: str) -> None:
+    """A call killed from outside: the cast fails, and the ability takes a strike; the
+    ``kills_to_disable``-th in a row disables it."""
+    eid, name, intent = cast.eid, cast.spec.name, cast.row[4]
+    limit = world.ability_rules.kills_to_disable
+    strikes = world.abilities.strike(name)
+    world.emit("ability_killed", ability=name, agent=eid, name=world.name_of(eid),
+               reason=reason, strikes=strikes, limit=limit)
+    if strikes >= limit:
+        # With a limit of 1 (worlds saved before strikes existed) the words are the old ones.
+        run = "" if limit == 1 else (f" ({strikes} killed calls in a row; "
+                                     f"abilities.kills_to_disable is {limit})")
+        disable_ability(world, name, f"was stopped: {reason}{run}", eid)
+        fail(world, eid, intent, f"{name} was stopped: {reason}")
+        return
+    fail(world, eid, intent, f"{name} was stopped: {reason} ({strikes} of {limit} killed "
+         "calls in a row disable it: abilities.kills_to_disable)")
+
+
 def _settle(world: World, cast: _Cast, result: AbilityResult) -> None:
     eid, spec = cast.eid, cast.spec
     needs, intent = cast.row[2], cast.row[4]
@@ -253,10 +280,13 @@ def _settle(world: World, cast: _Cast, result: AbilityResult) -> None:
     if name in book.disabled:
         fail(world, eid, intent, f"{name} is disabled: {book.disabled[name]}")
         return
-    if result.status in (ABILITY_ERROR, ABILITY_KILLED):
-        what = "was stopped" if result.status == ABILITY_KILLED else "failed"
-        disable_ability(world, name, f"{what}: {result.reason}", eid)
-        fail(world, eid, intent, f"{name} {what}: {result.reason}")
+    if result.status == ABILITY_KILLED:
+        _killed(world, cast, result.reason)
+        return
+    book.completed(name)
+    if result.status == ABILITY_ERROR:
+        disable_ability(world, name, f"failed: {result.reason}", eid)
+        fail(world, eid, intent, f"{name} failed: {result.reason}")
         return
     try:
         effects = parse_effects(result.effects, world.ability_rules.max_effects)
@@ -273,8 +303,9 @@ def _settle(world: World, cast: _Cast, result: AbilityResult) -> None:
         return
     done = apply_effects(world, eid, effects)
     needs.energy = max(0.0, needs.energy - spec.meta.energy_cost)
-    if spec.meta.cooldown:
-        book.cooldowns.setdefault(eid, {})[name] = world.tick + spec.meta.cooldown
+    cooldown = effective_cooldown(spec.meta, world.ability_rules)
+    if cooldown:
+        book.cooldowns.setdefault(eid, {})[name] = world.tick + cooldown
     world.count("ability_casts")
     world.emit("ability", agent=eid, name=world.name_of(eid), ability=name, effects=done)
     finish(intent, f"ok: {'; '.join(done)[:120]}" if done else "ok")
