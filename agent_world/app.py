@@ -10,6 +10,7 @@ import dataclasses
 import sys
 import time
 from collections.abc import Callable
+from concurrent.futures import Future
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -25,6 +26,7 @@ from agent_world.llm.textmodel import ProviderTextModel
 from agent_world.persistence.folder import SaveFolder
 from agent_world.persistence.writer import Persistence
 from agent_world.sandbox import Sandbox
+from agent_world.sandbox.check import CheckReport
 from agent_world.types import Clock, MonotonicClock, TickReport
 from agent_world.worldlog import WorldLog
 
@@ -136,6 +138,9 @@ class Session:
                 note=lambda text: self.world_log.note(self.world.tick, text),
                 factory=llm_provider, redactor=self.redactor)
             self.loop.observers.append(self.llm)
+        # Asked in turn when the operator presses Ctrl-C; one that returns True handled it
+        # (the console cancels a long command), otherwise the world stops.
+        self.interrupt_handlers: list[Callable[[], bool]] = []
         self.gc = GcPolicy()
         self.loop.between_ticks = self._between_ticks
         self.started = time.monotonic()
@@ -151,6 +156,11 @@ class Session:
     def save_dir(self) -> Path | None:
         return self.persistence.folder.root if self.persistence else None
 
+    def interrupt(self) -> None:
+        """Ctrl-C: cancel what the operator is running, or else stop the world."""
+        if not any(handler() for handler in list(self.interrupt_handlers)):
+            self.loop.stop()
+
     def report_problem(self, message: str) -> None:
         """Say it loudly: on the terminal and in the world log (any thread may call this)."""
         print(message, file=sys.stderr, flush=True)
@@ -160,12 +170,19 @@ class Session:
         """A line for the operator in the world log (any thread may call this)."""
         self.world_log.note(self.world.tick, message)
 
-    def request_ability(self, description: str) -> None:
+    def request_ability(self, description: str) -> Future[CheckReport | None]:
         """The operator's /ability: ask the angel for a new ability. ValueError says what is
         wrong (no angel in this session, an empty or overlong description)."""
         if self.angel_link is None:
             raise ValueError("this session has no angel (it runs without a sandbox)")
-        self.angel_link.request(description)
+        return self.angel_link.request(description)
+
+    def load_ability(self, source: str, label: str) -> Future[CheckReport | None]:
+        """The operator's /ability load: check a source like the angel's own work; if it
+        is accepted it enters the world as an ``ability`` input holding the source."""
+        if self.angel_link is None:
+            raise ValueError("this session has no angel (it runs without a sandbox)")
+        return self.angel_link.load(source, label)
 
     def ability_stats(self) -> dict[str, Any]:
         """Abilities at a glance, for /stats: the angel's work, the world's casts and the

@@ -88,6 +88,9 @@ def _add_run_options(parser: argparse.ArgumentParser) -> None:
                         help="without a terminal, stop the world when piped commands end "
                              "(by default it runs on)")
     stop = parser.add_mutually_exclusive_group()
+    parser.add_argument("--json-replies", action="store_true",
+                        help="without a terminal, answer every piped command with exactly one "
+                             "line: a JSON object {\"command\", \"ok\", \"reply\": [lines]}")
     stop.add_argument("--ticks", type=_positive_int, metavar="N",
                       help="stop after N more ticks and print a JSON summary line")
     stop.add_argument("--until", type=_tick, metavar="TICK",
@@ -255,7 +258,8 @@ def _start_console(session: Session, mode: StdinKind,
     if mode == "none":
         return None
     task = asyncio.create_task(run_console(session, interactive=mode == "tty",
-                                           exit_on_eof=args.exit_on_eof), name="console")
+                                           exit_on_eof=args.exit_on_eof,
+                                           json_replies=args.json_replies), name="console")
 
     def stop_world_if_failed(done: asyncio.Task[None]) -> None:
         if not done.cancelled() and done.exception() is not None:
@@ -276,22 +280,23 @@ async def _stop_console(task: asyncio.Task[None] | None) -> None:
 
 async def _run(config: Config, opened: OpenedWorld, args: argparse.Namespace,
                sandbox: Sandbox) -> int:
-    echo = None if args.headless or not config.log.echo else sys.stdout
+    mode = _console_mode(args)
+    # Piped commands get their replies on stdout: world-log lines would be mixed into them.
+    echo = None if args.headless or mode == "pipe" or not config.log.echo else sys.stdout
     session = Session(config, opened.world, echo=echo, folder=opened.folder,
                       resumed=opened.resumed, sandbox=sandbox)
-    out = sys.stderr if args.headless else sys.stdout
+    out = sys.stderr if args.headless or mode == "pipe" else sys.stdout
     try:
         sandbox.ready()  # started while the world was opened; before "Ctrl-C stops cleanly"
     except WorkerDied as exc:
         session.close()
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    mode = _console_mode(args)
     print(_banner(session, opened), file=out)
     print(_CONSOLE_HINT[mode], file=out, flush=True)
     loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, session.loop.stop)
+    loop.add_signal_handler(signal.SIGINT, session.interrupt)
+    loop.add_signal_handler(signal.SIGTERM, session.loop.stop)
     max_ticks = args.ticks
     if args.until is not None:
         max_ticks = max(0, args.until - session.world.tick)

@@ -25,6 +25,7 @@ __all__ = [
     "AngelConfig",
     "Config",
     "ConfigError",
+    "ConsoleConfig",
     "GameConfig",
     "LLMConfig",
     "LogConfig",
@@ -111,6 +112,10 @@ class WorldConfig:
         600, "while fewer agents live than starting_agents, one newcomer arrives this often "
         "(0 turns immigration off)", low=0, high=10**9,
     )
+    max_agents: int = setting(
+        10_000, "most agents alive at once: spawns past it are refused (at least "
+        "starting_agents)", low=1, high=10**7, legacy=10**7,
+    )
 
     def __post_init__(self) -> None:
         # One canonical key order: the mix is part of a world's state, and so of its hash.
@@ -120,6 +125,11 @@ class WorldConfig:
             raise ConfigError(
                 f"world.personality_mix: unknown personality {unknown[0]!r}; "
                 f"expected some of {', '.join(PERSONALITIES)}"
+            )
+        if self.starting_agents > self.max_agents:
+            raise ConfigError(
+                f"world.starting_agents ({self.starting_agents}) is more than world.max_agents "
+                f"({self.max_agents}); raise max_agents or start with fewer agents"
             )
         if self.starting_agents and not any(v > 0 for v in self.personality_mix.values()):
             raise ConfigError(
@@ -352,6 +362,21 @@ class LLMConfig:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class ConsoleConfig:
+    """The operator's commands (the console, and every surface that runs its commands)."""
+
+    max_queued_inputs: int = setting(
+        1000, "changes (spawn, kill, give, cast ...) waiting for the next tick at most; "
+        "commands past it are refused until the world has taken them", low=1,
+        high=1_000_000,
+    )
+    max_angel_requests: int = setting(
+        8, "/ability requests waiting for the angel at most; more are refused until it "
+        "has answered", low=1, high=10_000,
+    )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class PathsConfig:
     """Where worlds are saved and logs written (relative paths are from the working folder)."""
 
@@ -536,6 +561,7 @@ class Config:
     paths: PathsConfig = field(default_factory=PathsConfig)
     persistence: PersistenceConfig = field(default_factory=PersistenceConfig)
     log: LogConfig = field(default_factory=LogConfig)
+    console: ConsoleConfig = field(default_factory=ConsoleConfig)
     abilities: AbilitiesConfig = field(default_factory=AbilitiesConfig)
     sandbox: SandboxConfig = field(default_factory=SandboxConfig)
     angel: AngelConfig = field(default_factory=AngelConfig)
@@ -572,6 +598,7 @@ SECTIONS: dict[str, type[Any]] = {
     "paths": PathsConfig,
     "persistence": PersistenceConfig,
     "log": LogConfig,
+    "console": ConsoleConfig,
     "abilities": AbilitiesConfig,
     "sandbox": SandboxConfig,
     "angel": AngelConfig,

@@ -50,6 +50,7 @@ def scaled_config(agents: int, root: Path | None = None) -> Config:
         "name": f"bench-{agents}",
         "size": [side, side],
         "starting_agents": agents,
+        "max_agents": max(agents, base.max_agents),
         "item_spawn_rate": min(1000.0, base.item_spawn_rate * scale),
         "immigration_interval_ticks": max(1, round(interval / scale)) if interval else 0,
     }

@@ -200,6 +200,39 @@ def test_log_lines_print_above_a_half_typed_command(tmp_path: Path, terminal: Te
     terminal.wait_for(r"^stopped at tick \d+ ")
 
 
+@pytest.mark.skipif(TMUX is None, reason="needs tmux")
+def test_ctrl_c_clears_a_line_cancels_a_step_and_stops_on_an_empty_line(
+        tmp_path: Path, terminal: Terminal) -> None:
+    config = write_config(tmp_path)
+    exit_file = tmp_path / "exit_code"
+    terminal.start(f"cd '{tmp_path}' && '{sys.executable}' '{MAIN}' --config '{config}'; "
+                   f"echo $? > '{exit_file}'; sleep 600")
+    terminal.wait_for(r"^world>")
+    terminal.type("/spawn agent Half")
+    terminal.wait_for(r"^world> /spawn agent Half$")
+    terminal.type("", "C-c")  # a half-typed line is cleared, as in a shell
+    terminal.wait_for(r"^world>\s*$")
+    terminal.wait_for(r"\| running \|")
+    assert not exit_file.exists(), "Ctrl-C on a typed line must not stop the world"
+
+    terminal.enter("/pause")
+    terminal.wait_for(r"paused at tick \d+;")
+    terminal.enter("/step 100000")
+    terminal.wait_for(r"stepping: [\d,]+ of 100,000 ticks done \(tick \d+\); Ctrl-C cancels")
+    terminal.type("", "C-c")  # cancels the step, not the world
+    terminal.wait_for(r"step cancelled after \d+ of 100000 ticks")  # after an echoed ^C
+    terminal.wait_for(r"^world>\s*$")
+    terminal.enter("/stats")
+    terminal.wait_for(r"ticks:\s+tick \d+ · state paused")
+    assert not exit_file.exists()
+
+    terminal.type("", "C-c")  # on an empty line: stop
+    poll(lambda: (exit_file.exists() and exit_file.read_text().strip()) or None,
+         terminal.screen)
+    assert exit_file.read_text().strip() == "0"
+    assert "Traceback" not in terminal.screen()
+
+
 # -- without a terminal ----------------------------------------------------------------------
 
 
@@ -248,7 +281,7 @@ def test_headless_commands_from_a_pipe(tmp_path: Path) -> None:
     tick = int(re.fullmatch(r"paused at tick (\d+); .*", out[0]).group(1))  # type: ignore[union-attr]
     assert out[1] == f"stepped 3 ticks: tick {tick} -> {tick + 3} (paused)"
     assert out[2].startswith(f"ticks:      tick {tick + 3} · state paused")
-    assert any(line.startswith("events:") for line in out)
+    assert any(line.startswith("  events:") for line in out)  # a reply's further lines
     assert out[-1] == f"stopping at tick {tick + 3}"
     assert f"stopped at tick {tick + 3} " in done.stderr
     assert "Traceback" not in done.stderr

@@ -10,16 +10,18 @@ message (the operator's). The angel never touches world state.
 
 from __future__ import annotations
 
+import dataclasses
 import queue
 import threading
 from collections import Counter
 from collections.abc import Callable
+from concurrent.futures import Future
 from typing import Any
 
 from agent_world.angel.generators import AbilityRequest, Generator
 from agent_world.config import Config
 from agent_world.core.inbox import Inbox
-from agent_world.sandbox.check import AbilityChecker
+from agent_world.sandbox.check import AbilityChecker, CheckReport
 
 __all__ = ["Angel"]
 
@@ -38,7 +40,8 @@ class Angel:
         self.generator = generator
         self._on_done = on_done
         self._report = report or (lambda _message: None)
-        self._queue: queue.SimpleQueue[AbilityRequest | None] = queue.SimpleQueue()
+        self._queue: queue.SimpleQueue[tuple[AbilityRequest, Future[CheckReport | None]] | None]
+        self._queue = queue.SimpleQueue()
         self._lock = threading.Lock()
         self._idle = threading.Condition(self._lock)
         self._open = 0  # requests submitted and not yet answered
@@ -53,11 +56,16 @@ class Angel:
         self._thread = threading.Thread(target=self._run, name="angel", daemon=True)
         self._thread.start()
 
-    def submit(self, request: AbilityRequest) -> None:
+    def submit(self, request: AbilityRequest) -> Future[CheckReport | None]:
+        """Queue a request. The future holds the accepted ability's check report once its
+        input is in the inbox, or the last failing report (None if nothing was written)
+        when the request could not be met."""
+        done: Future[CheckReport | None] = Future()
         with self._lock:
             self.requests += 1
             self._open += 1
-        self._queue.put(request)
+        self._queue.put((request, done))
+        return done
 
     def pending(self) -> int:
         """Requests not answered yet."""
@@ -96,18 +104,21 @@ class Angel:
         checker: AbilityChecker | None = None
         try:
             while True:
-                request = self._queue.get()
-                if request is None:
+                item = self._queue.get()
+                if item is None:
                     return
+                request, done = item
                 self.busy = True
+                verdict: CheckReport | None = None
                 try:
                     if checker is None:
                         checker = AbilityChecker(self.config)
-                    self._handle(request, checker)
+                    verdict = self._handle(request, checker)
                 except Exception as exc:  # report, answer, keep serving
                     self.last_error = f"{type(exc).__name__}: {exc}"
                     self._refuse(request, f"the angel failed: {self.last_error}")
                 finally:
+                    done.set_result(verdict)
                     self.busy = False
                     with self._idle:
                         self._open -= 1
@@ -117,16 +128,20 @@ class Angel:
         finally:
             # On this thread: the generator's connections and event loop live here.
             try:
-                self.generator.close()
+                close = getattr(self.generator, "close", None)  # an older generator may lack it
+                if callable(close):
+                    close()
             finally:
                 if checker is not None:
                     checker.close()
 
-    def _handle(self, request: AbilityRequest, checker: AbilityChecker) -> None:
+    def _handle(self, request: AbilityRequest, checker: AbilityChecker) -> CheckReport | None:
         taken = set(request.taken) | self._issued
-        request = AbilityRequest(request=request.request, agent=request.agent,
-                                 text=request.text, taken=tuple(sorted(taken)))
+        request = dataclasses.replace(request, taken=tuple(sorted(taken)))
+        if request.source is not None:
+            return self._check_given(request, checker)
         feedback: list[str] = []
+        last: CheckReport | None = None
         for _attempt in range(self.config.angel.max_tries):
             try:
                 source = self.generator.write(request, feedback)
@@ -137,26 +152,43 @@ class Angel:
                 continue
             with self._lock:
                 self.generated += 1
-            report = checker.check(source, taken=taken)
-            if report.accepted and report.meta is not None:
-                self._issued.add(report.meta.name)
-                origin = "angel" if request.agent else "operator"
-                self.inbox.submit("ability", {
-                    "name": report.meta.name, "source": report.source,
-                    "sha256": report.digest, "meta": report.meta.to_dict(),
-                    "request": request.request, "origin": origin,
-                }, source="angel")
-                with self._lock:
-                    self.accepted += 1
+            report = last = checker.check(source, taken=taken)
+            if report.accepted:
+                self._hand_over(request, report, "angel" if request.agent else "operator")
                 asker = f"agent #{request.agent}" if request.agent else "the operator"
-                self._report(f"angel: wrote {report.meta.name} for {asker}: "
-                             f"{report.meta.description}")
-                return
+                self._report(f"angel: wrote {report.name} for {asker}: {report.description}")
+                return report
             with self._lock:
                 self.rejected[report.category or report.verdict] += 1
             feedback.append(report.line())
         self._refuse(request, f"no acceptable ability after {len(feedback)} tries; last: "
                               f"{feedback[-1] if feedback else 'nothing written'}")
+        return last
+
+    def _check_given(self, request: AbilityRequest, checker: AbilityChecker) -> CheckReport:
+        """A source the operator wrote: checked once, handed over as it is or refused."""
+        assert request.source is not None
+        report = checker.check(request.source, taken=request.taken)
+        if report.accepted:
+            self._hand_over(request, report, request.origin or "operator")
+            self._report(f"angel: loaded {report.name} from {request.text}: "
+                         f"{report.description}")
+        else:
+            with self._lock:
+                self.rejected[report.category or report.verdict] += 1
+            self._report(f"angel: refused {request.text}: {report.line()}")
+        return report
+
+    def _hand_over(self, request: AbilityRequest, report: CheckReport, origin: str) -> None:
+        """The accepted ability enters the world as an input holding its whole source."""
+        assert report.meta is not None
+        self._issued.add(report.meta.name)
+        self.inbox.submit("ability", {
+            "name": report.meta.name, "source": report.source, "sha256": report.digest,
+            "meta": report.meta.to_dict(), "request": request.request, "origin": origin,
+        }, source="angel")
+        with self._lock:
+            self.accepted += 1
 
     def _refuse(self, request: AbilityRequest, reason: str) -> None:
         with self._lock:

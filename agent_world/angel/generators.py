@@ -25,12 +25,17 @@ MAX_RESPONSE_CHARS = 40_000
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class AbilityRequest:
-    """One request for a new ability. ``request`` and ``agent`` are 0 for the operator."""
+    """One request for a new ability. ``request`` and ``agent`` are 0 for the operator.
+
+    With ``source`` the ability is already written (``/ability load FILE``): the angel only
+    checks it, once, and hands it over with ``origin``; ``text`` then names the file."""
 
     request: int
     agent: int
     text: str
     taken: tuple[str, ...] = ()
+    source: str | None = None
+    origin: str = ""
 
     def __post_init__(self) -> None:
         if not self.text.strip():

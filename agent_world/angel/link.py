@@ -10,12 +10,15 @@ only the asking agent waits, its action kept busy until the answer arrives or ti
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import threading
+from concurrent.futures import Future
 from typing import Any
 
 from agent_world.angel.angel import Angel
 from agent_world.angel.generators import AbilityRequest
 from agent_world.core.loop import TickLoop
+from agent_world.sandbox.check import CheckReport
 from agent_world.types import TickReport
 
 __all__ = ["AngelLink"]
@@ -41,15 +44,20 @@ class AngelLink:
                 self._send(AbilityRequest(request=int(event["request"]),
                                           agent=int(event["agent"]), text=str(event["text"])))
 
-    def request(self, text: str) -> None:
+    def request(self, text: str) -> Future[CheckReport | None]:
         """The operator asks for an ability (the world pauses too with ``wait: world``)."""
         text = " ".join(text.split())
         if not text or len(text) > MAX_REQUEST_TEXT:
             raise ValueError(f"describe the ability in 1-{MAX_REQUEST_TEXT} characters, e.g. "
                              "/ability \"a bolt of lightning that hurts one agent\"")
-        self._send(AbilityRequest(request=0, agent=0, text=text))
+        return self._send(AbilityRequest(request=0, agent=0, text=text))
 
-    def _send(self, request: AbilityRequest) -> None:
+    def load(self, source: str, label: str) -> Future[CheckReport | None]:
+        """The operator hands over an ability file: checked like the angel's own work."""
+        return self._send(AbilityRequest(request=0, agent=0, text=label, source=source,
+                                         origin="file"))
+
+    def _send(self, request: AbilityRequest) -> Future[CheckReport | None]:
         if self.angel is None:
             raise RuntimeError("the angel is not attached")
         world = self.loop.world
@@ -58,9 +66,8 @@ class AngelLink:
             if self.pause_world and not self.loop.paused:
                 self.loop.pause()
                 self._paused_by_us = True
-        self.angel.submit(AbilityRequest(request=request.request, agent=request.agent,
-                                         text=request.text,
-                                         taken=tuple(world.abilities.names())))
+        return self.angel.submit(dataclasses.replace(
+            request, taken=tuple(world.abilities.names())))
 
     def done(self, _request: AbilityRequest) -> None:
         """Called by the angel's thread after each answer."""

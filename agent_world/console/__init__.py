@@ -6,7 +6,7 @@ the world's inbox, so every change it makes is an input: logged and replayed.
 
     commands.py    the command table, the dispatcher (Console) and /help
     parsing.py     command words -> typed argument records (the edge)
-    control.py     /pause /resume /step /speed /save /quit
+    control.py     /pause /resume /step /speed /save /echo /quit
     changes.py     /spawn /kill /give (submitted as inputs)
     abilities.py   /ability (asks the angel) and /abilities (list, disable, enable)
     views.py       /list /debug
@@ -48,15 +48,18 @@ __all__ = [
 HISTORY_FILE = "console_history"
 
 
-async def run_console(session: Session, *, interactive: bool, exit_on_eof: bool = False) -> None:
+async def run_console(session: Session, *, interactive: bool, exit_on_eof: bool = False,
+                      json_replies: bool = False) -> None:
     """Serve the operator until /quit (which stops the world), the end of piped input, or
-    cancellation. ``interactive``: a prompt on the terminal; otherwise commands from stdin."""
+    cancellation. ``interactive``: a prompt on the terminal; otherwise commands from stdin,
+    replies one JSON object per line with ``json_replies``."""
     console = Console(session)
     try:
         if interactive:
             console.notify = print
+            console.interactive = True
             await run_tty(console, history_path=Path(session.config.paths.logs) / HISTORY_FILE)
         else:
-            await run_pipe(console, exit_on_eof=exit_on_eof)
+            await run_pipe(console, exit_on_eof=exit_on_eof, json=json_replies)
     finally:
         console.close()

@@ -19,9 +19,7 @@ from agent_world.core.world import World
 if TYPE_CHECKING:
     from agent_world.console.commands import Console
 
-__all__ = ["SOURCE", "SPAWN_HELP", "check_spawn_tile", "give", "kill", "spawn"]
-
-SOURCE = "console"
+__all__ = ["SPAWN_HELP", "check_spawn_tile", "give", "kill", "spawn"]
 
 SPAWN_HELP = (
     f"KIND: agent, an item ({', '.join(ITEMS)}) or an object ({', '.join(OBJECTS)}).",
@@ -88,9 +86,16 @@ async def spawn(console: Console, args: SpawnArgs) -> list[str]:
         if args.brain == "llm" and getattr(console.session, "llm", None) is None:
             raise CommandError("brain=llm needs an LLM and this world runs without one "
                                "(llm.provider is none); use brain=builtin")
+        cap = world.settings.max_agents
+        if len(world.agents()) + console.pending_agents >= cap:
+            raise CommandError(f"the world holds {len(world.agents())} agents and "
+                               f"{console.pending_agents} more are coming; its cap is {cap} "
+                               "(world.max_agents): raise it in the config, or /kill some")
     if args.x is not None and args.y is not None:
         check_spawn_tile(world, args.kind, args.x, args.y)
-    world.inbox.submit("spawn", args.input_data(), source=SOURCE)
+    console.submit("spawn", args.input_data())
+    if args.kind == "agent":
+        console.pending_agents += 1
     if args.name is not None:
         console.pending_names.add(args.name.lower())
     return [f"spawning {_describe_spawn(args)} {_when(console)}"]
@@ -99,7 +104,7 @@ async def spawn(console: Console, args: SpawnArgs) -> list[str]:
 async def kill(console: Console, ref: EntityRef) -> list[str]:
     world = console.world
     eid = resolve(world, ref)
-    world.inbox.submit("kill", {"target": eid}, source=SOURCE)
+    console.submit("kill", {"target": eid})
     what = ("dies and drops what it carries" if world.is_agent(eid)
             else f"({kind_of(world, eid)}) is removed")
     return [f"{world.label(eid)} {what} {_when(console)}"]
@@ -108,6 +113,5 @@ async def kill(console: Console, ref: EntityRef) -> list[str]:
 async def give(console: Console, args: GiveArgs) -> list[str]:
     world = console.world
     eid = resolve(world, args.target, agent=True)
-    world.inbox.submit("give", {"target": eid, "item": args.item, "qty": args.qty},
-                       source=SOURCE)
+    console.submit("give", {"target": eid, "item": args.item, "qty": args.qty})
     return [f"{world.label(eid)} receives {args.qty} {args.item} {_when(console)}"]

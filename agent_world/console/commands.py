@@ -8,10 +8,11 @@ never sees a half-understood command.
 
 from __future__ import annotations
 
+import contextlib
 import traceback
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TextIO, TypeVar
 
 from agent_world.console import abilities, changes, control, stats, views
 from agent_world.console.parsing import (
@@ -21,6 +22,7 @@ from agent_world.console.parsing import (
     did_you_mean,
     parse_give,
     parse_help,
+    parse_echo,
     parse_list,
     parse_no_args,
     parse_one_entity,
@@ -37,10 +39,17 @@ from agent_world.types import Event
 if TYPE_CHECKING:
     from agent_world.app import Session
 
-__all__ = ["COMMANDS", "Command", "Console"]
+__all__ = ["COMMANDS", "Cancel", "Command", "Console"]
 
 A = TypeVar("A")
 Reply = list[str]
+
+
+@dataclass(slots=True)
+class Cancel:
+    """Set when the operator asked to cancel the running command."""
+
+    requested: bool = False
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -69,10 +78,16 @@ class Console:
         self.commands_run = 0
         self.errors = 0
         self.internal_errors = 0
+        self.last_ok = True  # whether the last command succeeded (for replies as data)
+        self.interactive = False  # at a terminal prompt (progress lines are shown)
+        self.muted_echo: TextIO | None = None  # the echo stream /echo off put aside
+        self._cancel: Cancel | None = None  # the running command that Ctrl-C would cancel
         self.pending_names: set[str] = set()  # names of agents spawned but not yet applied
-        self.recent = RecentEvents(on_rejected=self._rejected, on_tick=self.pending_names.clear)
+        self.pending_agents = 0  # agent spawns submitted but not yet applied
+        self.recent = RecentEvents(on_rejected=self._rejected, on_tick=self._ticked)
         self.stats_sections = stats.default_sections()
         session.loop.observers.append(self.recent)
+        session.interrupt_handlers.append(self.interrupt)
 
     @property
     def world(self) -> World:
@@ -82,10 +97,50 @@ class Console:
     def loop(self) -> TickLoop:
         return self.session.loop
 
+    def _ticked(self) -> None:
+        self.pending_names.clear()
+        self.pending_agents = 0
+
+    def submit(self, type: str, data: dict[str, Any]) -> None:
+        """Hand a change to the world as a console input (applied at the next tick, logged,
+        replayed); CommandError when ``console.max_queued_inputs`` already wait."""
+        limit = self.session.config.console.max_queued_inputs
+        waiting = self.world.inbox.pending()
+        if waiting >= limit:
+            raise CommandError(f"{waiting} changes already wait for the next tick (the limit "
+                               "is console.max_queued_inputs); wait for the world to take "
+                               "them" + (", or /step" if self.loop.paused else ""))
+        self.world.inbox.submit(type, data, source="console")
+
+    def tell(self, text: str) -> None:
+        """A line for the operator outside a reply (progress, a later rejection)."""
+        if self.notify is not None:
+            self.notify(text)
+
+    @contextlib.contextmanager
+    def cancellable(self) -> Iterator[Cancel]:
+        """While a long command runs inside this, Ctrl-C cancels the command (it checks
+        ``requested``) instead of stopping the world."""
+        cancel = Cancel()
+        self._cancel = cancel
+        try:
+            yield cancel
+        finally:
+            self._cancel = None
+
+    def interrupt(self) -> bool:
+        """Ctrl-C (SIGINT): cancel the running command if it can be; True if it was."""
+        if self._cancel is None:
+            return False
+        self._cancel.requested = True
+        return True
+
     def close(self) -> None:
         """Detach from the tick loop."""
         if self.recent in self.session.loop.observers:
             self.session.loop.observers.remove(self.recent)
+        if self.interrupt in self.session.interrupt_handlers:
+            self.session.interrupt_handlers.remove(self.interrupt)
 
     def _rejected(self, tick: int, event: Event) -> None:
         if self.notify is not None:
@@ -94,8 +149,10 @@ class Console:
 
     async def execute(self, line: str) -> Reply:
         """Run one command line and return the reply lines (never raises for bad input)."""
+        self.last_ok = False
         text = line.strip()
         if not text or text.startswith("#"):
+            self.last_ok = True
             return []
         try:
             words = split_line(text)
@@ -121,6 +178,7 @@ class Console:
                               f"({type(exc).__name__}: {exc}); this is a bug, the traceback "
                               f"is in {self.session.world_log.path}")]
         self.commands_run += 1
+        self.last_ok = True
         return reply
 
 
@@ -183,9 +241,15 @@ COMMANDS: dict[str, Command[Any]] = _table(
             "log figures", parse=parse_no_args, run=stats.show),
     Command(name="save", usage="/save", summary="ask for a snapshot at the next tick "
             "boundary", parse=parse_no_args, run=control.save),
-    Command(name="ability", usage='/ability "DESCRIPTION"', summary="ask the angel for a "
-            "new ability", parse=abilities.parse_ability, run=abilities.ask,
-            details=abilities.ABILITY_HELP),
+    Command(name="echo", usage="/echo [on|off]", summary="show or hide world-log lines at "
+            "the console (the log file gets them either way)", parse=parse_echo,
+            run=control.echo),
+    Command(name="ability", usage='/ability "DESCRIPTION" | load FILE.py', summary="ask the "
+            "angel for a new ability, or load one from a file", parse=abilities.parse_ability,
+            run=abilities.ask, details=abilities.ABILITY_HELP),
+    Command(name="cast", usage="/cast AGENT ABILITY [TARGET | X Y] [item=K qty=N text=T]",
+            summary="order an agent to use an ability", parse=abilities.parse_cast,
+            run=abilities.cast, details=abilities.CAST_HELP),
     Command(name="abilities", usage="/abilities [disable NAME [REASON] | enable NAME]",
             summary="list the abilities, or turn one off or on",
             parse=abilities.parse_abilities, run=abilities.manage,

@@ -76,7 +76,7 @@ class WorldCompleter(Completer):
     def _entities(self, current: str) -> Iterable[Candidate]:
         world = self.session.world
         digits = current.removeprefix("#")
-        if digits.isdigit() or current == "#":
+        if (digits.isascii() and digits.isdigit()) or current == "#":
             found: list[Candidate] = []
             for eid in world.store.ids():
                 if str(eid).startswith(digits):

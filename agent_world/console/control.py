@@ -1,18 +1,21 @@
-"""Clock and session commands: /pause /resume /step /speed /save /quit."""
+"""Clock and session commands: /pause /resume /step /speed /save /echo /quit."""
 
 from __future__ import annotations
 
+import time
 from typing import TYPE_CHECKING
 
-from agent_world.console.parsing import CommandError, NoArgs, SpeedArgs, StepArgs
+from agent_world.console.parsing import CommandError, EchoArgs, NoArgs, SpeedArgs, StepArgs
 from agent_world.core.loop import LoopError
 
 if TYPE_CHECKING:
     from agent_world.console.commands import Console
 
-__all__ = ["SAVE_OFF", "SAVE_REQUESTED", "pause", "resume", "save", "speed", "step", "stop"]
+__all__ = ["SAVE_OFF", "SAVE_REQUESTED", "echo", "pause", "resume", "save", "speed", "step",
+           "stop"]
 
 STEP_CHUNK = 100
+PROGRESS_S = 2.0  # a long /step at the prompt says how far it got this often
 SAVE_OFF = "saving is off for this world (started with --no-save)"
 SAVE_REQUESTED = "snapshot requested; it is written at the next tick boundary"
 
@@ -38,15 +41,25 @@ async def step(console: Console, args: StepArgs) -> list[str]:
         raise CommandError("/step works only while paused; /pause first")
     before = console.world.tick
     left = args.n
-    try:
-        while left and not loop.stopped:  # in chunks, so a stop (Ctrl-C) cuts a long step
-            chunk = min(left, STEP_CHUNK)
-            await loop.step(chunk)
-            left -= chunk
-    except LoopError as exc:
-        raise CommandError(str(exc)) from None
+    shown = time.monotonic()
+    with console.cancellable() as cancel:
+        try:
+            # In chunks: between two, a stop or Ctrl-C (which cancels the step, not the
+            # world) takes effect, and a long step shows how far it got.
+            while left and not loop.stopped and not cancel.requested:
+                chunk = min(left, STEP_CHUNK)
+                await loop.step(chunk)
+                left -= chunk
+                if left and console.interactive and time.monotonic() - shown >= PROGRESS_S:
+                    shown = time.monotonic()
+                    console.tell(f"stepping: {args.n - left:,} of {args.n:,} ticks done "
+                                 f"(tick {console.world.tick}); Ctrl-C cancels the step")
+        except LoopError as exc:
+            raise CommandError(str(exc)) from None
     after = console.world.tick
     done = f"tick{'s' if after - before != 1 else ''}: tick {before} -> {after}"
+    if left and not loop.stopped:
+        return [f"step cancelled after {after - before} of {args.n} {done} (paused)"]
     if left:
         return [f"stopped after {after - before} of {args.n} {done}: the world is stopping"]
     return [f"stepped {after - before} {done} (paused)"]
@@ -71,6 +84,26 @@ async def save(console: Console, _args: NoArgs) -> list[str]:
         return [SAVE_OFF]
     persistence.request_snapshot()
     return [SAVE_REQUESTED]
+
+
+async def echo(console: Console, args: EchoArgs) -> list[str]:
+    """/echo [on|off]: whether world-log lines are also printed at the console."""
+    log = console.session.world_log
+    if args.on is None:
+        state = "on" if log.echo is not None else "off"
+        return [f"world-log echo is {state}; the log is written to {log.path} either way "
+                "(/echo on or /echo off)"]
+    if not args.on:
+        if log.echo is not None:
+            console.muted_echo = log.echo
+            log.echo = None
+        return [f"world-log echo off; follow the log with: tail -F {log.path}"]
+    if log.echo is None:
+        if console.muted_echo is None:
+            raise CommandError("there is no terminal to echo the log to (the world runs "
+                               f"headless or from a pipe); follow it with tail -F {log.path}")
+        log.echo, console.muted_echo = console.muted_echo, None
+    return ["world-log echo on"]
 
 
 async def stop(console: Console, _args: NoArgs) -> list[str]:

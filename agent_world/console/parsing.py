@@ -23,6 +23,7 @@ __all__ = [
     "MAX_GIVE",
     "MAX_STEP",
     "CommandError",
+    "EchoArgs",
     "EntityRef",
     "GiveArgs",
     "HelpArgs",
@@ -33,6 +34,7 @@ __all__ = [
     "StepArgs",
     "closest",
     "did_you_mean",
+    "parse_echo",
     "parse_entity_ref",
     "parse_give",
     "parse_help",
@@ -54,7 +56,11 @@ MAX_SPAWN_QTY = 10_000
 MAX_SPAWN_GOLD = 1_000_000
 MAX_LINE = 2000
 AGENT_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_'-]{0,23}$")
-_LABEL = re.compile(r"^(?:[A-Za-z][\w'-]*)?#(\d+)$")  # "#12" or "Zed#12", as labels print
+# ASCII digits only, and few enough for an id: "²" and "١٢" pass str.isdigit() or \d, and
+# int("²") raises; a thousand digits would be a denial of service, not an id.
+_INTEGER = re.compile(r"[+-]?[0-9]{1,19}")
+_ID = re.compile(r"[0-9]{1,19}")
+_LABEL = re.compile(r"^(?:[A-Za-z][A-Za-z0-9_'-]*)?#([0-9]{1,19})$")  # "#12" or "Zed#12"
 
 
 class CommandError(ValueError):
@@ -82,10 +88,9 @@ def split_line(line: str) -> list[str]:
 
 
 def parse_int(text: str, what: str, *, low: int, high: int) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise CommandError(f"{what} must be a whole number, got {text!r}") from None
+    if not _INTEGER.fullmatch(text):
+        raise CommandError(f"{what} must be a whole number (digits 0-9), got {text!r:.40}")
+    value = int(text)
     if not low <= value <= high:
         raise CommandError(f"{what} must be between {low} and {high}, got {value}")
     return value
@@ -115,6 +120,11 @@ class StepArgs:
     def __post_init__(self) -> None:
         if not 1 <= self.n <= MAX_STEP:
             raise CommandError(f"N must be between 1 and {MAX_STEP}, got {self.n}")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class EchoArgs:
+    on: bool | None = None  # None: say whether it is on
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -197,6 +207,16 @@ def parse_step(argv: Sequence[str]) -> StepArgs:
     return StepArgs(n=parse_int(argv[0], "N", low=1, high=MAX_STEP))
 
 
+def parse_echo(argv: Sequence[str]) -> EchoArgs:
+    _arity(argv, 0, 1)
+    if not argv:
+        return EchoArgs()
+    word = argv[0].lower()
+    if word not in ("on", "off"):
+        raise CommandError(f"expected on or off, got {argv[0]!r:.40}")
+    return EchoArgs(on=word == "on")
+
+
 def parse_speed(argv: Sequence[str]) -> SpeedArgs:
     _arity(argv, 1, 1)
     text = argv[0].removesuffix("hz").removesuffix("Hz")
@@ -208,14 +228,15 @@ def parse_speed(argv: Sequence[str]) -> SpeedArgs:
 
 
 def parse_entity_ref(text: str) -> EntityRef:
-    if text.isdigit():
+    if _ID.fullmatch(text):
         return EntityRef(text=text, eid=int(text))
     label = _LABEL.match(text)
     if label:
         return EntityRef(text=text, eid=int(label.group(1)))
     if AGENT_NAME.match(text):
         return EntityRef(text=text, name=text)
-    raise CommandError(f"{text!r} is neither an entity id (12 or #12) nor an agent name")
+    raise CommandError(f"{text!r:.40} is neither an entity id (digits 0-9: 12 or #12) nor an "
+                       "agent name")
 
 
 def parse_one_entity(argv: Sequence[str]) -> EntityRef:

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from prompt_toolkit import PromptSession
 from prompt_toolkit.history import FileHistory, History, InMemoryHistory
+from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
 from prompt_toolkit.patch_stdout import patch_stdout
 
 from agent_world.console.commands import COMMANDS
@@ -41,9 +42,25 @@ def open_history(path: Path) -> History:
     return FileHistory(str(path))
 
 
+def _ctrl_c_bindings() -> KeyBindings:
+    """Ctrl-C as shells have it: on a half-typed line it clears the line; on an empty line
+    it stops the world (the prompt raises KeyboardInterrupt)."""
+    bindings = KeyBindings()
+
+    @bindings.add("c-c")
+    def _(event: KeyPressEvent) -> None:
+        buffer = event.app.current_buffer
+        if buffer.text:
+            buffer.reset()
+        else:
+            event.app.exit(exception=KeyboardInterrupt, style="class:aborting")
+
+    return bindings
+
+
 async def run_tty(console: Console, *, history_path: Path) -> None:
-    """Prompt until /quit, Ctrl-C or Ctrl-D (each stops the world), or until cancelled
-    (the world stopped some other way)."""
+    """Prompt until /quit, Ctrl-C on an empty line or Ctrl-D (each stops the world), or
+    until cancelled (the world stopped some other way)."""
     session = console.session
     prompt: PromptSession[str] = PromptSession(
         history=open_history(history_path),
@@ -51,6 +68,7 @@ async def run_tty(console: Console, *, history_path: Path) -> None:
         complete_while_typing=False,
         bottom_toolbar=lambda: status_text(session),
         refresh_interval=REFRESH_S,
+        key_bindings=_ctrl_c_bindings(),
     )
     world_log = session.world_log
     with patch_stdout():

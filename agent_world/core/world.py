@@ -183,6 +183,10 @@ class World:
                     x: int | None = None, y: int | None = None, *, brain: str = "builtin",
                     gold: int | None = None) -> int:
         # Every check comes before the first random draw: a refused spawn changes nothing.
+        cap = self.settings.max_agents
+        if len(self.agents()) >= cap:
+            raise WorldError(f"the world already holds {cap} agents, its cap "
+                             "(world.max_agents); raise the cap or wait for one to die")
         if personality is not None and personality not in PERSONALITIES:
             raise WorldError(f"unknown personality {personality!r}; "
                              f"expected one of {', '.join(PERSONALITIES)}")

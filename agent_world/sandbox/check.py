@@ -54,7 +54,15 @@ class CheckReport:
 
     @property
     def accepted(self) -> bool:
-        return self.verdict == "accepted"
+        return self.verdict == "accepted" and self.meta is not None
+
+    @property
+    def name(self) -> str:
+        return self.meta.name if self.meta is not None else ""
+
+    @property
+    def description(self) -> str:
+        return self.meta.description if self.meta is not None else ""
 
     def line(self) -> str:
         return self.verdict if self.accepted else f"{self.verdict}: {self.reason}"
