@@ -12,6 +12,7 @@ import difflib
 import math
 import os
 import re
+import reprlib
 import typing
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -630,8 +631,14 @@ def _did_you_mean(word: str, options: typing.Iterable[str]) -> str:
     return f"; did you mean {close[0]!r}?" if close else ""
 
 
+_SHORT = reprlib.Repr()  # keyword arguments only from Python 3.12
+_SHORT.maxlevel, _SHORT.maxstring, _SHORT.maxother = 3, 60, 60
+_SHORT.maxlist = _SHORT.maxdict = _SHORT.maxtuple = 6
+
+
 def _describe(value: Any) -> str:
-    return f"{value!r} ({type(value).__name__})"
+    """A value in an error message: bounded however long or deep it is."""
+    return f"{_SHORT.repr(value)} ({type(value).__name__})"
 
 
 def _expected(tp: Any, meta: Mapping[str, Any]) -> str:
@@ -805,6 +812,10 @@ def load_config(path: str | Path | None = None) -> Config:
         raise ConfigError(f"{path}: cannot read config file: {exc}") from None
     try:
         data = yaml.load(text, Loader=_StrictLoader)  # a SafeLoader subclass
+    except (RecursionError, MemoryError):  # PyYAML builds nested values by recursion
+        raise ConfigError(f"{path}: values are nested too deeply to read; a configuration "
+                          "is sections of settings, a few levels deep (see "
+                          "config.example.yaml)") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""

@@ -29,6 +29,21 @@ def _goods(goods: dict[str, int]) -> str:
     return ", ".join(f"{q} {k}" for k, q in goods.items())
 
 
+def _count(n: object, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
+def _death(cause: object) -> str:
+    """'was killed by Ann#3', 'was struck down by the operator', 'died of starvation': a
+    cause that starts with a past participle is what happened to the agent, any other is
+    what it died of."""
+    text = str(cause)
+    first = text.split(" ", 1)[0]
+    if first.endswith("ed") or first in ("struck", "slain", "torn", "eaten", "shot"):
+        return f"was {text}"
+    return f"died of {text}"
+
+
 def _who(e: Event, key: str = "agent", name: str = "name") -> str:
     return f"{e.get(name, '?')}#{e.get(key, '?')}"
 
@@ -36,8 +51,8 @@ def _who(e: Event, key: str = "agent", name: str = "name") -> str:
 _FORMATS: dict[str, Callable[[Event], str]] = {
     "spawn": lambda e: f"SPAWN    {_who(e)} ({e['personality']}, {e['brain']}) appears at "
                        f"({e['x']}, {e['y']})",
-    "death": lambda e: f"DEATH    {_who(e)} ({e['personality']}) died of {e['cause']} at "
-                       f"({e['x']}, {e['y']}) aged {e['age']} ticks"
+    "death": lambda e: f"DEATH    {_who(e)} ({e['personality']}) {_death(e['cause'])} at "
+                       f"({e['x']}, {e['y']}) aged {_count(e['age'], 'tick')}"
                        + (f", dropping {_goods(e['dropped'])}" if e.get("dropped") else ""),
     "attack": lambda e: f"ATTACK   {_who(e)} hits {_who(e, 'target', 'target_name')} for "
                         f"{e['damage']:g}{' (defended)' if e.get('defended') else ''} "

@@ -81,7 +81,7 @@ def test_stats_shows_abilities_the_angel_and_the_sandbox(with_angel) -> None:
     _, console = with_angel
     text = "\n".join(_run(console, "/stats"))
     for part in ("abilities:", "known 11", "angel:", "generator templates", "sandbox:",
-                 "ms_per_tick", "round_trips_per_tick"):
+                 "ms per tick", "round trips per tick"):
         assert part in text, part
 
 

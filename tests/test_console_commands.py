@@ -413,11 +413,15 @@ def test_debug_an_item_and_an_object(h: Harness) -> None:
 def test_stats_sections(h: Harness) -> None:
     h.paused()
     h.step(20)
-    text = "\n".join(h.run("/stats"))
+    lines = h.run("/stats")
+    text = "\n".join(lines)
     for part in ("ticks:", "p50", "p99", "max", "overruns", "agents:", "items:", "objects:",
-                 "events:", "by type", "world log:", "lines_written", "console:"):
+                 "events:", "by type", "world log:", "lines written", "console:"):
         assert part in text, part
     assert "persistence" not in text and "llm" not in text
+    # Readable: short lines, no internal names, no figures that say nothing.
+    assert all(len(line) <= 98 for line in lines), max(lines, key=len)
+    assert " None" not in text and "lines_written" not in text
 
 
 class FakePart:

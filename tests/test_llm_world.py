@@ -392,7 +392,10 @@ def test_stats_debug_and_status_line_show_the_llm(tmp_path: Path,
     try:
         run_until(session, 3000, lambda: _applied(session) >= 2)
         stats = asyncio.run(console.execute("/stats"))
-        (llm_line,) = [line for line in stats if line.startswith("llm:")]
+        first = next(i for i, line in enumerate(stats) if line.startswith("llm:"))
+        section = [stats[first], *(line for line in stats[first + 1:]
+                                   if line.startswith(" "))]  # a section wraps, indented
+        llm_line = " ".join(section)
         for figure in ("requests", "in flight", "queue", "cache hit rate", "p50", "p95",
                        "timeouts", "errors", "retries", "tokens/h", "cost/h", "budget left",
                        "breaker closed", "prompt tokens/decision"):

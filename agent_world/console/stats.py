@@ -21,8 +21,10 @@ if TYPE_CHECKING:
 
 __all__ = ["SEAM_ATTRS", "StatsSection", "default_sections", "format_figures", "show"]
 
-SEAM_ATTRS = ("llm", "angel", "sandbox", "persistence", "gc")
+SEAM_ATTRS = ("llm", "angel", "sandbox", "persistence")
 """Session attributes that, when present and not None, report ``stats() -> dict``."""
+WIDTH = 98  # longest /stats line (100 with a piped reply's indent); a section wraps beyond
+INDENT = 12
 
 Figures = Mapping[str, object]
 
@@ -41,8 +43,74 @@ def _value(value: object) -> str:
     return str(value)
 
 
-def format_figures(title: str, figures: Figures) -> str:
-    return f"{title + ':':<11} " + " · ".join(f"{k} {_value(v)}" for k, v in figures.items())
+def format_figures(title: str, figures: Figures) -> list[str]:
+    """``title: key value · key value ...`` in lines of at most WIDTH characters (a longer
+    section continues on indented lines); a figure that is None (an error that did not
+    happen) is left out, and keys read as words."""
+    parts = [f"{str(k).replace('_', ' ')} {_value(v)}" for k, v in figures.items()
+             if v is not None]
+    rows: list[str] = []
+    for part in parts:
+        if rows and INDENT + len(rows[-1]) + 3 + len(part) <= WIDTH:
+            rows[-1] = f"{rows[-1]} · {part}"
+        else:
+            rows.append(part)
+    head = f"{title + ':':<{INDENT - 1}}"
+    return [f"{head} {rows[0] if rows else 'none'}", *(" " * INDENT + r for r in rows[1:])]
+
+
+def _size(n: object) -> str:
+    if not isinstance(n, int):
+        return str(n)
+    for unit, scale in (("GB", 1 << 30), ("MB", 1 << 20), ("KB", 1 << 10)):
+        if n >= scale:
+            return f"{n / scale:.1f} {unit}"
+    return f"{n} bytes"
+
+
+def _persistence_view(raw: Mapping[str, object]) -> Figures:
+    view: dict[str, object] = {"folder": raw["folder"]}
+    if raw["last_snapshot_tick"] != -1:
+        view["snapshots"] = (f"{raw['snapshots_written']}, the last at tick "
+                             f"{raw['last_snapshot_tick']} "
+                             f"({_size(raw['last_snapshot_bytes'])}, written in "
+                             f"{_value(raw['snapshot_write_ms_last'])} ms)")
+    else:
+        view["snapshots"] = "none yet this run"
+    lines = raw["lines_written"]
+    view["event log"] = (f"{lines} line{'' if lines == 1 else 's'}, "
+                         f"{_size(raw['event_bytes_written'])}")
+    if raw["queue"] or raw["pending_lines_bytes"]:
+        view["waiting"] = f"{raw['queue']} jobs, {_size(raw['pending_lines_bytes'])}"
+    view["serialised in"] = (f"{raw['serialized_in']} (main thread "
+                             f"{_value(raw['state_main_ms_last'])} ms, at most "
+                             f"{_value(raw['state_main_ms_max'])} ms)")
+    view["flush"] = raw["flush"]
+    if raw["errors"]:
+        view["write errors"] = f"{raw['errors']}, the last: {raw['error'] or 'now cleared'}"
+    return view
+
+
+def _sandbox_view(raw: Mapping[str, object]) -> Figures:
+    per_tick = raw["ms_per_tick"]
+    per_call = raw["ms_per_call"]
+    assert isinstance(per_tick, Mapping) and isinstance(per_call, Mapping)
+    return {
+        "calls": f"{raw['calls']} (killed {raw['kills']}, postponed {raw['postponed']}, "
+                 f"failed {raw['errors']})",
+        "ms per tick": f"p50 {_value(per_tick['p50'])}, p99 {_value(per_tick['p99'])}, "
+                       f"max {_value(per_tick['max'])}",
+        "ms per call": f"mean {_value(per_call['mean'])}",
+        "round trips per tick": raw["round_trips_per_tick"],
+        "workers": f"{raw['workers_started']} started, {raw['workers_replaced']} replaced",
+    }
+
+
+VIEWS: dict[str, Callable[[Mapping[str, object]], Figures]] = {
+    "persistence": _persistence_view,
+    "sandbox": _sandbox_view,
+}
+"""How a seam's raw figures read at the console (the rest show as they are)."""
 
 
 def _ticks(console: Console) -> Figures:
@@ -59,8 +127,13 @@ def _ticks(console: Console) -> Figures:
     }
 
 
-def _by_count(counts: Mapping[str, int]) -> dict[str, int]:
-    return dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
+def _by_count(counts: Mapping[str, int], shown: int = 6) -> dict[str, object]:
+    """The largest counts first; past ``shown`` of them, how many more kinds there are."""
+    ordered = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+    out: dict[str, object] = dict(ordered[:shown])
+    if len(ordered) > shown:
+        out["..."] = f"{len(ordered) - shown} more"
+    return out
 
 
 def _agents(console: Console) -> Figures:
@@ -94,7 +167,10 @@ def _events(console: Console) -> Figures:
 
 def _world_log(console: Console) -> Figures:
     log = console.session.world_log
-    return {"path": str(log.path), **log.stats()}
+    figures = log.stats()
+    return {"path": str(log.path), "lines written": figures["lines_written"],
+            **{k.replace("_", " "): v for k, v in figures.items()
+               if k != "lines_written" and v}}
 
 
 def _abilities(console: Console) -> Figures:
@@ -128,9 +204,12 @@ def default_sections() -> list[StatsSection]:
 
 
 async def show(console: Console, _args: NoArgs) -> list[str]:
-    lines = [format_figures(s.title, s.figures(console)) for s in console.stats_sections]
+    lines = [line for s in console.stats_sections
+             for line in format_figures(s.title, s.figures(console))]
     for attr in SEAM_ATTRS:
         part = getattr(console.session, attr, None)
         if part is not None and callable(getattr(part, "stats", None)):
-            lines.append(format_figures(attr, part.stats()))
+            figures = part.stats()
+            view = VIEWS.get(attr)
+            lines.extend(format_figures(attr, view(figures) if view else figures))
     return lines
