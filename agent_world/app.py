@@ -122,7 +122,8 @@ class Session:
             sandbox.install(world)
             # The angel checks new abilities under the rules this world runs with.
             rules = dataclasses.replace(config, abilities=world.ability_rules)
-            self.angel_link = AngelLink(self.loop, pause_world=config.angel.wait == "world")
+            self.angel_link = AngelLink(self.loop, pause_world=config.angel.wait == "world",
+                                        dry_runs=config.angel.dry_runs)
             self.angel = Angel(rules, world.inbox, choose_generator(rules, text_model),
                                on_done=self.angel_link.done, report=self.note)
             self.angel_link.angel = self.angel

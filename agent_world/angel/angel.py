@@ -152,7 +152,7 @@ class Angel:
                 continue
             with self._lock:
                 self.generated += 1
-            report = last = checker.check(source, taken=taken)
+            report = last = checker.check(source, taken=taken, scenes=request.scenes)
             if report.accepted:
                 self._hand_over(request, report, "angel" if request.agent else "operator")
                 asker = f"agent #{request.agent}" if request.agent else "the operator"
@@ -168,7 +168,7 @@ class Angel:
     def _check_given(self, request: AbilityRequest, checker: AbilityChecker) -> CheckReport:
         """A source the operator wrote: checked once, handed over as it is or refused."""
         assert request.source is not None
-        report = checker.check(request.source, taken=request.taken)
+        report = checker.check(request.source, taken=request.taken, scenes=request.scenes)
         if report.accepted:
             self._hand_over(request, report, request.origin or "operator")
             self._report(f"angel: loaded {report.name} from {request.text}: "

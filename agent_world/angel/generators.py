@@ -16,6 +16,7 @@ from typing import Protocol, runtime_checkable
 from agent_world.config import AbilitiesConfig
 from agent_world.core.abilities import ARG_KINDS, STATUSES
 from agent_world.core.effects import EFFECTS
+from agent_world.core.scene import Scene
 
 __all__ = ["AbilityRequest", "Generator", "LLMGenerator", "TextModel", "build_prompt",
            "extract_code"]
@@ -28,7 +29,8 @@ class AbilityRequest:
     """One request for a new ability. ``request`` and ``agent`` are 0 for the operator.
 
     With ``source`` the ability is already written (``/ability load FILE``): the angel only
-    checks it, once, and hands it over with ``origin``; ``text`` then names the file."""
+    checks it, once, and hands it over with ``origin``; ``text`` then names the file.
+    ``scenes`` are copies of the world's neighbourhoods (the asker's first) to dry-run in."""
 
     request: int
     agent: int
@@ -36,6 +38,7 @@ class AbilityRequest:
     taken: tuple[str, ...] = ()
     source: str | None = None
     origin: str = ""
+    scenes: tuple[Scene, ...] = ()
 
     def __post_init__(self) -> None:
         if not self.text.strip():

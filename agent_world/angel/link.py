@@ -18,6 +18,7 @@ from typing import Any
 from agent_world.angel.angel import Angel
 from agent_world.angel.generators import AbilityRequest
 from agent_world.core.loop import TickLoop
+from agent_world.core.scene import capture_around
 from agent_world.sandbox.check import CheckReport
 from agent_world.types import TickReport
 
@@ -29,10 +30,11 @@ MAX_REQUEST_TEXT = 200
 class AngelLink:
     """A TickObserver on the main thread; ``request`` is the operator's /ability."""
 
-    def __init__(self, loop: TickLoop, *, pause_world: bool) -> None:
+    def __init__(self, loop: TickLoop, *, pause_world: bool, dry_runs: int = 1) -> None:
         self.angel: Angel | None = None  # set once the angel exists (it calls back ``done``)
         self.loop = loop
         self.pause_world = pause_world
+        self.dry_runs = dry_runs  # scenes captured for each request
         self.aio_loop: asyncio.AbstractEventLoop | None = None  # set while the session runs
         self._lock = threading.Lock()
         self._waiting = 0
@@ -66,8 +68,11 @@ class AngelLink:
             if self.pause_world and not self.loop.paused:
                 self.loop.pause()
                 self._paused_by_us = True
+        # On the main thread, between ticks: the taken names and copies of neighbourhoods
+        # (the asker's first) go with the request as plain data.
         return self.angel.submit(dataclasses.replace(
-            request, taken=tuple(world.abilities.names())))
+            request, taken=tuple(world.abilities.names()),
+            scenes=capture_around(world, request.agent or None, self.dry_runs)))
 
     def done(self, _request: AbilityRequest) -> None:
         """Called by the angel's thread after each answer."""

@@ -6,12 +6,14 @@ import base64
 import random
 import zlib
 from collections import deque
+from collections.abc import Sequence
 from typing import Any
 
 __all__ = ["GRASS", "ROCK", "TILE_NAMES", "WATER", "Terrain"]
 
 GRASS, WATER, ROCK = 0, 1, 2
 TILE_NAMES = {GRASS: "grass", WATER: "water", ROCK: "rock"}
+_BLOCKS = bytes(0 if kind == GRASS else 1 for kind in range(256))  # tile kind -> blocks?
 
 
 class Terrain:
@@ -31,6 +33,24 @@ class Terrain:
         self.blocked = bytearray(1 if t != GRASS else 0 for t in tiles)
         self.open_tiles = self._largest_area()
         self._packed: str | None = None  # tiles never change: encode them once
+
+    @classmethod
+    def sharing_area(cls, width: int, height: int, tiles: bytearray,
+                     open_tiles: Sequence[int]) -> Terrain:
+        """A terrain of known tiles whose placement area was found before (a scratch copy of
+        a world: finding the area again takes a second on the largest maps). Nothing blocks
+        but the tiles themselves; ``open_tiles`` is only read."""
+        if len(tiles) != width * height:
+            raise ValueError(f"tiles has {len(tiles)} entries, expected {width}x{height}")
+        terrain = cls.__new__(cls)
+        terrain.width = width
+        terrain.height = height
+        terrain.tiles = tiles
+        terrain.blocked = bytearray(tiles.translate(_BLOCKS))
+        terrain.open_tiles = list(open_tiles) if not isinstance(open_tiles, list) \
+            else open_tiles
+        terrain._packed = None
+        return terrain
 
     # -- generation ------------------------------------------------------------------------
 

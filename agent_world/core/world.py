@@ -546,12 +546,16 @@ class World:
                               "wanted": dict(state["market_tally"]["wanted"])}
         world.abilities.set_state(state.get("abilities"))
         for row in state["entities"]:
-            comps = [c.component_from_state(name, data) for name, data in row.items()
-                     if name != "id"]
-            eid = world.store.create(*comps, eid=int(row["id"]))
-            world._index(eid)
+            world.place_entity(int(row["id"]), [c.component_from_state(name, data)
+                                                for name, data in row.items() if name != "id"])
         world.store.set_next_id(int(state["next_entity"]))
         return world
+
+    def place_entity(self, eid: int, components: Sequence[Any]) -> None:
+        """Add an entity with a known id and its components as they are (a loaded or copied
+        one), and index it like a spawned one."""
+        self.store.create(*components, eid=eid)
+        self._index(eid)
 
     def _index(self, eid: int) -> None:
         store = self.store

@@ -1,21 +1,28 @@
-"""Checking an ability source before it enters a world: ``python main.py ability check``.
+"""Checking an ability source before it enters a world: ``python main.py ability check``,
+the angel, and ``/ability load``.
 
-The source must pass the gate and compile; then it is dry-run in several scratch worlds, each
-a small empty map holding a caster (carrying some of every item), a target agent, a tree, a
-berry bush and an apple at the ability's range, with the caster's health, hunger and
-neighbours varying between runs. The caster is given a plan to use the ability with the
-arguments its ARGS ask for, and the world runs through the real abilities system and the
-real sandbox until the action ends.
+The source must pass the gate and compile; then it is dry-run through the real abilities
+system and the real sandbox in scratch copies of real neighbourhoods (``core.scene``): the
+world's map, tick and entity ids, agents with their own names, needs, goods and
+surroundings. The caster, an agent of that neighbourhood, is given a plan to use the ability
+with arguments picked from what is around it, and the world runs until the action ends.
+Nothing in ``ctx`` tells a dry run from a real cast, so code that behaves only when it is not
+being checked has nothing to go by. A world's angel checks in scenes of that world (the
+asker's first); ``ability check`` has no world, so it lives one (the configured world, a few
+hundred ticks in) and checks there.
 
 Verdicts: ``accepted``; ``rejected: REASON`` (refused before running: gate, RestrictedPython,
-metadata, name); ``disabled: REASON`` (stopped while running: an exception, a limit, a kill,
-malformed effects). A cast the world refused by its rules (out of range, missing goods) does
-not count against the source.
+metadata, name); ``disabled: REASON`` (stopped while running: an exception, a limit, calls
+killed ``abilities.kills_to_disable`` times in a row, malformed effects). A cast the world
+refused by its rules (out of range, missing goods) does not count against the source. Dry
+runs wait for a call as long as a replay would (nothing is recorded here, and a busy machine
+must not fail a source that its step budget accepts).
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection
+import random
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -23,20 +30,21 @@ from agent_world.config import Config
 from agent_world.core import components as c
 from agent_world.core.abilities import AbilityError, AbilityMeta, AbilitySpec, source_digest
 from agent_world.core.items import ITEMS
-from agent_world.core.world import World
+from agent_world.core.scene import Scene, capture_around
+from agent_world.core.world import World, WorldError
 from agent_world.sandbox.compiler import compile_ability
 from agent_world.sandbox.gate import GateError
 from agent_world.sandbox.runner import SandboxRunner
+from agent_world.types import AbilityCall, AbilityResult
 
-__all__ = ["AbilityChecker", "CheckReport"]
+__all__ = ["AbilityChecker", "CheckReport", "sample_scenes"]
 
-SCRATCH_WORLD: dict[str, Any] = {
-    "name": "scratch", "size": [24, 24], "starting_agents": 0, "obstacle_density": 0.0,
-    "objects_per_1000_tiles": 0, "shelters_per_1000_tiles": 0, "item_spawn_rate": 0.0,
-    "max_items_per_1000_tiles": 0, "immigration_interval_ticks": 0,
-}
-MAX_DRY_RUN_TICKS = 40
-CENTRE = 12
+MAX_DRY_RUN_TICKS = 60
+SAMPLE_TICKS = 300  # how long ``ability check`` lets its sample world live first
+SAMPLE_AGENTS = 200  # at most this many agents in it (a huge configured world is scaled)
+NEAR = 4  # a target further than RANGE + NEAR from the caster is not worth walking to
+SAYINGS = ("Well met, neighbours.", "The berries are ripe by the river.",
+           "Mind the rocks to the north.", "Fair trades here, come and see.")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -68,6 +76,33 @@ class CheckReport:
         return self.verdict if self.accepted else f"{self.verdict}: {self.reason}"
 
 
+class _Patient:
+    """The checker's runner as the world sees it: every call gets a replay's patience."""
+
+    def __init__(self, runner: SandboxRunner) -> None:
+        self.runner = runner
+
+    def run(self, calls: Sequence[AbilityCall], *, replaying: bool, steps: int,
+            alloc: int) -> list[AbilityResult]:
+        return self.runner.run(calls, replaying=True, steps=steps, alloc=alloc)
+
+
+def sample_scenes(config: Config, count: int) -> tuple[Scene, ...]:
+    """Scenes from the configured world after it has lived ``SAMPLE_TICKS`` ticks (its
+    seed, its map; at most ``SAMPLE_AGENTS`` agents): where ``ability check`` dry-runs."""
+    agents = min(config.world.starting_agents, SAMPLE_AGENTS) or 1
+    sample = config.replace(world={"starting_agents": agents,
+                                   "max_agents": max(agents, config.world.max_agents)},
+                            persistence={"enabled": False})
+    world = World.create(sample)
+    try:
+        for _ in range(SAMPLE_TICKS):
+            world.step()
+        return capture_around(world, None, count)
+    finally:
+        world.close()
+
+
 class AbilityChecker:
     """Gate, compile and dry-run sources. Owns a runner (worker processes) unless given one;
     use it from one thread."""
@@ -76,7 +111,7 @@ class AbilityChecker:
         self.config = config
         self._own_runner = runner is None
         self.runner = runner if runner is not None else SandboxRunner(config.sandbox, spare=0)
-        self.scratch = config.replace(world=SCRATCH_WORLD, persistence={"enabled": False})
+        self._sampled: tuple[Scene, ...] | None = None
 
     def close(self) -> None:
         if self._own_runner:
@@ -88,7 +123,10 @@ class AbilityChecker:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def check(self, source: str, *, taken: Collection[str] = ()) -> CheckReport:
+    def check(self, source: str, *, taken: Collection[str] = (),
+              scenes: Sequence[Scene] = ()) -> CheckReport:
+        """The verdict on ``source``; dry runs happen in ``scenes`` (those of the world it
+        is for), or else in scenes of a sample world made from the configuration."""
         try:
             meta, _code = compile_ability(source)
         except GateError as exc:
@@ -108,10 +146,14 @@ class AbilityChecker:
             spec = AbilitySpec(meta=meta, source=source, digest=base.digest, origin="check")
         except AbilityError as exc:
             return replace(base, verdict="rejected", category="metadata", reason=str(exc))
+        scenes = list(scenes) or list(self._sample())
+        if not scenes:
+            return replace(base, verdict="rejected", category="dry-run",
+                           reason="no agent lives in the world to try it on")
         casts = 0
         notes: list[str] = []
         for run in range(self.config.angel.dry_runs):
-            outcome, detail = self._dry_run(spec, run)
+            outcome, detail = self._dry_run(spec, scenes[run % len(scenes)], run)
             if outcome == "disabled":
                 return replace(base, verdict="disabled", category="dry-run", casts=casts,
                                reason=f"dry run {run + 1}: {detail}", notes=notes)
@@ -121,67 +163,111 @@ class AbilityChecker:
                 notes.append(f"dry run {run + 1}: {detail}")
         return replace(base, casts=casts, notes=notes)
 
-    # -- scratch worlds ----------------------------------------------------------------------
+    def _sample(self) -> tuple[Scene, ...]:
+        if self._sampled is None:
+            self._sampled = sample_scenes(self.config, self.config.angel.dry_runs)
+        return self._sampled
 
-    def _dry_run(self, spec: AbilitySpec, run: int) -> tuple[str, str]:
-        """('cast' | 'refused' | 'disabled', detail) for one scratch world."""
-        world = World.create(self.scratch, seed=7919 * (run + 1))
+    # -- dry runs ----------------------------------------------------------------------------
+
+    def _dry_run(self, spec: AbilitySpec, scene: Scene, run: int) -> tuple[str, str]:
+        """('cast' | 'refused' | 'disabled', detail) for one scene."""
+        world = scene.build(self.config, seed=(scene.seed + 7919 * (run + 1)) % 2**63)
         try:
-            world.abilities.runner = self.runner
+            world.abilities.runner = _Patient(self.runner)
             world.abilities.add(spec)
-            caster, args = self._stage(world, spec.meta, run)
-            world.inbox.submit("plan", {"agent": caster, "source": "check", "actions": [
-                {"name": "use_ability", "args": {"ability": spec.name, **args}}]})
+            caster = scene.agent
+            args = _stage(world, caster, spec, random.Random(scene.seed + run))
+            plan = {"agent": caster, "source": "check", "actions": [
+                {"name": "use_ability", "args": {"ability": spec.name, **args}}]}
+            world.inbox.submit("plan", plan)
             detail = "the action did not end"
             for _ in range(MAX_DRY_RUN_TICKS):
                 report = world.step()
                 for event in report.events:
+                    if event.get("agent") != caster and event["type"] != "ability_disabled":
+                        continue
                     if event["type"] == "ability_disabled":
                         return "disabled", str(event["reason"])
-                    if event["type"] == "ability" and event.get("agent") == caster:
+                    if event["type"] == "ability":
                         return "cast", ""
-                    if event["type"] == "action_failed" and event.get("agent") == caster:
+                    if event["type"] == "ability_killed":
+                        world.inbox.submit("plan", plan)  # a strike: try again, as a caster would
+                    elif event["type"] == "action_failed":
                         detail = f"refused by the world: {event['reason']}"
-                if world.store.get(caster, c.Intent).action is None:
+                intent = world.store.try_get(caster, c.Intent)
+                if intent is None or (intent.action is None and not world.inbox.pending()):
                     break
             return "refused", detail
         finally:
             world.close()
 
-    @staticmethod
-    def _stage(world: World, meta: AbilityMeta, run: int) -> tuple[int, dict[str, Any]]:
-        reach = min(meta.range, (1, meta.range, 2, meta.range)[run % 4])
-        cx = cy = CENTRE
-        caster = world.spawn_agent(name="Caster", personality="cautious", x=cx, y=cy,
-                                   gold=20)
-        inv = world.store.get(caster, c.Inventory)
-        inv.items = {kind: 5 for kind in ITEMS if kind != "gold"}
-        needs = world.store.get(caster, c.Needs)
-        needs.health = (60.0, 100.0, 30.0, 85.0)[run % 4]
-        needs.hunger = (20.0, 60.0, 90.0, 5.0)[run % 4]
-        needs.energy = 100.0
-        target = world.spawn_agent(name="Target", personality="cautious", x=cx + reach,
-                                   y=cy, gold=5)
-        world.store.get(target, c.Needs).health = 70.0
-        if run % 4 == 2:  # a crowd
-            for i, (dx, dy) in enumerate(((0, 1), (-1, 0), (1, 1), (-1, -1), (0, -2))):
-                world.spawn_agent(name=f"Bystander{i}", personality="cautious", x=cx + dx,
-                                  y=cy + dy)
-        bush = world.spawn_object("berry_bush", cx, cy + reach)
-        tree = world.spawn_object("tree", cx - max(1, reach), cy) if reach else bush
-        apple = world.spawn_item("apple", 2, cx, cy - reach)
-        args: dict[str, Any] = {}
-        for key in meta.args:
-            kind = meta.kind(key)
-            if key == "target":
-                args["target"] = {"agent": target, "entity": target, "item": apple,
-                                  "object": tree if run % 2 else bush}[kind]
-            elif key == "x":
-                args["x"], args["y"] = cx + reach, cy + reach
-            elif key == "item":
-                args["item"] = "wood"
-            elif key == "qty":
-                args["qty"] = 1
-            elif key == "text":
-                args["text"] = "Hello there, neighbours."
-        return caster, args
+
+def _stage(world: World, caster: int, spec: AbilitySpec, rng: random.Random) -> dict[str, Any]:
+    """Arguments for the caster's cast, as its ARGS ask, picked from its surroundings (a
+    newcomer or a fresh item is placed near it when nothing fits). The caster is given the
+    energy the cast costs if it lacks it, and a few of each good the source names (a
+    gatherer could carry them as well), so that code which spends goods gets to run its
+    effects rather than being refused by the world for want of them."""
+    meta = spec.meta
+    needs = world.store.get(caster, c.Needs)
+    if needs.energy < meta.energy_cost:
+        needs.energy = round(min(100.0, meta.energy_cost + rng.uniform(1, 20)), 2)
+    inv = world.store.get(caster, c.Inventory)
+    for kind in ITEMS:
+        if f'"{kind}"' in spec.source or f"'{kind}'" in spec.source:
+            if kind == "gold":
+                inv.gold += rng.randint(5, 20)
+            else:
+                inv.add(kind, rng.randint(2, 6))
+    args: dict[str, Any] = {}
+    for key in meta.args:
+        kind = meta.kind(key)
+        if key == "target":
+            args["target"] = _target(world, caster, kind, meta.range, rng)
+        elif key == "x":
+            args["x"], args["y"] = _tile(world, caster, meta.range, rng)
+        elif key == "item":
+            carried = world.store.get(caster, c.Inventory).items
+            args["item"] = max(carried, key=lambda k: (carried[k], k)) if carried else (
+                rng.choice(sorted(k for k in ITEMS if k != "gold")))
+        elif key == "qty":
+            args["qty"] = 1
+        elif key == "text":
+            args["text"] = rng.choice(SAYINGS)
+    return args
+
+
+def _nearest(world: World, caster: int, grids: Sequence[Any], reach: int) -> int | None:
+    pos = world.store.get(caster, c.Position)
+    found = [(d2, eid) for grid in grids for d2, eid in grid.near(pos.x, pos.y, reach)
+             if eid != caster and (not world.is_agent(eid) or world.alive(eid))]
+    return min(found)[1] if found else None
+
+
+def _target(world: World, caster: int, kind: str, reach: int, rng: random.Random) -> int:
+    grids = {"agent": [world.agents_grid], "object": [world.objects_grid],
+             "item": [world.items_grid],
+             "entity": [world.agents_grid, world.objects_grid, world.items_grid]}[kind]
+    found = _nearest(world, caster, grids, reach + NEAR)
+    if found is not None:
+        return found
+    x, y = _tile(world, caster, max(1, reach), rng)
+    try:
+        if kind in ("agent", "entity"):
+            return world.spawn_agent(x=x, y=y)  # a newcomer, named like any other
+        if kind == "object":
+            return world.spawn_object(rng.choice(("tree", "berry_bush", "rock")), x, y)
+        return world.spawn_item(rng.choice(("apple", "berries", "wood")), 1, x, y)
+    except WorldError:
+        return caster  # nowhere to put one: the world will refuse the cast, not the code
+
+
+def _tile(world: World, caster: int, reach: int, rng: random.Random) -> tuple[int, int]:
+    """A walkable tile within ``reach`` of the caster (its own tile if there is none)."""
+    pos = world.store.get(caster, c.Position)
+    spots = [(pos.x + dx, pos.y + dy) for dy in range(-reach, reach + 1)
+             for dx in range(-reach, reach + 1)
+             if (dx or dy) and not world.terrain.is_blocked(pos.x + dx, pos.y + dy)
+             and not world.objects_grid.at(pos.x + dx, pos.y + dy)]
+    return rng.choice(spots) if spots else (pos.x, pos.y)
