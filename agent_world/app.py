@@ -249,14 +249,17 @@ class Session:
 
     def close(self) -> bool:
         """Stop everything attached to the world: the final snapshot first (nothing else
-        changes the world any more), then the LLM workers, the angel and the sandbox. Never
-        raises: a part that fails to stop is reported and the rest still stop. Returns False
-        when the final snapshot could not be written (the reason has been reported)."""
+        changes the world any more), then the LLM workers (which save their memories), the
+        angel and the sandbox, and last the world's lock. Never raises: a part that fails to
+        stop is reported and the rest still stop. Returns False when the final snapshot could
+        not be written (the reason has been reported; the lock is then kept until exit)."""
         if self._closed:
             return self._saved
         self._closed = True
-        if self.persistence is not None:
-            self._saved = self._stopping("the save folder", self.persistence.close)
+        persistence = self.persistence
+        if persistence is not None:
+            self._saved = self._stopping("the save folder",
+                                         lambda: persistence.close(keep_lock=True))
         if self.llm is not None:
             self._stopping("the LLM workers", self.llm.close)
         if self.angel is not None:
@@ -266,6 +269,9 @@ class Session:
                           "is dropped")
         if self.sandbox is not None:
             self._stopping("the sandbox", self.sandbox.close)
+        lock = persistence.folder.lock if persistence is not None else None
+        if lock is not None and self._saved:
+            lock.release()  # last: the LLM's memory files go into the folder too
         self.world_log.note(self.world.tick, f"world '{self.config.world.name}' stopped at "
                             f"tick {self.world.tick}")
         self.world_log.close()

@@ -11,8 +11,12 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import datetime
+import os
 import signal
 import sys
+import tempfile
+import traceback
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -31,10 +35,11 @@ from agent_world.persistence import (
     fork_world,
     open_world,
 )
-from agent_world.replay_command import run_replay
+from agent_world.replay_command import resolve_world_path, run_replay
 from agent_world.sandbox import AbilityChecker, Sandbox
 from agent_world.sandbox.pool import WorkerDied
 from agent_world.types import ProviderError
+from agent_world.worlds_command import main as worlds_main
 
 __all__ = ["build_ability_parser", "build_parser", "build_replay_parser", "main"]
 
@@ -87,10 +92,10 @@ def _add_run_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--exit-on-eof", action="store_true",
                         help="without a terminal, stop the world when piped commands end "
                              "(by default it runs on)")
-    stop = parser.add_mutually_exclusive_group()
     parser.add_argument("--json-replies", action="store_true",
                         help="without a terminal, answer every piped command with exactly one "
                              "line: a JSON object {\"command\", \"ok\", \"reply\": [lines]}")
+    stop = parser.add_mutually_exclusive_group()
     stop.add_argument("--ticks", type=_positive_int, metavar="N",
                       help="stop after N more ticks and print a JSON summary line")
     stop.add_argument("--until", type=_tick, metavar="TICK",
@@ -98,12 +103,20 @@ def _add_run_options(parser: argparse.ArgumentParser) -> None:
                            "there) and print a JSON summary line")
 
 
+OTHER_COMMANDS = """other commands (each has --help):
+  python main.py replay saves/NAME [--to T] [--playback [X]] [--fork NEW]
+                                       verify a saved world, play it back, or fork it
+  python main.py ability check FILE.py check an ability file (gate, sandbox, dry runs)
+  python main.py worlds [list | delete NAME]
+                                       the saved worlds: list them, or delete one"""
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python main.py",
         description="Run an Agent World: agents live, trade, fight and talk at 10 Hz. "
-                    "A world with a save folder resumes where it stopped. Other commands: "
-                    "'python main.py replay --help'.",
+                    "A world with a save folder resumes where it stopped.",
+        epilog=OTHER_COMMANDS, formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"agent-world {__version__}")
     _add_run_options(parser)
@@ -118,9 +131,13 @@ def build_replay_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python main.py replay",
         description="Replay a saved world from its first snapshot using only its logged "
-                    "inputs (no LLM, no network), verifying every logged state hash.",
+                    "inputs (no LLM, no network), verifying every logged state hash and "
+                    "snapshot. Exit status: 0 OK (all verified), 3 PARTLY VERIFIED (damage "
+                    "or lost lines: the output names what was not verified), 1 DIVERGED, "
+                    "2 bad usage.",
     )
-    parser.add_argument("path", type=Path, help="the save folder, e.g. saves/default")
+    parser.add_argument("path", type=Path, help="the save folder (e.g. saves/default), or "
+                                                "the name of a world in paths.saves")
     parser.add_argument("--to", type=_tick, metavar="TICK",
                         help="stop at TICK and print that tick's state hash")
     parser.add_argument("--playback", type=_speed, nargs="?", const=1.0, metavar="SPEED",
@@ -333,15 +350,16 @@ def _replay_main(argv: Sequence[str]) -> int:
         parser.error("--fork needs --to TICK: the tick to fork at")
     # Replay applies logged decisions and never calls a model: it needs no API key.
     config = _configure(args, needs_llm=bool(args.fork))
+    path = resolve_world_path(args.path, config)  # a bare NAME is a world in paths.saves
     sandbox = Sandbox(config, wait=False)
     if not args.fork:
         try:
-            return run_replay(args.path, config, to=args.to, playback=args.playback,
+            return run_replay(path, config, to=args.to, playback=args.playback,
                               setup=sandbox.install)
         finally:
             sandbox.close()
     try:
-        opened = fork_world(SaveFolder.open(args.path), args.to, args.fork, config,
+        opened = fork_world(SaveFolder.open(path), args.to, args.fork, config,
                             setup=sandbox.install)
     except BaseException:
         sandbox.close()
@@ -350,6 +368,55 @@ def _replay_main(argv: Sequence[str]) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """The command line. Whatever happens ends in at most one line on stderr and an exit
+    status: 0 done, 1 failed (or diverged), 2 refused (bad config, arguments or save),
+    130 interrupted while starting, 70 an internal error (a bug; its traceback is kept)."""
+    try:
+        return _main(argv)
+    except BrokenPipeError:
+        # Whoever read our output went away (replay --playback | head): stop writing.
+        _drop_stdout()
+        _say("error: the output was closed before everything was written (its reader went "
+             "away); stopped")
+        return 1
+    except KeyboardInterrupt:
+        _say("error: interrupted while starting; nothing ran (a world being resumed resumes "
+             "again at the next start)")
+        return 130
+    except Exception as exc:  # a bug: one line here, the whole traceback in a file
+        _say(f"error: an internal error stopped the program ({type(exc).__name__}: "
+             f"{str(exc)[:200]}); this is a bug, please report it with the traceback in "
+             f"{_keep_traceback()}")
+        return 70
+
+
+def _say(line: str) -> None:
+    with contextlib.suppress(OSError, ValueError):  # stderr gone too: the status has to do
+        print(line, file=sys.stderr, flush=True)
+
+
+def _drop_stdout() -> None:
+    """Point stdout at /dev/null, so that the flush at exit does not fail again."""
+    with contextlib.suppress(OSError, ValueError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+
+
+def _keep_traceback() -> str:
+    text = traceback.format_exc()
+    name = f"crash-{datetime.datetime.now():%Y%m%d-%H%M%S}-{os.getpid()}.txt"
+    for folder in (Path("logs"), Path(tempfile.gettempdir())):
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            (folder / name).write_text(text, encoding="utf-8")
+            return str(folder / name)
+        except OSError:
+            continue
+    return "(no writable folder; run again with python -X dev to see it)"
+
+
+def _main(argv: Sequence[str] | None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     sandbox: Sandbox | None = None
     try:
@@ -357,6 +424,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _replay_main(argv[1:])
         if argv[:1] == ["ability"]:
             return _ability_main(argv[1:])
+        if argv[:1] == ["worlds"]:
+            return worlds_main(argv[1:])
         args = build_parser().parse_args(argv)
         config = _configure(args)
         sandbox = Sandbox(config, wait=False)

@@ -1,4 +1,11 @@
-"""``python main.py replay saves/NAME``: verify, inspect or fork a saved world."""
+"""``python main.py replay saves/NAME``: verify, inspect or fork a saved world.
+
+The verdict says exactly what was verified and what was not, and the exit status follows
+it: 0 only when the whole log replayed and every state hash and snapshot on the way matched
+(OK), 3 when part of it could not be verified (PARTLY VERIFIED: damage, lost or unreadable
+lines, files set aside), 1 for a divergence, 2 for bad usage. Replaying only reads the
+folder; it needs no lock and works on a world that is running.
+"""
 
 from __future__ import annotations
 
@@ -7,13 +14,23 @@ import time
 from pathlib import Path
 
 from agent_world.config import Config
-from agent_world.persistence import DivergenceError, SaveFolder, replay
+from agent_world.core.world import World
+from agent_world.persistence import DivergenceError, SaveError, SaveFolder, replay
+from agent_world.persistence.eventlog import final_tick
+from agent_world.persistence.lock import lock_holder
+from agent_world.persistence.replay import ReplayResult, SnapshotMismatch, state_file_tick
 from agent_world.persistence.snapshots import load_first_snapshot
 from agent_world.persistence.worlds import Setup
 from agent_world.types import TickReport
 from agent_world.worldlog import ROUTINE, format_event
 
-__all__ = ["run_replay"]
+__all__ = ["EXIT_DIVERGED", "EXIT_OK", "EXIT_PARTIAL", "EXIT_USAGE", "resolve_world_path",
+           "run_replay"]
+
+EXIT_OK = 0
+EXIT_DIVERGED = 1
+EXIT_USAGE = 2
+EXIT_PARTIAL = 3
 
 
 class _Playback:
@@ -35,41 +52,132 @@ class _Playback:
             self.deadline = time.monotonic()
 
 
+def resolve_world_path(path: Path, config: Config) -> Path:
+    """``path`` as given if it exists, else the world of that name under ``paths.saves``
+    (``replay NAME`` as well as ``replay saves/NAME``)."""
+    if path.exists():
+        return path
+    named = Path(config.paths.saves) / path
+    if not path.is_absolute() and named.exists():
+        return named
+    raise SaveError(f"{path} does not exist, and neither does {named}; give a save folder or "
+                    f"the name of a world in {config.paths.saves} (python main.py worlds "
+                    "lists them)")
+
+
+def _count(n: int, noun: str, plural: str = "s") -> str:
+    return f"{n} {noun}{'' if n == 1 else plural}"
+
+
+def _meta_tick(folder: SaveFolder) -> int:
+    value = folder.read_meta().get("last_tick")
+    return value if isinstance(value, int) else -1
+
+
+def _unverified(folder: SaveFolder, result: ReplayResult, reached: int, extent: int,
+                to: int | None) -> list[str]:
+    """What the replay did not verify, one line each."""
+    lines = []
+    missing = f"ticks {reached + 1}..{extent}: " if extent > reached else ""
+    if result.gap is not None:
+        gap = result.gap
+        lines.append(f"{missing}the log lost ticks {gap.start}..{gap.tick} ({gap.reason}); "
+                     "a replay cannot cross that gap")
+    elif result.damaged is not None:
+        damage = next((p for p in result.problems if p.startswith(result.damaged.name)),
+                      f"{result.damaged.name} is damaged")
+        lines.append(f"{missing}{damage}")
+    elif missing and (to is None or to > reached):
+        lines.append(f"{missing}the folder says the world reached tick {extent}, but no "
+                     "log line reaches past tick "
+                     f"{max(result.last_logged_tick, reached)}")
+    damage_name = result.damaged.name if result.damaged is not None else None
+    lines.extend(p for p in result.problems
+                 if damage_name is None or not p.startswith(damage_name))
+    if to is None:
+        lines.extend(f"{path.name}: set aside after damage; it is not part of the log and "
+                     "was not replayed" for path in folder.set_aside())
+    return lines
+
+
 def run_replay(path: Path, config: Config, *, to: int | None, playback: float | None,
                setup: Setup | None = None) -> int:
-    """Replay from the first snapshot with logged inputs only, checking every logged hash.
+    """Replay from the first snapshot with logged inputs only, checking every logged hash
+    and every snapshot on the way.
 
-    Prints OK with the speed, or the first diverging tick and what differs. Returns the exit
-    status."""
+    Prints the verdict (OK, PARTLY VERIFIED or DIVERGED) with what was and was not
+    verified. Returns the exit status (EXIT_*)."""
     folder = SaveFolder.open(path)
+    holder = lock_holder(folder.root)
+    if holder is not None:
+        who = f"process {holder}" if holder else "another process"
+        print(f"note: world '{folder.name}' is running ({who}); replaying what it has "
+              "written so far", file=sys.stderr)
     saved_rate = folder.read_meta().get("config", {}).get("world", {}).get("tick_rate")
     tick_rate = float(saved_rate) if isinstance(saved_rate, (int, float)) else (
         config.world.tick_rate)
     start = load_first_snapshot(folder, config)
     world = start.world
-    if setup is not None:
-        setup(world)
-    on_tick = _Playback(tick_rate, playback) if playback else None
+    try:
+        if setup is not None:
+            setup(world)
+        return _verify(folder, start.tick, world, path, to=to,
+                       on_tick=_Playback(tick_rate, playback) if playback else None,
+                       tick_rate=tick_rate)
+    finally:
+        world.close()
+
+
+def _verify(folder: SaveFolder, first: int, world: World, path: Path, *, to: int | None,
+            on_tick: _Playback | None, tick_rate: float) -> int:
+    claimed = max(_meta_tick(folder), state_file_tick(folder) or -1)
     began = time.perf_counter()
     try:
-        result = replay(world, folder, until=to, on_tick=on_tick)
-    except DivergenceError as exc:
-        print(f"DIVERGED at tick {exc.tick}: the log recorded state {exc.expected}, the replay "
-              f"reached {exc.actual}", file=sys.stderr)
+        result = replay(world, folder, until=to, on_tick=on_tick, check_snapshots=True,
+                        end=claimed if to is None else min(to, claimed))
+    except SnapshotMismatch as exc:
+        print(f"DIVERGED at tick {exc.tick}: {exc.source.name} records state {exc.expected}, "
+              f"the replay reached {exc.actual}: the snapshot contradicts the event log",
+              file=sys.stderr)
         print(f"  {exc.detail}", file=sys.stderr)
-        return 1
+        return EXIT_DIVERGED
+    except DivergenceError as exc:
+        print(f"DIVERGED at tick {exc.tick}: the log recorded state {exc.expected}, the "
+              f"replay reached {exc.actual}", file=sys.stderr)
+        print(f"  {exc.detail}", file=sys.stderr)
+        return EXIT_DIVERGED
     elapsed = time.perf_counter() - began
-    for warning in result.warnings:
-        print(f"warning: {warning}", file=sys.stderr)
-    if to is not None and world.tick < to:
-        print(f"error: the log of {path} ends at tick {world.tick}; --to must be at most "
-              "that", file=sys.stderr)
-        return 2
+    for note in result.notes:
+        print(f"note: {note}", file=sys.stderr)
+    reached = world.tick
+    extent = max(claimed, reached, result.last_logged_tick)
+    if result.gap is not None or result.damaged is not None:
+        extent = max(extent, final_tick(folder))
+    if to is not None and to > extent:
+        print(f"error: the log of {path} ends at tick {extent}; --to must be at most that",
+              file=sys.stderr)
+        return EXIT_USAGE
+    unverified = _unverified(folder, result, reached, extent if to is None else to, to)
     rate = result.ticks / elapsed if elapsed > 0 else float("inf")
-    print(f"OK: replayed ticks {start.tick + 1}..{world.tick} ({result.ticks} ticks, "
-          f"{result.inputs} inputs, {result.checks} state hashes verified) in {elapsed:.2f} s: "
-          f"{rate:,.0f} ticks/s, {rate / tick_rate:,.1f}x real time")
+    counts = (f"{result.ticks} ticks, {result.inputs} inputs, {result.checks} state hashes "
+              "verified")
+    speed = (f"in {elapsed:.2f} s: {rate:,.0f} ticks/s, {rate / tick_rate:,.1f}x real "
+             "time")
+    checked = (f"  checked: {_count(result.checks, 'logged state hash', 'es')}"
+               + (f", the last at tick {result.last_check_tick}" if result.checks else "")
+               + f"; {_count(result.snapshots_checked, 'snapshot')}"
+               + (f", the last at tick {result.last_snapshot_tick}"
+                  if result.snapshots_checked else ""))
+    span = f"ticks {first + 1}..{reached}" if reached > first else "no ticks"
+    if unverified:
+        print(f"PARTLY VERIFIED: replayed {span} of {first + 1}..{extent if to is None else to}"
+              f" ({counts}) {speed}")
+        print(checked)
+        for line in unverified:
+            print(f"  not verified: {line}")
+        return EXIT_PARTIAL
+    print(f"OK: replayed {span} ({counts}) {speed}")
+    print(checked)
     if to is not None:
         print(f"tick {world.tick} state_hash {world.state_hash()}")
-    world.close()
-    return 0
+    return EXIT_OK

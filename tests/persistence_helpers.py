@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gzip
 from pathlib import Path
 from typing import Any
 
@@ -69,3 +70,34 @@ def records(folder: Path) -> list[dict[str, Any]]:
 def snapshot_doc(path: Path) -> dict[str, Any]:
     doc: dict[str, Any] = orjson.loads(path.read_bytes())
     return doc
+
+
+def file_lines(path: Path) -> list[bytes]:
+    """The whole lines of one event-log file as stored (a .gz decompressed)."""
+    data = gzip.decompress(path.read_bytes()) if path.suffix == ".gz" else path.read_bytes()
+    return [line + b"\n" for line in data.split(b"\n")[:-1]]
+
+
+def log_lines(folder: Path) -> list[bytes]:
+    """The log as the reader serves it, one line per record, as written."""
+    return [orjson.dumps(r) + b"\n" for r in records(folder)]
+
+
+def in_order(lines: list[bytes], within: list[bytes]) -> bool:
+    """Whether every line of ``lines`` appears in ``within``, in the same order."""
+    rest = iter(within)
+    return all(any(line == other for other in rest) for line in lines)
+
+
+def event_files(folder: Path) -> list[str]:
+    return sorted(p.name for p in (folder / "events").iterdir())
+
+
+def use_snapshot(folder: Path, tick: int) -> None:
+    """Make the snapshot of ``tick`` the latest (as if the later ones were never written)."""
+    snapshots = folder / "snapshots"
+    for path in snapshots.iterdir():
+        if int(path.name.split(".")[0]) > tick:
+            path.unlink()
+    data = gzip.decompress((snapshots / f"{tick:010d}.json.gz").read_bytes())
+    (folder / "world_state.json").write_bytes(data)

@@ -182,7 +182,7 @@ def test_a_truncated_gzip_chunk_keeps_what_is_intact(tmp_path: Path) -> None:
     # The latest snapshot (tick 400) is intact: resuming needs nothing from the damage.
     opened = open_world(cfg)
     assert opened.world.tick == 400 and opened.replayed_ticks == 0
-    opened.world.close()
+    opened.close()  # frees the world's lock too: no session will run this one
     # Without it, the world resumes as far as the intact log reaches, and says so.
     (root / "world_state.json").unlink()
     (root / "snapshots" / "0000000400.json.gz").unlink()

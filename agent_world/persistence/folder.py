@@ -7,6 +7,7 @@ saves/<world>/
   snapshots/<tick>.json.gz  earlier snapshots (the first one is kept forever)
   events/<start>-<end>.jsonl[.gz]  the event log, one file per tick range
   memories/ abilities/    agent memories and generated abilities
+  .lock                   held (flock) by the process running the world; holds its pid
 ```
 See docs/save-format.md for the formats.
 """
@@ -14,22 +15,37 @@ See docs/save-format.md for the formats.
 from __future__ import annotations
 
 import datetime
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
 from agent_world import __version__
-from agent_world.persistence.files import write_atomic
+from agent_world.persistence.files import (
+    fsync_dir,
+    is_temporary,
+    temporary_path,
+    write_atomic,
+)
 
-__all__ = ["FORMAT_VERSION", "Chunk", "SaveError", "SaveFolder", "now_iso"]
+if TYPE_CHECKING:
+    from agent_world.persistence.lock import WorldLock
+
+__all__ = ["FORMAT_VERSION", "LOCK_NAME", "Chunk", "SaveError", "SaveFolder", "now_iso"]
 
 FORMAT_VERSION = 1
 _CHUNK = re.compile(r"^(\d+)-(\d+)\.jsonl(\.gz)?$")
 _SNAPSHOT = re.compile(r"^(\d+)\.json\.gz$")
 _ABILITY_NAME = re.compile(r"^[a-z][a-z0-9_]{1,31}$")
+LOCK_NAME = ".lock"
+_SUBFOLDERS = ("snapshots", "events", "memories", "abilities")
+# What creating a world writes before meta.json, the last file it writes: a folder holding
+# nothing else and no meta.json is a creation that was interrupted (it holds nothing to lose).
+_CREATION_FILES = {"snapshots": re.compile(r"^\d+\.json\.gz$"),
+                   "abilities": re.compile(r"^[a-z][a-z0-9_]{1,31}\.py$")}
 
 
 class SaveError(Exception):
@@ -54,6 +70,7 @@ class Chunk:
 class SaveFolder:
     def __init__(self, root: Path) -> None:
         self.root = Path(root)
+        self.lock: WorldLock | None = None  # held while a run writes the folder
         self.meta_path = self.root / "meta.json"
         self.state_path = self.root / "world_state.json"
         self.snapshots_dir = self.root / "snapshots"
@@ -69,7 +86,9 @@ class SaveFolder:
 
     @staticmethod
     def describe(root: Path) -> str:
-        """'missing', 'empty', 'save' (has meta.json) or 'foreign'."""
+        """'missing', 'empty', 'save' (has meta.json), 'unfinished' (a creation that was
+        interrupted before meta.json, its last file, was written) or 'foreign'. The lock
+        file alone does not make a folder non-empty. Reads only."""
         root = Path(root)
         if not root.exists():
             return "missing"
@@ -77,20 +96,45 @@ class SaveFolder:
             return "foreign"
         if (root / "meta.json").exists():
             return "save"
-        return "foreign" if any(root.iterdir()) else "empty"
+        entries = [p for p in root.iterdir() if p.name != LOCK_NAME]
+        if not entries:
+            return "empty"
+        return "unfinished" if all(_creation_debris(p) for p in entries) else "foreign"
 
     @classmethod
     def create(cls, root: Path, meta: dict[str, Any]) -> SaveFolder:
-        kind = cls.describe(root)
-        if kind not in ("missing", "empty"):
-            raise SaveError(f"{root} already exists and is not empty; pick another world name")
-        folder = cls(root)
-        for d in (folder.root, folder.snapshots_dir, folder.events_dir, folder.memories_dir,
-                  folder.abilities_dir):
-            d.mkdir(parents=True, exist_ok=True)
+        """The folder of a new world with its meta.json written at once (tools and benches;
+        ``open_world`` writes meta.json last, so an interrupted creation is recognisable)."""
+        folder = cls.prepare(root)
         folder.write_meta({"format": FORMAT_VERSION, "app": f"agent-world {__version__}",
                            "created": now_iso(), **meta})
         return folder
+
+    @classmethod
+    def prepare(cls, root: Path) -> SaveFolder:
+        """The empty layout of a new world (no meta.json yet): SaveError unless ``root`` is
+        missing, empty or an interrupted creation (whose files are removed first)."""
+        kind = cls.describe(root)
+        if kind not in ("missing", "empty", "unfinished"):
+            raise SaveError(f"{root} already exists and is not empty; pick another world name")
+        folder = cls(root)
+        if kind == "unfinished":
+            folder.clear()
+        for d in (folder.root, folder.snapshots_dir, folder.events_dir, folder.memories_dir,
+                  folder.abilities_dir):
+            d.mkdir(parents=True, exist_ok=True)
+        return folder
+
+    def clear(self) -> None:
+        """Remove everything in the folder but its lock file (the caller holds the lock)."""
+        for path in sorted(self.root.rglob("*"), key=lambda p: len(p.parts), reverse=True):
+            if path.parent == self.root and path.name == LOCK_NAME:
+                continue
+            if path.is_dir() and not path.is_symlink():
+                path.rmdir()
+            else:
+                path.unlink()
+        fsync_dir(self.root)
 
     @classmethod
     def open(cls, root: Path) -> SaveFolder:
@@ -111,10 +155,42 @@ class SaveFolder:
             raise SaveError(f"{root} was written by a newer Agent World (save format "
                             f"{version}; this is {__version__}, which reads format "
                             f"{FORMAT_VERSION}); upgrade agent-world to open it")
-        for d in (folder.snapshots_dir, folder.events_dir, folder.memories_dir,
-                  folder.abilities_dir):
-            d.mkdir(exist_ok=True)
         return folder
+
+    def ensure_layout(self) -> list[str]:
+        """Recreate missing sub-folders before a run writes (opening a folder only reads);
+        returns a note for each one that was missing."""
+        notes = []
+        for d in (self.snapshots_dir, self.events_dir, self.memories_dir, self.abilities_dir):
+            if not d.is_dir():
+                d.mkdir()
+                notes.append(f"{d.name}/ was missing from {self.root}; made a new, empty one")
+        return notes
+
+    def check_writable(self) -> None:
+        """Create and remove a temporary file where a run writes: OSError (a read-only folder
+        or disk) now, before a long replay, rather than at the first write."""
+        for d in (self.root, self.events_dir, self.snapshots_dir):
+            probe = temporary_path(d / "write-probe")
+            os.close(os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644))
+            probe.unlink()
+
+    def remove_temporary(self) -> list[str]:
+        """Delete temporary files an interrupted write left behind (``.NAME.tmp``: never
+        authoritative, the file it was to replace is still whole). The caller holds the
+        lock, so no write of this folder is in progress."""
+        notes = []
+        for d in (self.root, *(self.root / sub for sub in _SUBFOLDERS)):
+            if not d.is_dir():
+                continue
+            found = sorted(p for p in d.iterdir() if is_temporary(p.name))
+            for path in found:
+                path.unlink()
+                notes.append(f"removed {path.relative_to(self.root)}, left by an interrupted "
+                             "write (the file it was replacing is intact)")
+            if found:
+                fsync_dir(d)
+        return notes
 
     # -- meta ---------------------------------------------------------------------------------
 
@@ -177,3 +253,38 @@ class SaveFolder:
                     ranges.setdefault(key, {})["gz" if m.group(3) else "plain"] = p
         return [Chunk(start, end, files.get("plain"), files.get("gz"))
                 for (start, end), files in sorted(ranges.items())]
+
+    def set_aside(self) -> list[Path]:
+        """Event-log files kept aside after damage (``*.damaged``, ``*.orphaned``): not part
+        of the log any more, never deleted."""
+        if not self.events_dir.exists():
+            return []
+        return sorted(p for p in self.events_dir.iterdir()
+                      if p.name.endswith((".damaged", ".orphaned")))
+
+    def size_on_disk(self) -> int:
+        """Bytes in the folder's files."""
+        total = 0
+        for path in self.root.rglob("*"):
+            try:
+                if path.is_file() and not path.is_symlink():
+                    total += path.stat().st_size
+            except OSError:
+                continue  # removed while counting
+        return total
+
+
+def _creation_debris(path: Path) -> bool:
+    """Whether ``path`` (in a world folder without meta.json) is something creating a world
+    writes: a temporary file, world_state.json, or a sub-folder holding only such files."""
+    if is_temporary(path.name):
+        return path.is_file()
+    if path.name == "world_state.json":
+        return path.is_file()
+    if path.name not in _SUBFOLDERS or not path.is_dir() or path.is_symlink():
+        return False
+    pattern = _CREATION_FILES.get(path.name)
+    for p in path.iterdir():
+        if not p.is_file() or not (is_temporary(p.name) or (pattern and pattern.match(p.name))):
+            return False
+    return True

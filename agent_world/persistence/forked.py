@@ -32,7 +32,10 @@ class ForkedState:
     fd: int
 
 
-def fork_state(world: World) -> ForkedState:
+def fork_state(world: World, *, close_in_child: tuple[int, ...] = ()) -> ForkedState:
+    """Start a child that writes ``world``'s state bytes to a pipe. ``close_in_child`` are
+    descriptors the child closes first (the world's lock: a child must never keep it alive
+    after the parent dies; closing its copy leaves the parent's lock held)."""
     read_fd, write_fd = os.pipe()
     with warnings.catch_warnings():
         # Python 3.12+ warns about fork() in threaded processes; the child touches no lock.
@@ -41,6 +44,8 @@ def fork_state(world: World) -> ForkedState:
     if pid == 0:  # pragma: no cover - runs in the child, which coverage does not follow
         status = 1
         try:
+            for fd in close_in_child:
+                os.close(fd)
             os.close(read_fd)
             view = memoryview(world.state_bytes())
             while view:

@@ -7,6 +7,9 @@ No LLM, no angel, no network: only logged inputs reach the world.
 
 from __future__ import annotations
 
+import gzip
+import re
+import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -14,13 +17,16 @@ from typing import Any
 
 import orjson
 
-from agent_world.core.world import World
+from agent_world.core.world import World, hash_state_bytes
 from agent_world.persistence.eventlog import LogReader
 from agent_world.persistence.folder import SaveError, SaveFolder
 from agent_world.persistence.snapshots import load_snapshot_file
 from agent_world.types import Input, TickReport
 
-__all__ = ["DivergenceError", "ReplayResult", "describe_difference", "replay"]
+__all__ = ["DivergenceError", "Gap", "ReplayResult", "SnapshotMismatch",
+           "describe_difference", "replay", "state_file_tick"]
+
+_SNAPSHOT_HEAD = re.compile(rb'^\{"format":\d+,"tick":(\d+),"hash":"([0-9a-f]{32})","state":')
 
 
 class DivergenceError(Exception):
@@ -35,6 +41,28 @@ class DivergenceError(Exception):
         self.detail = detail
 
 
+class SnapshotMismatch(DivergenceError):
+    """A snapshot that is whole (its bytes match its own hash) records a different state
+    than the replay reaches at its tick: it contradicts the event log."""
+
+    def __init__(self, tick: int, expected: str, actual: str, detail: str,
+                 source: Path) -> None:
+        super().__init__(tick, expected, actual, detail)
+        self.args = (f"diverged at tick {tick}: {source.name} records state {expected}, "
+                     f"replayed {actual}\n{detail}",)
+        self.source = source
+
+
+@dataclass(frozen=True, slots=True)
+class Gap:
+    """A ``gap`` marker: the log lost the lines of ticks ``start``..``tick`` (damage found
+    when the world resumed from its snapshot at ``tick``); no replay can cross it."""
+
+    start: int
+    tick: int
+    reason: str
+
+
 @dataclass
 class ReplayResult:
     ticks: int = 0
@@ -44,6 +72,14 @@ class ReplayResult:
     warnings: list[str] = field(default_factory=list)
     torn_tail: tuple[Path, int] | None = None
     damaged: Path | None = None  # a gzip chunk whose damage ended the readable log
+    last_check_tick: int = -1  # the last tick whose logged state hash was verified
+    snapshots_checked: int = 0  # snapshots compared with the replayed state at their tick
+    last_snapshot_tick: int = -1
+    problems: list[str] = field(default_factory=list)  # lines the reader could not use
+    notes: list[str] = field(default_factory=list)  # the reader's other remarks
+    torn: list[tuple[Path, int]] = field(default_factory=list)
+    later_files: list[Path] = field(default_factory=list)  # after ``damaged``: unusable
+    gap: Gap | None = None  # the gap marker the replay stopped at
 
 
 class _Records:
@@ -55,6 +91,15 @@ class _Records:
 
     def exhausted(self) -> bool:
         return self._next is None
+
+    def gap_ahead(self) -> Gap | None:
+        """The gap marker that comes next, if one does."""
+        rec = self._next
+        if rec is None or rec.get("kind") != "marker" or rec.get("type") != "gap":
+            return None
+        start = rec.get("from")
+        return Gap(start if isinstance(start, int) else rec["tick"], rec["tick"],
+                   str(rec.get("reason", "")))
 
     def take(self, tick: int) -> tuple[list[Input], str | None]:
         """Inputs and the state hash logged for ``tick`` (records for earlier ticks, which a
@@ -154,6 +199,40 @@ def _explain(folder: SaveFolder, world: World, tick: int) -> str:
             "divergence happened after the previous state check")
 
 
+def state_file_tick(folder: SaveFolder) -> int | None:
+    """The tick world_state.json says it holds (read from its first bytes), if readable."""
+    try:
+        with folder.state_path.open("rb") as f:
+            head = _SNAPSHOT_HEAD.match(f.read(160))
+    except OSError:
+        return None
+    return int(head.group(1)) if head is not None else None
+
+
+def _snapshot_files(folder: SaveFolder, after: int, until: int | None) -> dict[int, Path]:
+    """Snapshot files by tick, for ticks after ``after`` (and up to ``until``)."""
+    found = {t: p for t, p in folder.history() if t > after and (until is None or t <= until)}
+    tick = state_file_tick(folder)
+    if tick is not None and tick > after and (until is None or tick <= until):
+        found.setdefault(tick, folder.state_path)
+    return found
+
+
+def _whole_snapshot_hash(path: Path) -> str | None:
+    """The hash a snapshot file records, if its state bytes still match it (else None: a
+    damaged file proves nothing)."""
+    try:
+        raw = path.read_bytes()
+        data = gzip.decompress(raw) if path.suffix == ".gz" else raw
+    except (OSError, EOFError, zlib.error):
+        return None
+    head = _SNAPSHOT_HEAD.match(data)
+    if head is None or not data.endswith(b"}"):
+        return None
+    digest = head.group(2).decode("ascii")
+    return digest if hash_state_bytes(data[head.end():-1]) == digest else None
+
+
 def replay(
     world: World,
     folder: SaveFolder,
@@ -161,15 +240,35 @@ def replay(
     until: int | None = None,
     on_tick: Callable[[TickReport], None] | None = None,
     verify: bool = True,
+    check_snapshots: bool = False,
+    end: int | None = None,
 ) -> ReplayResult:
     """Step ``world`` forward with the logged inputs after its tick, verifying every logged
-    state hash (unless ``verify`` is off), up to ``until`` or the end of the log.
+    state hash (unless ``verify`` is off), up to ``until``, the end of the log or a gap
+    marker. With ``check_snapshots`` every whole snapshot passed on the way is compared too.
+    ``end``: when the log reads to its end without damage, step on (without inputs: a tick
+    with none leaves no line) through this tick, the last one the folder says the world
+    reached.
 
     Raises DivergenceError at the first hash that differs."""
     result = ReplayResult()
     reader = LogReader(folder, from_tick=world.tick + 1)
     records = _Records(reader)
-    while (until is None or world.tick < until) and not records.exhausted():
+    snapshots = _snapshot_files(folder, world.tick, until) if verify and check_snapshots \
+        else {}
+
+    def more() -> bool:
+        if until is not None and world.tick >= until:
+            return False
+        if not records.exhausted():
+            return True
+        return end is not None and world.tick < end and reader.stopped_at is None
+
+    while more():
+        gap = records.gap_ahead()
+        if gap is not None and world.tick + 1 >= gap.start:
+            result.gap = gap
+            break
         tick = world.tick + 1
         inputs, check = records.take(tick)
         report = world.step(inputs)
@@ -182,8 +281,29 @@ def replay(
             if actual != check:
                 raise DivergenceError(tick, check, actual, _explain(folder, world, tick))
             result.checks += 1
+            result.last_check_tick = tick
+        if tick in snapshots:
+            _check_snapshot(folder, world, snapshots[tick], result)
     result.last_logged_tick = reader.last_tick
     result.warnings.extend(reader.warnings)
+    result.problems.extend(reader.problems)
+    result.notes.extend(reader.notes)
+    result.torn = list(reader.torn)
     result.torn_tail = reader.torn_tail
     result.damaged = reader.stopped_at
+    result.later_files = list(reader.later_files)
     return result
+
+
+def _check_snapshot(folder: SaveFolder, world: World, path: Path,
+                    result: ReplayResult) -> None:
+    recorded = _whole_snapshot_hash(path)
+    if recorded is None:
+        result.notes.append(f"{path.name} (tick {world.tick}) is damaged; not compared")
+        return
+    actual = world.state_hash()
+    if actual != recorded:
+        raise SnapshotMismatch(world.tick, recorded, actual,
+                               _explain(folder, world, world.tick), path)
+    result.snapshots_checked += 1
+    result.last_snapshot_tick = world.tick

@@ -77,6 +77,9 @@ def load_latest_snapshot(folder: SaveFolder, config: Config,
     candidates = [folder.state_path] + [p for _t, p in reversed(folder.history())]
     for path in candidates:
         if not path.exists():
+            if path == folder.state_path:
+                warnings.append(f"{path} is missing; using the newest snapshot in "
+                                f"{folder.snapshots_dir.name}/ that loads")
             continue
         try:
             return load_snapshot_file(path, config)

@@ -139,7 +139,11 @@ class Persistence:
         # (flat-out runs outpace them; paced runs almost never get there).
         busy = self._forked - self._writer.children_collected >= MAX_CHILDREN
         if self.use_fork and not busy:
-            job = _State(self.world.tick, None, check, snapshot, fork_state(self.world))
+            lock = self.folder.lock
+            # The child must not keep the world's lock alive should this process die.
+            close = (lock.fd,) if lock is not None and lock.held else ()
+            job = _State(self.world.tick, None, check, snapshot,
+                         fork_state(self.world, close_in_child=close))
             self._forked += 1
         else:
             job = _State(self.world.tick, self.world.state_bytes(), check, snapshot)
@@ -180,9 +184,13 @@ class Persistence:
                   "at": now_iso(), **fields}
         self._queue.put(_Lines(self.world.tick, orjson.dumps(record) + b"\n"))
 
-    def close(self, *, final_snapshot: bool = True, timeout: float = 60.0) -> bool:
-        """Snapshot, mark the shutdown, and wait for the writer to finish. Returns False if
-        the writer could not finish in time (the disk is refusing writes)."""
+    def close(self, *, final_snapshot: bool = True, timeout: float = 60.0,
+              keep_lock: bool = False) -> bool:
+        """Snapshot, mark the shutdown, wait for the writer to finish, and free the world's
+        lock (unless ``keep_lock``: its owner still writes into the folder and releases it
+        itself). Returns False if the writer could not finish in time (the disk is refusing
+        writes): the lock is then kept until the process ends, since the writer may still
+        write."""
         self.between_ticks()
         if final_snapshot:
             self.snapshot_now()
@@ -196,6 +204,8 @@ class Persistence:
                          f"after {timeout:g} s at shutdown; {self.folder.root} keeps what "
                          "reached the disk")
             return False
+        if self.folder.lock is not None and not keep_lock:
+            self.folder.lock.release()
         return True
 
     def stats(self) -> dict[str, Any]:
@@ -228,7 +238,8 @@ class _Writer(threading.Thread):
         self.cfg = cfg
         self.report = report
         self.queue = jobs
-        self.chunks = ChunkWriter(folder, cfg.events_chunk_ticks)
+        self.chunks = ChunkWriter(folder, cfg.events_chunk_ticks,
+                                  report=lambda text: report(f"persistence: {text}"))
         self.children_collected = 0
         self._pending: deque[_Lines] = deque()
         self._snapshots: deque[_State] = deque()
