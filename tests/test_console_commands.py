@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -18,7 +19,7 @@ import pytest
 from agent_world.app import Session
 from agent_world.config import Config
 from agent_world.console import COMMANDS, Console
-from agent_world.console.control import SAVE_OFF, SAVE_REQUESTED
+from agent_world.console.control import SAVE_OFF
 from agent_world.console.recent import RecentEvents
 from agent_world.console.status import status_text
 from agent_world.core import components as c
@@ -445,7 +446,7 @@ def test_save_without_persistence_says_so(h: Harness) -> None:
     assert h.run("/save") == [SAVE_OFF]
 
 
-def test_save_writes_a_snapshot_at_the_next_tick(tmp_path: Path) -> None:
+def test_save_writes_a_snapshot_now_and_confirms_it(tmp_path: Path) -> None:
     cfg = Config().replace(
         world={"name": "saved", "size": [32, 32], "starting_agents": 6, "seed": 3},
         paths={"logs": str(tmp_path / "logs"), "saves": str(tmp_path / "saves")},
@@ -455,12 +456,14 @@ def test_save_writes_a_snapshot_at_the_next_tick(tmp_path: Path) -> None:
     console = Console(session, notify=lambda _line: None)
     session.loop.pause()
     assert asyncio.run(console.execute("/step 3")) == ["stepped 3 ticks: tick 0 -> 3 (paused)"]
-    assert asyncio.run(console.execute("/save")) == [SAVE_REQUESTED]
-    assert asyncio.run(console.execute("/step 1"))[0].startswith("stepped")
+    (reply,) = asyncio.run(console.execute("/save"))  # paused: no tick needed
+    state = tmp_path / "saves" / "saved" / "world_state.json"
+    assert reply.startswith(f"saved tick 3 to {state} (")
+    assert (tmp_path / "saves" / "saved" / "snapshots" / "0000000003.json.gz").exists()
+    assert json.loads(state.read_bytes())["tick"] == 3  # on disk when it says so
     assert any(line.startswith("persistence:") for line in asyncio.run(
         console.execute("/stats")))
-    session.close()  # waits for the writer
-    assert (tmp_path / "saves" / "saved" / "snapshots" / "0000000004.json.gz").exists()
+    session.close()
 
 
 def test_llm_figures_appear_only_with_an_llm(h: Harness) -> None:

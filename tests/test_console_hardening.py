@@ -266,7 +266,7 @@ def ability_session(tmp_path: Path) -> Iterator[Session]:
 
 
 def _two_agents(world: World) -> tuple[str, str]:
-    (a, row_a), (b, row_b) = world.agents()[:2]
+    (_, row_a), (_, row_b) = world.agents()[:2]
     return row_a[0].name, row_b[0].name
 
 

@@ -20,9 +20,9 @@ from agent_world.console.parsing import (
     HelpArgs,
     closest,
     did_you_mean,
+    parse_echo,
     parse_give,
     parse_help,
-    parse_echo,
     parse_list,
     parse_no_args,
     parse_one_entity,
@@ -239,8 +239,8 @@ COMMANDS: dict[str, Command[Any]] = _table(
             "or objects, or of one personality or kind", parse=parse_list, run=views.listing),
     Command(name="stats", usage="/stats", summary="tick times, entity and event counts, "
             "log figures", parse=parse_no_args, run=stats.show),
-    Command(name="save", usage="/save", summary="ask for a snapshot at the next tick "
-            "boundary", parse=parse_no_args, run=control.save),
+    Command(name="save", usage="/save", summary="snapshot the world now and say when it is "
+            "on disk", parse=parse_no_args, run=control.save),
     Command(name="echo", usage="/echo [on|off]", summary="show or hide world-log lines at "
             "the console (the log file gets them either way)", parse=parse_echo,
             run=control.echo),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
 from typing import TYPE_CHECKING
 
@@ -11,13 +12,13 @@ from agent_world.core.loop import LoopError
 if TYPE_CHECKING:
     from agent_world.console.commands import Console
 
-__all__ = ["SAVE_OFF", "SAVE_REQUESTED", "echo", "pause", "resume", "save", "speed", "step",
+__all__ = ["SAVE_OFF", "echo", "pause", "resume", "save", "speed", "step",
            "stop"]
 
 STEP_CHUNK = 100
 PROGRESS_S = 2.0  # a long /step at the prompt says how far it got this often
 SAVE_OFF = "saving is off for this world (started with --no-save)"
-SAVE_REQUESTED = "snapshot requested; it is written at the next tick boundary"
+SAVE_WAIT_S = 10.0  # /save waits this long for the disk before it answers anyway
 
 
 async def pause(console: Console, _args: NoArgs) -> list[str]:
@@ -77,13 +78,32 @@ async def speed(console: Console, args: SpeedArgs) -> list[str]:
 
 
 async def save(console: Console, _args: NoArgs) -> list[str]:
-    # The seam to the persistence layer: a session with saving on has a ``persistence``
-    # object whose request_snapshot() asks for a snapshot at the next tick boundary.
-    persistence = getattr(console.session, "persistence", None)
+    """/save: a snapshot of the world as it is, confirmed once it is on disk."""
+    persistence = console.session.persistence
     if persistence is None:
         return [SAVE_OFF]
-    persistence.request_snapshot()
-    return [SAVE_REQUESTED]
+    tick = console.world.tick
+    written = asyncio.wrap_future(persistence.save())
+    with console.cancellable() as cancel:
+        waited = 0.0
+        while not written.done() and waited < SAVE_WAIT_S and not cancel.requested:
+            await asyncio.wait({written}, timeout=0.1)
+            waited += 0.1
+    if not written.done():
+        written.cancel()
+        problem = persistence.stats()["error"] or "the writer is still busy"
+        return [f"the snapshot of tick {tick} is not on disk yet ({problem}); it is kept and "
+                "written as soon as the disk takes it (/stats shows when)"]
+    try:
+        saved = written.result()
+    except OSError as exc:
+        raise CommandError(f"the snapshot of tick {tick} was not saved: {exc}") from None
+    return [f"saved tick {saved.tick} to {saved.path} ({_size(saved.size)}, written in "
+            f"{saved.ms:.0f} ms)"]
+
+
+def _size(n: int) -> str:
+    return f"{n / (1 << 20):.1f} MB" if n >= 1 << 20 else f"{n / 1024:.0f} KB"
 
 
 async def echo(console: Console, args: EchoArgs) -> list[str]:

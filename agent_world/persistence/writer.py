@@ -18,7 +18,9 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import orjson
@@ -38,7 +40,7 @@ from agent_world.persistence.forked import (
 from agent_world.persistence.snapshots import encode_snapshot
 from agent_world.types import Input, TickReport
 
-__all__ = ["Persistence"]
+__all__ = ["Persistence", "Saved"]
 
 RETRY_SECONDS = 1.0
 MAX_CHILDREN = 2
@@ -57,6 +59,17 @@ class _State:
     check: bool
     snapshot: bool
     child: ForkedState | None = None
+    done: Future[Saved] | None = None  # told once the snapshot is on disk (/save)
+
+
+@dataclass(frozen=True, slots=True)
+class Saved:
+    """A snapshot that reached the disk."""
+
+    tick: int
+    path: Path
+    size: int  # bytes of world_state.json
+    ms: float  # time the writer took
 
 
 @dataclass(slots=True)
@@ -133,7 +146,8 @@ class Persistence:
         self._queue_state(check=check, snapshot=snapshot)
         return True
 
-    def _queue_state(self, *, check: bool, snapshot: bool) -> None:
+    def _queue_state(self, *, check: bool, snapshot: bool,
+                     done: Future[Saved] | None = None) -> None:
         started = time.perf_counter()
         # Children still serialising earlier states: past a few, serialise here instead
         # (flat-out runs outpace them; paced runs almost never get there).
@@ -143,10 +157,11 @@ class Persistence:
             # The child must not keep the world's lock alive should this process die.
             close = (lock.fd,) if lock is not None and lock.held else ()
             job = _State(self.world.tick, None, check, snapshot,
-                         fork_state(self.world, close_in_child=close))
+                         fork_state(self.world, close_in_child=close), done)
             self._forked += 1
         else:
-            job = _State(self.world.tick, self.world.state_bytes(), check, snapshot)
+            job = _State(self.world.tick, self.world.state_bytes(), check, snapshot,
+                         done=done)
             self.serialized_inline += 1
         self._queue.put(job)
         elapsed = (time.perf_counter() - started) * 1000
@@ -169,9 +184,19 @@ class Persistence:
             self._queue.put(_Ability(spec.name, spec.source))
 
     def request_snapshot(self) -> None:
-        """Write a snapshot at the next tick boundary (/save)."""
+        """Write a snapshot at the next tick boundary."""
         self._snapshot_requested = True
         self.snapshots_requested += 1
+
+    def save(self) -> Future[Saved]:
+        """Snapshot the world as it is now (between ticks: the state and the log agree) and
+        say when it is on disk: the future's result (/save). While the disk refuses, the
+        writer keeps the snapshot and retries, and the future waits."""
+        done: Future[Saved] = Future()
+        self.between_ticks()
+        self._queue_state(check=False, snapshot=True, done=done)
+        self.snapshots_requested += 1
+        return done
 
     def snapshot_now(self) -> None:
         """Queue a snapshot of the world as it is (between ticks)."""
@@ -304,6 +329,8 @@ class _Writer(threading.Thread):
                 self.errors += 1
                 self.report(f"persistence: the state of tick {job.tick} was not saved "
                             f"({exc}); the next snapshot will cover it")
+                if job.done is not None:
+                    job.done.set_exception(exc)
                 return
             finally:
                 self.children_collected += 1
@@ -379,6 +406,9 @@ class _Writer(threading.Thread):
         self.last_snapshot_tick = job.tick
         self.last_snapshot_bytes = len(data)
         self.snapshot_write_ms = (time.perf_counter() - started) * 1000
+        if job.done is not None:
+            job.done.set_result(Saved(job.tick, self.folder.state_path, len(data),
+                                      self.snapshot_write_ms))
 
     def _failed(self, exc: OSError) -> None:
         message = f"{type(exc).__name__}: {exc}"
