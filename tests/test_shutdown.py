@@ -160,3 +160,24 @@ def test_the_angels_model_is_closed_on_its_own_thread_only(server: FakeLLMServer
     other.start()
     other.join(30)
     assert errors and isinstance(errors[0], RuntimeError)
+
+
+def test_a_stop_while_llm_workers_wait_on_a_hung_model_still_saves(
+        tmp_path: Path, server: FakeLLMServer) -> None:
+    server.mode = "hang"
+    config = write_config(tmp_path, {
+        "log": {"echo": False},
+        "llm": {"provider": "openai", "base_url": server.base_url, "model": "test-model",
+                "api_key_env": "", "agents": 4, "request_timeout_s": 60},
+    })
+    proc = subprocess.Popen(
+        [sys.executable, str(MAIN), "--config", str(config), "--headless"],
+        cwd=tmp_path, env=base_env(), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True)
+    give_up = time.monotonic() + 30
+    while server.count("/chat/completions") < 4:  # every worker is stuck in a call
+        assert proc.poll() is None, proc.communicate()
+        assert time.monotonic() < give_up, "the LLM agents never asked"
+        time.sleep(0.05)
+    _out, err = _stop(proc, "SIGTERM")
+    _assert_clean_stop(tmp_path, proc, err)
