@@ -141,11 +141,12 @@ def test_the_angels_model_is_closed_on_its_own_thread_only(server: FakeLLMServer
     model = ProviderTextModel(cfg, provider_factory(cfg, Redactor()))
     answers: list[str] = []
     errors: list[BaseException] = []
-    worker = threading.Thread(target=lambda: answers.append(model.complete("write one")))
-    worker.start()
-    worker.join(30)
-    assert answers and "soothe" in answers[0]
-    with pytest.raises(RuntimeError, match="belongs to the thread"):
+    answered, close_now = threading.Event(), threading.Event()
+
+    def owner() -> None:  # as the angel's thread: use, then close when told
+        answers.append(model.complete("write one"))
+        answered.set()
+        close_now.wait(30)
         model.close()
 
     def close_there() -> None:
@@ -154,12 +155,18 @@ def test_the_angels_model_is_closed_on_its_own_thread_only(server: FakeLLMServer
         except BaseException as exc:
             errors.append(exc)
 
-    # A thread of its own cannot close it either; only the owner could (the angel does so
-    # when its thread ends, see Angel._run).
+    angel = threading.Thread(target=owner)
+    angel.start()
+    assert answered.wait(30) and "soothe" in answers[0]
+    with pytest.raises(RuntimeError, match="belongs to the thread"):
+        model.close()  # the main thread, where the world's event loop would run
     other = threading.Thread(target=close_there)
     other.start()
     other.join(30)
     assert errors and isinstance(errors[0], RuntimeError)
+    close_now.set()
+    angel.join(30)
+    assert not angel.is_alive()
 
 
 def test_a_stop_while_llm_workers_wait_on_a_hung_model_still_saves(
