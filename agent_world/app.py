@@ -164,8 +164,8 @@ class Session:
 
     def report_problem(self, message: str) -> None:
         """Say it loudly: on the terminal and in the world log (any thread may call this)."""
-        print(message, file=sys.stderr, flush=True)
-        self.world_log.note(self.world.tick, message)
+        print(self.redactor(message), file=sys.stderr, flush=True)
+        self.world_log.note(self.world.tick, message)  # the log redacts its lines itself
 
     def note(self, message: str) -> None:
         """A line for the operator in the world log (any thread may call this)."""

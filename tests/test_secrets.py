@@ -50,7 +50,8 @@ def _every_text(*roots: Path) -> dict[Path, str]:
 
 @pytest.mark.parametrize("provider", ["openai", "anthropic"])
 def test_a_key_echoed_by_the_endpoint_reaches_no_file(tmp_path: Path, server: FakeLLMServer,
-                                                      provider: str) -> None:
+                                                      provider: str,
+                                                      capsys: pytest.CaptureFixture[str]) -> None:
     server.mode = "echo_key"
     server.ability_text = f"```python\n{LEAKY_ABILITY}```"
     config = llm_config(tmp_path, server, provider=provider, agents=3)
@@ -71,6 +72,8 @@ def test_a_key_echoed_by_the_endpoint_reaches_no_file(tmp_path: Path, server: Fa
     files = _every_text(tmp_path / "saves", tmp_path / "logs")
     leaks = [str(p) for p, text in files.items() if KEY in text or KEY[:12] in text]
     assert not leaks, f"the key reached {leaks}"
+    said = capsys.readouterr()
+    assert KEY[:12] not in said.out + said.err  # nor the terminal
     events = "".join(t for p, t in files.items() if "events" in p.parts)
     assert f"psst: {MASK}" in events  # the decision still applied, without the key
     assert any(p.parent.name == "abilities" for p in files)
