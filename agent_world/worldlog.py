@@ -22,7 +22,7 @@ MAX_BACKLOG_LINES = 100_000
 
 # Routine events are left out of the log unless ``everything`` is on.
 ROUTINE = frozenset({"pickup", "harvest", "eat", "action_failed", "trade_offer",
-                     "trade_declined", "trade_expired", "defend", "use", "drop"})
+                     "trade_declined", "trade_expired", "defend", "use", "drop", "census"})
 
 
 def _goods(goods: dict[str, int]) -> str:

@@ -293,6 +293,7 @@ ROUTINE_EVENTS: list[Event] = [
     {"type": "defend", "agent": 7, "name": "Asha"},
     {"type": "use", "agent": 7, "name": "Asha", "item": "herb", "health": 80.0},
     {"type": "drop", "agent": 7, "name": "Asha", "item": "stone", "qty": 2},
+    {"type": "census", "agents": 20, "gold_total": 300},
 ]
 
 

@@ -6,6 +6,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from agent_world.core.systems.abilities import abilities_system
+from agent_world.core.systems.census import census_system
 from agent_world.core.systems.combat import combat_system
 from agent_world.core.systems.decide import decide_system
 from agent_world.core.systems.economy import economy_system
@@ -30,4 +31,5 @@ SYSTEMS: tuple[Callable[[World], None], ...] = (
     abilities_system,
     economy_system,
     lifecycle_system,
+    census_system,
 )
