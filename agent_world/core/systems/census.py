@@ -70,6 +70,7 @@ def census_figures(world: World) -> dict[str, Any]:
                           "max": carried[-1] if carried else 0},
         "goods_on_ground": sum(q for k, q in world.ground_goods.items() if k != GOLD),
         "prices": {k: round(v, 3) for k, v in prices.items() if k != GOLD},
+        "counters": dict(sorted(world.counters.items())),  # cumulative since tick 0
     }
 
 
