@@ -36,6 +36,7 @@ from agent_world.persistence import (
     open_world,
 )
 from agent_world.replay_command import resolve_world_path, run_replay
+from agent_world.report_command import main as report_main
 from agent_world.sandbox import AbilityChecker, Sandbox
 from agent_world.sandbox.pool import WorkerDied
 from agent_world.types import ProviderError
@@ -108,7 +109,8 @@ OTHER_COMMANDS = """other commands (each has --help):
                                        verify a saved world, play it back, or fork it
   python main.py ability check FILE.py check an ability file (gate, sandbox, dry runs)
   python main.py worlds [list | delete NAME]
-                                       the saved worlds: list them, or delete one"""
+                                       the saved worlds: list them, or delete one
+  python main.py report saves/NAME     liveliness per window of ticks, from the event log"""
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -426,6 +428,8 @@ def _main(argv: Sequence[str] | None) -> int:
             return _ability_main(argv[1:])
         if argv[:1] == ["worlds"]:
             return worlds_main(argv[1:])
+        if argv[:1] == ["report"]:
+            return report_main(argv[1:])
         args = build_parser().parse_args(argv)
         config = _configure(args)
         sandbox = Sandbox(config, wait=False)
