@@ -10,12 +10,11 @@ import dataclasses
 import sys
 import time
 from collections.abc import Callable
-from concurrent.futures import Future
 from pathlib import Path
 from typing import Any, TextIO
 
 from agent_world.angel import Angel, Generator, LLMGenerator, TemplateGenerator, TextModel
-from agent_world.angel.link import AngelLink
+from agent_world.angel.link import AngelLink, Sent
 from agent_world.config import Config, ConfigError
 from agent_world.core.loop import TickLoop
 from agent_world.core.world import World
@@ -26,7 +25,6 @@ from agent_world.llm.textmodel import ProviderTextModel
 from agent_world.persistence.folder import SaveFolder
 from agent_world.persistence.writer import Persistence
 from agent_world.sandbox import Sandbox
-from agent_world.sandbox.check import CheckReport
 from agent_world.types import Clock, MonotonicClock, TickReport
 from agent_world.worldlog import WorldLog
 
@@ -122,12 +120,16 @@ class Session:
             sandbox.install(world)
             # The angel checks new abilities under the rules this world runs with.
             rules = dataclasses.replace(config, abilities=world.ability_rules)
-            self.angel_link = AngelLink(self.loop, pause_world=config.angel.wait == "world",
-                                        dry_runs=config.angel.dry_runs)
-            self.angel = Angel(rules, world.inbox, choose_generator(rules, text_model),
-                               on_done=self.angel_link.done, report=self.note)
+            generator = choose_generator(rules, text_model)
+            self.angel_link = AngelLink(
+                self.loop, pause_world=config.angel.wait == "world",
+                dry_runs=config.angel.dry_runs,
+                answer_ticks=config.angel.answer_ticks if generator.repeatable else 0)
+            self.angel = Angel(rules, world.inbox, generator, on_done=self.angel_link.done,
+                               deliver=self.angel_link.deliver, report=self.note)
             self.angel_link.angel = self.angel
             self.loop.observers.append(self.angel_link)
+            self.angel_link.reopen()  # a resumed world's open requests are asked again
         # LLM agents: decisions come back only as plan inputs through the inbox. None when
         # no provider is configured (LLM agents then use their built-in brains).
         self.llm: LLMManager | None = None
@@ -171,14 +173,14 @@ class Session:
         """A line for the operator in the world log (any thread may call this)."""
         self.world_log.note(self.world.tick, message)
 
-    def request_ability(self, description: str) -> Future[CheckReport | None]:
+    def request_ability(self, description: str) -> Sent:
         """The operator's /ability: ask the angel for a new ability. ValueError says what is
         wrong (no angel in this session, an empty or overlong description)."""
         if self.angel_link is None:
             raise ValueError("this session has no angel (it runs without a sandbox)")
         return self.angel_link.request(description)
 
-    def load_ability(self, source: str, label: str) -> Future[CheckReport | None]:
+    def load_ability(self, source: str, label: str) -> Sent:
         """The operator's /ability load: check a source like the angel's own work; if it
         is accepted it enters the world as an ``ability`` input holding the source."""
         if self.angel_link is None:

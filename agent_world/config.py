@@ -117,6 +117,13 @@ class WorldConfig:
         10_000, "most agents alive at once: spawns past it are refused (at least "
         "starting_agents)", low=1, high=10**7, legacy=10**7,
     )
+    immigrants_fill_mix: bool = setting(
+        True, "newcomers take the personality the population lacks most against "
+        "personality_mix (a missing one first), and one arrives even in a full world while "
+        "a personality of the mix has no one left; off: newcomers are drawn at random from "
+        "the mix and arrive only while the world is short (worlds saved before this setting)",
+        legacy=False,
+    )
 
     def __post_init__(self) -> None:
         # One canonical key order: the mix is part of a world's state, and so of its hash.
@@ -224,6 +231,66 @@ class GameConfig:
     )
     starting_gold_max: int = setting(30, "new agents start with 0..this many gold", low=0,
                                      high=1_000_000)
+    # -- the rules of a living world (each with the value that reproduces worlds saved before
+    # it existed: their replay and resume stay exact) -------------------------------------
+    brain_version: int = setting(
+        2, "built-in behaviour: 2 = brains that trade by need, talk from their own state, "
+        "memory and relationships, cast the abilities that suit their personality, ask the "
+        "angel for new ones and remember targets they could not reach, and the world counts "
+        "every action started (actions_started); 1 = the first brains (worlds saved before "
+        "this setting)", low=1, high=2, legacy=1,
+    )
+    carry_capacity: float = setting(
+        40.0, "weight an agent can carry (item weights are in docs/world.md; gold weighs "
+        "nothing); goods past it cannot be picked up, harvested, bought or received. 0: no "
+        "limit", low=0, high=1_000_000, legacy=0.0,
+    )
+    food_spoilage: float = setting(
+        1.0, "how fast food and herbs spoil, carried or on the ground: 1 = each unit lasts "
+        "its kind's shelf life on average, 2 = twice as fast, 0 = never", low=0, high=100,
+        legacy=0.0,
+    )
+    ground_item_life_ticks: int = setting(
+        8_000, "goods other than gold left lying on the ground are lost after about this "
+        "many ticks (weather, scavengers), so a full map takes new finds again; 0: they stay",
+        low=0, high=10**9, legacy=0,
+    )
+    market_fee: float = setting(
+        0.1, "share of the gold paid in a trade that the market takes (it leaves the world)",
+        low=0, high=1, legacy=0.0,
+    )
+    gold_upkeep_per_hour: float = setting(
+        2.0, "share of an agent's gold above upkeep_free_gold that goes on upkeep (purses, "
+        "guards, losses) per world-hour of 36,000 ticks, paid every 1,000 ticks; it keeps "
+        "hoards from growing without end", low=0, high=10, legacy=0.0,
+    )
+    upkeep_free_gold: int = setting(
+        25, "gold an agent keeps free of upkeep", low=0, high=1_000_000, legacy=0,
+    )
+    weapon_wear: float = setting(
+        0.02, "chance that a hit breaks the weapon it was struck with", low=0, high=1,
+        legacy=0.0,
+    )
+    estate_dues: float = setting(
+        0.5, "share of a dead agent's gold that leaves the world (dues, the burial); the "
+        "rest goes to its heirs (inheritance) or falls where it died", low=0, high=1,
+        legacy=0.0,
+    )
+    inheritance: bool = setting(
+        True, "a dead agent's gold (after estate_dues) goes in equal shares to up to three "
+        "living agents it liked best, never its killer; off, or with no one it liked, it "
+        "falls where it died", legacy=False,
+    )
+    lifespan_ticks: int = setting(
+        180_000, "agents grow old: past this age each has a 1 in 10 chance every 1,000 ticks "
+        "to die of old age (the first agents of a world start at ages spread over half of "
+        "it); 0: no one ages", low=0, high=10**12, legacy=0,
+    )
+    ability_requests_per_hour: float = setting(
+        2.0, "new abilities built-in agents may ask the angel for per world-hour (36,000 "
+        "ticks), across the world, when none they know fits their need; 0: they never ask",
+        low=0, high=3600, legacy=0.0,
+    )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -550,6 +617,12 @@ class AngelConfig:
                              low=1, high=20)
     dry_runs: int = setting(4, "scratch worlds a new ability must run cleanly in", low=1,
                             high=64)
+    answer_ticks: int = setting(
+        50, "with templates (no LLM), an answer enters the world this many ticks after its "
+        "request, the world waiting at that tick if the angel is not done, so that a world "
+        "is the same on every machine (0: as soon as it is ready; an LLM's answers always "
+        "enter as soon as they are ready)", low=0, high=100_000,
+    )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -22,7 +22,8 @@ MAX_BACKLOG_LINES = 100_000
 
 # Routine events are left out of the log unless ``everything`` is on.
 ROUTINE = frozenset({"pickup", "harvest", "eat", "action_failed", "trade_offer",
-                     "trade_declined", "trade_expired", "defend", "use", "drop", "census"})
+                     "trade_declined", "trade_expired", "defend", "use", "drop", "census",
+                     "spoiled"})
 
 
 def _goods(goods: dict[str, int]) -> str:
@@ -48,17 +49,34 @@ def _who(e: Event, key: str = "agent", name: str = "name") -> str:
     return f"{e.get(name, '?')}#{e.get(key, '?')}"
 
 
+def _estate(e: Event) -> str:
+    """', 50 gold went in dues, 25 each to Ann#3 and Bob#7' (nothing without an estate)."""
+    parts = []
+    if e.get("estate_lost"):
+        parts.append(f"{e['estate_lost']} gold went in dues")
+    heirs = e.get("heirs") or []
+    if heirs:
+        parts.append("heirs: " + ", ".join(f"{h['name']}#{h['agent']} {h['gold']} gold"
+                                           for h in heirs))
+    return "; " + "; ".join(parts) if parts else ""
+
+
 _FORMATS: dict[str, Callable[[Event], str]] = {
     "spawn": lambda e: f"SPAWN    {_who(e)} ({e['personality']}, {e['brain']}) appears at "
                        f"({e['x']}, {e['y']})",
     "death": lambda e: f"DEATH    {_who(e)} ({e['personality']}) {_death(e['cause'])} at "
                        f"({e['x']}, {e['y']}) aged {_count(e['age'], 'tick')}"
-                       + (f", dropping {_goods(e['dropped'])}" if e.get("dropped") else ""),
+                       + (f", dropping {_goods(e['dropped'])}" if e.get("dropped") else "")
+                       + _estate(e),
     "attack": lambda e: f"ATTACK   {_who(e)} hits {_who(e, 'target', 'target_name')} for "
                         f"{e['damage']:g}{' (defended)' if e.get('defended') else ''} "
                         f"-> health {e['health']:g}",
     "trade": lambda e: f"TRADE    {_who(e)} gives {_goods(e['give'])} to "
-                       f"{_who(e, 'target', 'target_name')} for {_goods(e['want'])}",
+                       f"{_who(e, 'target', 'target_name')} for {_goods(e['want'])}"
+                       + (f" (market fee {e['fee']} gold)" if e.get("fee") else ""),
+    "trade_undone": lambda e: f"UNDONE   {_who(e)} accepted offer #{e['offer']} of "
+                              f"{_who(e, 'target', 'target_name')}, but {e['reason']}",
+    "weapon_broke": lambda e: f"BROKE    {_who(e)}'s {e['item']} breaks",
     "theft": lambda e: (f"THEFT    {_who(e)} stole {e['qty']} {e['item']} from "
                         f"{_who(e, 'victim', 'victim_name')}"
                         if e.get("success", True) else

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import asyncio
+from pathlib import Path
 
 import pytest
 from helpers import EMPTY_WORLD, add_agent, give_plan, of_type
@@ -24,7 +25,7 @@ ANSWER_TIMEOUT_S = 30.0
 def angel_config(tmp_path, **sections) -> Config:
     base = {"world": {**EMPTY_WORLD, "name": "angel"}, "persistence": {"enabled": False},
             "paths": {"logs": str(tmp_path / "logs"), "saves": str(tmp_path / "saves")},
-            "log": {"echo": False}, "angel": {"dry_runs": 2}}
+            "log": {"echo": False}, "angel": {"dry_runs": 2, "answer_ticks": 1}}
     for name, values in sections.items():
         base[name] = {**base.get(name, {}), **values}
     return Config().replace(**base)
@@ -150,8 +151,7 @@ def _drive(session: Session, ticks: int) -> list[dict]:
             assert session.angel is not None
             if session.angel.pending():
                 assert session.angel.wait_idle(ANSWER_TIMEOUT_S)
-            if session.loop.paused:
-                session.loop.resume()
+            assert not session.loop.holders, "an answer is due and not in"
             report = session.loop.tick_once()
             events.extend(report.events)
             await asyncio.sleep(0)
@@ -187,6 +187,7 @@ def test_an_agent_asks_the_angel_learns_the_ability_and_uses_it(tmp_path) -> Non
 
 class Junk:
     name = "junk"
+    repeatable = True
 
     def write(self, request, feedback):
         return "import os\n"
@@ -217,13 +218,54 @@ def test_with_wait_world_the_world_pauses_until_the_answer_is_in(tmp_path) -> No
     session = Session(config, world, sandbox=Sandbox(config))
     assert session.angel is not None and session.angel_link is not None
     try:
-        session.request_ability("a gust of wind that pushes")
-        assert session.loop.paused  # at once, before the angel has answered
+        sent = session.request_ability("a gust of wind that pushes")
+        assert sent.due == world.tick + 1
+        assert session.loop.holders == ("angel",)  # at once, before the angel has answered
+        assert not session.loop.paused  # the operator's pause is left alone
         assert session.angel.wait_idle(ANSWER_TIMEOUT_S)
-        assert not session.loop.paused
+        assert not session.loop.holders
         events = _drive(session, 1)
         assert of_type(events, "ability_accepted")[0]["origin"] == "operator"
         with pytest.raises(ValueError, match="describe the ability"):
             session.request_ability("   ")
     finally:
         session.close()
+
+
+def test_a_world_whose_agents_ask_the_angel_is_the_same_flat_out_and_paced(
+        tmp_path) -> None:
+    """Without an LLM a world is a pure function of its seed: the angel's answers enter at
+    ticks fixed when they were asked (angel.answer_ticks), not when the angel finished."""
+    import json
+    import subprocess
+    import sys
+
+    import yaml
+
+    from agent_world.persistence.eventlog import LogReader
+    from agent_world.persistence.folder import SaveFolder
+
+    main = Path(__file__).resolve().parent.parent / "main.py"
+    answers: list[list[tuple[int, str]]] = []
+    hashes = []
+    for name, args in (("flat", ["--headless", "--until", "6000"]),
+                       ("paced", ["--until", "6000"])):
+        home = tmp_path / name
+        home.mkdir()
+        config = home / "config.yaml"
+        config.write_text(yaml.safe_dump({
+            "world": {"seed": 913, "tick_rate": 1000},
+            "game": {"ability_requests_per_hour": 120},  # ask often, to have answers
+            "paths": {"saves": str(home / "saves"), "logs": str(home / "logs")},
+            "log": {"echo": False}}), encoding="utf-8")
+        done = subprocess.run([sys.executable, str(main), "--config", str(config), *args],
+                              cwd=home, capture_output=True, text=True, timeout=300,
+                              stdin=subprocess.DEVNULL, check=False)
+        assert done.returncode == 0, done.stderr
+        hashes.append(json.loads(done.stdout.strip().splitlines()[-1])["state_hash"])
+        log = LogReader(SaveFolder(home / "saves" / "default"))
+        answers.append([(r["tick"], r["type"]) for r in log
+                        if r.get("kind") == "input" and r.get("source") == "angel"])
+    assert answers[0], "no answer of the angel entered the world"
+    assert answers[0] == answers[1]
+    assert hashes[0] == hashes[1]

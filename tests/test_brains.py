@@ -130,13 +130,17 @@ def test_traders_offer_their_surplus_for_gold(decisions) -> None:
 
 
 def test_gatherers_collect_what_lies_around(decisions) -> None:
+    # What they have a use for: a herb, a weapon while unarmed, wood for a shelter (they are
+    # builders), gold; stone and iron, which nobody uses, stay on the ground.
     w = small_world(seed=8)
     me = add_agent(w, "Me", 5, 5, personality="gatherer", hunger=20.0)
-    for kind, (x, y) in {"stone": (8, 5), "iron": (3, 9), "spear": (9, 9)}.items():
+    for kind, (x, y) in {"herb": (8, 5), "wood": (3, 9), "spear": (9, 9), "gold": (2, 2),
+                         "stone": (8, 8), "iron": (2, 7)}.items():
         w.spawn_item(kind, 1, x, y)
     bush = w.spawn_object("berry_bush", 5, 1)
     events = run(w, 200)
-    assert {"stone", "iron", "spear"} <= goods_of(w, me).keys()
+    assert {"herb", "wood", "spear", "gold"} <= goods_of(w, me).keys()
+    assert not {"stone", "iron"} & goods_of(w, me).keys()
     assert any(e["agent"] == me for e in of_type(events, "harvest"))
     assert w.store.get(bush, c.StaticObject).stock < 4
 

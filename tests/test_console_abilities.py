@@ -42,7 +42,7 @@ def test_ability_asks_the_angel_and_the_answer_is_an_input(with_angel) -> None:
     session, console = with_angel
     (reply,) = _run(console, '/ability "a gust of wind that pushes an agent away"')
     assert reply.startswith("asked the angel for: 'a gust of wind")
-    assert "paused" in reply and "PAUSED" in status_text(session)
+    assert "the world waits" in reply and "WAITING for the angel" in status_text(session)
     assert session.angel is not None and session.angel.wait_idle(30)
     report = session.loop.tick_once()
     (accepted,) = [e for e in report.events if e["type"] == "ability_accepted"]

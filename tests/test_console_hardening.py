@@ -330,10 +330,13 @@ def test_ability_load_checks_the_file_and_logs_it_with_its_source(
     console = Console(ability_session)
     reply = asyncio.run(console.execute(f"/ability load {path}"))
     assert reply[0].startswith(f"loaded glow from {path}"), reply
-    report = ability_session.loop.tick_once()
-    accepted = [i for i in report.inputs if i.type == "ability"]
-    assert accepted and accepted[0].data["source"] == GLOW
-    assert accepted[0].data["origin"] == "file"
+    enters = int(reply[0].split("enters the world at tick ")[1].split(":")[0])
+    inputs = []
+    while ability_session.world.tick < enters:  # it enters at the tick the reply names
+        inputs = [i for i in ability_session.loop.tick_once().inputs if i.type == "ability"]
+        assert not inputs or ability_session.world.tick == enters
+    assert inputs and inputs[0].data["source"] == GLOW
+    assert inputs[0].data["origin"] == "file"
     assert "glow" in ability_session.world.abilities.generated
 
 

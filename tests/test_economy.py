@@ -138,7 +138,9 @@ def test_unanswered_offers_expire_after_their_ttl() -> None:
 
 
 def test_items_appear_at_the_spawn_rate() -> None:
-    w = small_world(world={"item_spawn_rate": 0.25, "max_items_per_1000_tiles": 100})
+    # Nothing spoils or weathers away here: only spawns change the count.
+    w = small_world(world={"item_spawn_rate": 0.25, "max_items_per_1000_tiles": 100},
+                    game={"food_spoilage": 0.0, "ground_item_life_ticks": 0})
     start = len(w.items_grid)  # (a spawn onto a like stack would merge; none does here)
     run(w, 3)
     assert len(w.items_grid) == start

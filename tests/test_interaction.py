@@ -23,6 +23,12 @@ def _reasons(events):
     return [e["reason"] for e in of_type(events, "action_failed")]
 
 
+def _undone(events):
+    """Reasons of accepted trades that fell through (trade_undone, not action_failed)."""
+    assert of_type(events, "action_failed") == []
+    return [e["reason"] for e in of_type(events, "trade_undone")]
+
+
 def _social(w, eid):
     return w.store.get(eid, c.Social)
 
@@ -423,7 +429,9 @@ def test_a_trade_falls_through_when_the_sender_no_longer_has_the_goods() -> None
     oid = of_type(run(w, 2), "trade_offer")[0]["offer"]
     give_plan(w, b, act("trade_accept", offer=oid))
     events = run(w, 1)
-    assert _reasons(events) == ["the trade fell through: missing 3 wood (has 2)"]
+    assert _undone(events) == ["the trade fell through: missing 3 wood (has 2)"]
+    [undone] = of_type(events, "trade_undone")
+    assert (undone["agent"], undone["target"], undone["offer"]) == (b, a, oid)
     assert goods_of(w, a) == {"wood": 2}
     assert goods_of(w, b) == {"gold": 10}
     assert w.offers == {}
@@ -435,7 +443,7 @@ def test_a_trade_falls_through_when_the_receiver_cannot_pay() -> None:
     give_plan(w, a, act("trade_offer", target=b, give={"wood": 1}, want={"gold": 5}))
     oid = of_type(run(w, 1), "trade_offer")[0]["offer"]
     give_plan(w, b, act("trade_accept", offer=oid))
-    assert _reasons(run(w, 1)) == ["the trade fell through: missing 5 gold (has 4)"]
+    assert _undone(run(w, 1)) == ["the trade fell through: missing 5 gold (has 4)"]
     assert goods_of(w, a) == {"wood": 3}
     assert goods_of(w, b) == {"gold": 4}
 
@@ -448,7 +456,7 @@ def test_accepting_fails_when_the_sender_walked_away() -> None:
     oid = of_type(run(w, 1), "trade_offer")[0]["offer"]
     run(w, 20)
     give_plan(w, b, act("trade_accept", offer=oid))
-    assert _reasons(run(w, 1)) == [f"Ann#{a} is no longer near"]
+    assert _undone(run(w, 1)) == [f"Ann#{a} is no longer near"]
     assert w.offers == {}
     assert goods_of(w, b) == {"gold": 10}
 

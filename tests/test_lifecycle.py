@@ -7,9 +7,13 @@ from helpers import act, add_agent, give_plan, goods_of, ground, of_type, run, s
 from agent_world.core import components as c
 from agent_world.core.components import NO_ONE
 
+# Worlds without estate dues and inheritance (the rule of worlds saved before them) drop all
+# the gold too; tests/test_balance_estate.py covers the estate.
+ALL_FALLS = {"estate_dues": 0.0, "inheritance": False}
+
 
 def test_death_drops_every_carried_good_including_gold_where_the_agent_stood() -> None:
-    w = small_world()
+    w = small_world(game=ALL_FALLS)
     a = add_agent(w, "Ann", 7, 8, items={"apple": 2, "club": 1}, gold=13, health=-1.0)
     give_plan(w, a, act("idle", ticks=100))
     total = w.total_gold()
@@ -96,7 +100,7 @@ def test_death_cancels_offers_made_by_and_to_the_dead() -> None:
 
 
 def test_kill_input_names_the_cause_and_drops_the_goods() -> None:
-    w = small_world()
+    w = small_world(game=ALL_FALLS)
     a = add_agent(w, "Ann", 4, 4, items={"herb": 1}, gold=2)
     w.inbox.submit("kill", {"target": a, "cause": "lightning"})
     [death] = of_type(run(w, 1), "death")

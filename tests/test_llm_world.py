@@ -156,8 +156,12 @@ def test_no_prompt_is_built_while_a_full_round_of_work_waits(
     # One worker, a hanging endpoint: one request flies, one waits; the other agents' asks
     # are put off (counted), not queued to go stale behind them.
     server.mode = "hang"
-    session = open_session(llm_config(tmp_path, server, agents=6, workers=1,
-                                      max_concurrent=1, request_timeout_s=30.0))
+    # A peaceful world (no aggressive agents): an attack would be an urgent ask, which is
+    # queued whatever waits.
+    config = llm_config(tmp_path, server, agents=6, workers=1, max_concurrent=1,
+                        request_timeout_s=30.0)
+    session = open_session(config.replace(world={"personality_mix": {
+        "aggressive": 0.0, "cautious": 1.0, "gatherer": 1.0, "trader": 1.0}}))
     try:
         llm = session.llm
         assert llm is not None

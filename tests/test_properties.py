@@ -138,7 +138,9 @@ def _totals(w, *eids: int) -> dict[str, int]:
        receiver_gold=st.integers(0, 8), give=goods, want=goods)
 def test_a_trade_conserves_goods_and_swaps_exactly_what_was_agreed(
         sender_items, sender_gold, receiver_items, receiver_gold, give, want):
-    w = small_world()
+    # No market fee and no spoilage here (tests/test_balance_sinks.py covers both): the two
+    # agents' goods together stay exactly what they were.
+    w = small_world(game={"market_fee": 0.0, "food_spoilage": 0.0})
     clean = {k: v for k, v in sender_items.items() if v}
     a = add_agent(w, "Ann", 5, 5, items=clean, gold=sender_gold)
     b = add_agent(w, "Bob", 6, 5, items={k: v for k, v in receiver_items.items() if v},

@@ -114,7 +114,14 @@ EXAMPLES: dict[str, list[tuple[Event, str]]] = {
                "tick"),
               ({"type": "death", "agent": 5, "name": "Dag", "personality": "gatherer",
                 "cause": "wounds", "killer": 0, "x": 0, "y": 0, "age": 0, "dropped": {}},
-               "DEATH    Dag#5 (gatherer) died of wounds at (0, 0) aged 0 ticks")],
+               "DEATH    Dag#5 (gatherer) died of wounds at (0, 0) aged 0 ticks"),
+              ({"type": "death", "agent": 6, "name": "Eda", "personality": "trader",
+                "cause": "old age", "killer": 0, "x": 2, "y": 3, "age": 200000,
+                "dropped": {"apple": 1}, "estate_lost": 40,
+                "heirs": [{"agent": 7, "name": "Asha", "gold": 20},
+                          {"agent": 9, "name": "Bram", "gold": 20}]},
+               "DEATH    Eda#6 (trader) died of old age at (2, 3) aged 200000 ticks, dropping "
+               "1 apple; 40 gold went in dues; heirs: Asha#7 20 gold, Bram#9 20 gold")],
     "attack": [({"type": "attack", "agent": 7, "name": "Asha", "target": 9,
                  "target_name": "Bram", "damage": 6.0, "health": 94.0, "defended": False,
                  "provoked": False},
@@ -126,7 +133,17 @@ EXAMPLES: dict[str, list[tuple[Event, str]]] = {
     "trade": [({"type": "trade", "agent": 7, "name": "Asha", "target": 9,
                 "target_name": "Bram", "offer": 3, "give": {"wood": 2, "stone": 1},
                 "want": {"gold": 5}},
-               "TRADE    Asha#7 gives 2 wood, 1 stone to Bram#9 for 5 gold")],
+               "TRADE    Asha#7 gives 2 wood, 1 stone to Bram#9 for 5 gold"),
+              ({"type": "trade", "agent": 7, "name": "Asha", "target": 9,
+                "target_name": "Bram", "offer": 4, "give": {"herb": 1}, "want": {"gold": 20},
+                "fee": 2},
+               "TRADE    Asha#7 gives 1 herb to Bram#9 for 20 gold (market fee 2 gold)")],
+    "trade_undone": [({"type": "trade_undone", "agent": 9, "name": "Bram", "target": 7,
+                       "target_name": "Asha", "offer": 3, "reason": "Asha#7 is no longer near"},
+                      "UNDONE   Bram#9 accepted offer #3 of Asha#7, but Asha#7 is no longer "
+                      "near")],
+    "weapon_broke": [({"type": "weapon_broke", "agent": 7, "name": "Asha", "item": "spear"},
+                      "BROKE    Asha#7's spear breaks")],
     "theft": [({"type": "theft", "agent": 7, "name": "Asha", "victim": 9,
                 "victim_name": "Bram", "item": "bread", "qty": 1, "noticed": False},
                "THEFT    Asha#7 stole 1 bread from Bram#9 (unseen)"),
@@ -294,6 +311,7 @@ ROUTINE_EVENTS: list[Event] = [
     {"type": "use", "agent": 7, "name": "Asha", "item": "herb", "health": 80.0},
     {"type": "drop", "agent": 7, "name": "Asha", "item": "stone", "qty": 2},
     {"type": "census", "agents": 20, "gold_total": 300},
+    {"type": "spoiled", "agent": 7, "name": "Asha", "goods": {"berries": 2}},
 ]
 
 

@@ -26,18 +26,26 @@ from agent_world.sandbox.check import AbilityChecker, CheckReport
 __all__ = ["Angel"]
 
 
+Deliver = Callable[[AbilityRequest, str, dict[str, Any]], None]
+"""Hands one answer (an input type and its data) for a request to the world."""
+
+
 class Angel:
-    """Takes requests from any thread; answers through ``inbox``.
+    """Takes requests from any thread; answers through ``deliver`` (by default straight into
+    ``inbox``; the session's link holds answers until the tick they are due).
 
     ``on_done`` is called (from the angel's thread) after each request is answered, so the
     session can resume a world it paused; ``report`` carries messages for the operator."""
 
     def __init__(self, config: Config, inbox: Inbox, generator: Generator, *,
                  on_done: Callable[[AbilityRequest], None] | None = None,
-                 report: Callable[[str], None] | None = None) -> None:
+                 report: Callable[[str], None] | None = None,
+                 deliver: Deliver | None = None) -> None:
         self.config = config
         self.inbox = inbox
         self.generator = generator
+        self._deliver: Deliver = deliver or (
+            lambda _request, type, data: inbox.submit(type, data, source="angel"))
         self._on_done = on_done
         self._report = report or (lambda _message: None)
         self._queue: queue.SimpleQueue[tuple[AbilityRequest, Future[CheckReport | None]] | None]
@@ -183,10 +191,10 @@ class Angel:
         """The accepted ability enters the world as an input holding its whole source."""
         assert report.meta is not None
         self._issued.add(report.meta.name)
-        self.inbox.submit("ability", {
+        self._deliver(request, "ability", {
             "name": report.meta.name, "source": report.source, "sha256": report.digest,
             "meta": report.meta.to_dict(), "request": request.request, "origin": origin,
-        }, source="angel")
+        })
         with self._lock:
             self.accepted += 1
 
@@ -194,6 +202,6 @@ class Angel:
         with self._lock:
             self.refused += 1
         if request.request:
-            self.inbox.submit("ability_refused", {"request": request.request,
-                                                  "reason": reason[:300]}, source="angel")
+            self._deliver(request, "ability_refused", {"request": request.request,
+                                                       "reason": reason[:300]})
         self._report(f"angel: refused {request.text!r:.60}: {reason}")

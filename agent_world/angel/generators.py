@@ -30,7 +30,8 @@ class AbilityRequest:
 
     With ``source`` the ability is already written (``/ability load FILE``): the angel only
     checks it, once, and hands it over with ``origin``; ``text`` then names the file.
-    ``scenes`` are copies of the world's neighbourhoods (the asker's first) to dry-run in."""
+    ``scenes`` are copies of the world's neighbourhoods (the asker's first) to dry-run in;
+    ``ticket`` is how the session's link knows the request when its answer comes back."""
 
     request: int
     agent: int
@@ -39,6 +40,7 @@ class AbilityRequest:
     source: str | None = None
     origin: str = ""
     scenes: tuple[Scene, ...] = ()
+    ticket: int = 0
 
     def __post_init__(self) -> None:
         if not self.text.strip():
@@ -47,7 +49,12 @@ class AbilityRequest:
 
 @runtime_checkable
 class Generator(Protocol):
+    """Writes sources. ``repeatable``: the same request always gets the same source (the
+    templates), so the world may take its answers at fixed ticks and stay the same on every
+    machine; an LLM's answers are taken when they come."""
+
     name: str
+    repeatable: bool
 
     def write(self, request: AbilityRequest, feedback: Sequence[str]) -> str:
         """Source text for the request; ``feedback`` holds why earlier attempts failed."""
@@ -133,6 +140,7 @@ class LLMGenerator:
     """Writes abilities with an LLM (through any ``TextModel``)."""
 
     name = "llm"
+    repeatable = False
 
     def __init__(self, model: TextModel, rules: AbilitiesConfig) -> None:
         self.model = model

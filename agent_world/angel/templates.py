@@ -216,6 +216,7 @@ class TemplateGenerator:
     and finally to a harmless blessing."""
 
     name = "templates"
+    repeatable = True  # the same request text always makes the same source
 
     def write(self, request: AbilityRequest, feedback: Sequence[str]) -> str:
         template = _choose(request.text, len(feedback))

@@ -224,11 +224,11 @@ async def load(console: Console, path: Path) -> list[str]:
     session = console.session
     source = _read_source(path)
     try:
-        verdict = session.load_ability(source, path.name)
+        sent = session.load_ability(source, path.name)
     except ValueError as exc:
         raise CommandError(str(exc)) from None
     with console.cancellable() as cancel:
-        waiting = asyncio.wrap_future(verdict)
+        waiting = asyncio.wrap_future(sent.verdict)
         while not waiting.done():
             await asyncio.wait({waiting}, timeout=LOAD_POLL_S)
             if cancel.requested:
@@ -239,9 +239,10 @@ async def load(console: Console, path: Path) -> list[str]:
         raise CommandError(f"{path} could not be checked; the world log says why")
     if not report.accepted:
         raise CommandError(f"{path}: {report.line()}")
+    enters = max(sent.due, console.world.tick + 1)
     return [f"loaded {report.name} from {path} (it took effect in {report.casts} of "
             f"{session.config.angel.dry_runs} dry runs); it enters the world at tick "
-            f"{console.world.tick + 1}: {report.description}"]
+            f"{enters}: {report.description}"]
 
 
 async def ask(console: Console, args: AbilityArgs) -> list[str]:
@@ -258,8 +259,8 @@ async def ask(console: Console, args: AbilityArgs) -> list[str]:
         session.request_ability(args.description)
     except ValueError as exc:
         raise CommandError(str(exc)) from None
-    waiting = ("the world is paused until the answer is in" if session.loop.paused
-               and session.config.angel.wait == "world" else "the world runs on meanwhile")
+    waiting = ("the world waits until the answer is in" if session.config.angel.wait == "world"
+               else "the world runs on meanwhile")
     return [f"asked the angel for: {args.description!r}; {waiting}; the world log will say "
             "what it wrote"]
 

@@ -17,9 +17,12 @@ def status_text(session: Session) -> str:
     open requests while it writes)."""
     loop = session.loop
     stats = loop.stats()
+    state = "PAUSED" if loop.paused else "running"
+    if loop.holders:
+        state = f"WAITING for the {', '.join(loop.holders)}"
     parts = [
         f"tick {session.world.tick}",
-        "PAUSED" if loop.paused else "running",
+        state,
         f"{loop.tick_rate:g} Hz",
         f"{len(session.world.agents())} agents",
         f"p99 {stats.p99_ms:.2f} ms",

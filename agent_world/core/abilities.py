@@ -7,10 +7,13 @@ sandbox implements it), and validates and applies the effects (``core/effects.py
 
 World state kept here (``AbilityBook``): the generated abilities (name, metadata, source and
 its sha256), which abilities are disabled and why, each ability's strikes (its calls killed
-in a row), per-caster cooldowns, status effects with their end ticks, and open requests to
-the angel. Built-in abilities are part of the program, like the systems: they are installed
-into every world by the layer that attaches the sandbox, and are not saved (only their
-disabled flag and strikes are).
+in a row), per-caster cooldowns, status effects with their end ticks, open requests to
+the angel, and whether the world's built-in brains cast (``brains_cast``: set when the
+built-in abilities are installed into a world just created, so a world made without the
+sandbox never has its brains cast, and its replay, with or without a sandbox, agrees).
+Built-in abilities are part of the program, like the systems: they are installed into every
+world by the layer that attaches the sandbox, and are not saved (only their disabled flag
+and strikes are).
 """
 
 from __future__ import annotations
@@ -230,6 +233,10 @@ class AbilityBook:
         self.requests: dict[int, dict[str, Any]] = {}  # id -> {agent, since, text, tick}
         self.next_request = 1
         self.runner: AbilityRunner | None = None  # attached by the sandbox layer
+        # State: built-in brains may cast (set by installing built-ins while ``fresh``).
+        self.brains_cast = False
+        # Not state: true from World.create until the first tick (only for brains that cast).
+        self.fresh = False
         # Outcomes a replayed tick brings from the log: (caster, ability) -> input data.
         self.recorded: dict[tuple[int, str], Mapping[str, Any]] = {}
 
@@ -276,6 +283,8 @@ class AbilityBook:
         self.builtins[spec.name] = AbilitySpec(meta=spec.meta, source=spec.source,
                                                digest=spec.digest, builtin=True,
                                                origin="builtin")
+        if self.fresh:
+            self.brains_cast = True
 
     def add(self, spec: AbilitySpec) -> None:
         if self.get(spec.name) is not None:
@@ -319,7 +328,8 @@ class AbilityBook:
         """True while nothing about abilities has happened in this world: its snapshot then
         has no ``abilities`` key, exactly like a snapshot written before abilities existed."""
         return not (self.generated or self.disabled or self.strikes or self.cooldowns
-                    or self.statuses or self.requests or self.next_request != 1)
+                    or self.statuses or self.requests or self.next_request != 1
+                    or self.brains_cast)
 
     def get_state(self) -> dict[str, Any]:
         """JSON-only state. ``strikes`` appears only while some ability has one, so a world
@@ -331,7 +341,8 @@ class AbilityBook:
             "statuses": self.statuses,
             "requests": list(self.requests.values()),
             "next_request": self.next_request,
-        } | ({"strikes": dict(sorted(self.strikes.items()))} if self.strikes else {})
+        } | ({"strikes": dict(sorted(self.strikes.items()))} if self.strikes else {}) | (
+            {"brains_cast": True} if self.brains_cast else {})
 
     def set_state(self, state: Mapping[str, Any] | None) -> None:
         self.generated = {}
@@ -348,6 +359,7 @@ class AbilityBook:
                          for k, v in state["statuses"].items()}
         self.requests = {int(r["id"]): dict(r) for r in state["requests"]}
         self.next_request = int(state["next_request"])
+        self.brains_cast = bool(state.get("brains_cast", False))
 
 
 def forget_agent(world: World, eid: int) -> None:

@@ -16,9 +16,10 @@ Effects (type: keys -- rule; RANGE is the ability's, caps are ``abilities`` sett
   max_move_tiles
 - push: target, tiles -- another living agent within RANGE; total <= max_push_tiles
 - transfer: item, qty, from, to -- the caster's goods to an agent within RANGE, or goods of
-  an object or an unowned ground item within RANGE to the caster
+  an object or an unowned ground item within RANGE to the caster; the receiver must be able
+  to carry them (game.carry_capacity)
 - create_item: item, qty, to? -- food, materials or herbs, for the caster or an agent
-  within RANGE; total qty <= max_created_items
+  within RANGE who can carry them; total qty <= max_created_items
 - consume: item, qty -- goods the caster carries
 - need: target, need, delta -- hunger or energy of a living agent within RANGE;
   total abs(delta) of each need <= max_need_change
@@ -44,6 +45,7 @@ from agent_world.core import components as c
 from agent_world.core.abilities import STATUSES, AbilitySpec
 from agent_world.core.actions import MAX_QTY, MAX_TEXT
 from agent_world.core.components import NO_ONE
+from agent_world.core.goods import load, room
 from agent_world.core.items import ITEMS, OBJECTS
 from agent_world.core.social import adjust_relationship
 
@@ -269,6 +271,7 @@ class _Check:
         self.per_effect = self.rules.caps == "effect"  # else the totals were checked
         self.pos = world.store.get(caster, c.Position)
         self.spent: dict[str, int] = {}  # goods leaving the caster
+        self.gained: dict[int, float] = {}  # weight each agent receives in this cast
         self.stock_taken: dict[int, int] = {}
         self.item_taken: dict[int, int] = {}
         self.spawned: set[tuple[int, int]] = set()
@@ -293,6 +296,19 @@ class _Check:
         if have < qty:
             raise _Refused(f"the caster carries {max(0, have)} {kind}, not {qty}")
         self.spent[kind] = self.spent.get(kind, 0) + qty
+        self.gained[self.caster] = self.gained.get(self.caster, 0.0) - ITEMS[kind].weight * qty
+
+    def receives(self, eid: int, kind: str, qty: int) -> None:
+        """``eid`` can carry ``qty`` more ``kind`` on top of what the cast gave it so far."""
+        weight = ITEMS[kind].weight * qty
+        gained = self.gained.get(eid, 0.0) + weight
+        self.gained[eid] = gained
+        if weight <= 0 or not self.world.rules.carry_capacity:
+            return
+        inv = self.world.store.get(eid, c.Inventory)
+        if gained > room(self.world, inv) + 1e-9:
+            raise _Refused(f"{self.world.label(eid)} cannot carry {qty} more {kind} "
+                           f"(carrying {load(inv):g} of {self.world.rules.carry_capacity:g})")
 
     def free_tile(self, x: int, y: int, blocking: bool) -> None:
         world = self.world
@@ -344,6 +360,7 @@ class _Check:
             to = e.get("to", self.caster)
             if to != self.caster:
                 self.living(to)
+            self.receives(to, e["item"], e["qty"])
         elif t == "consume":
             self.carries(e["item"], e["qty"])
         elif t == "need":
@@ -375,6 +392,7 @@ class _Check:
                 raise _Refused("a transfer needs two parties")
             self.living(dst)
             self.carries(kind, qty)
+            self.receives(dst, kind, qty)
             return
         if dst != caster:
             raise _Refused("an ability moves goods from its caster, or from an object or an "
@@ -402,6 +420,7 @@ class _Check:
         else:
             raise _Refused(f"goods can come from the caster, an object or a ground item; "
                            f"{world.label(src)} is none of these")
+        self.receives(caster, kind, qty)
 
 
 def check_effects(world: World, caster: int, spec: AbilitySpec,

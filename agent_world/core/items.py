@@ -19,23 +19,25 @@ class ItemKind:
     nutrition: float = 0.0  # hunger removed when eaten
     damage: float = 0.0  # bonus damage while carried (the best weapon counts)
     heal: float = 0.0  # health restored when used
+    weight: float = 1.0  # against game.carry_capacity (gold weighs nothing)
+    shelf_life: int = 0  # ticks one unit lasts on average before it spoils (0: never)
 
 
 ITEMS: dict[str, ItemKind] = {
     k.name: k
     for k in (
-        ItemKind("berries", "food", 2.0, 30, nutrition=15),
-        ItemKind("apple", "food", 3.0, 22, nutrition=22),
-        ItemKind("bread", "food", 5.0, 8, nutrition=35),
-        ItemKind("meat", "food", 6.0, 6, nutrition=45),
-        ItemKind("wood", "material", 2.0, 10),
-        ItemKind("stone", "material", 2.0, 8),
-        ItemKind("iron", "material", 8.0, 2),
-        ItemKind("club", "weapon", 10.0, 2.5, damage=4),
-        ItemKind("spear", "weapon", 18.0, 1.5, damage=7),
-        ItemKind("sword", "weapon", 30.0, 0.6, damage=11),
-        ItemKind("herb", "medicine", 6.0, 4, heal=25),
-        ItemKind(GOLD, "gold", 1.0, 6),
+        ItemKind("berries", "food", 2.0, 30, nutrition=15, weight=0.5, shelf_life=4000),
+        ItemKind("apple", "food", 3.0, 22, nutrition=22, weight=1.0, shelf_life=8000),
+        ItemKind("bread", "food", 5.0, 8, nutrition=35, weight=1.0, shelf_life=10000),
+        ItemKind("meat", "food", 6.0, 6, nutrition=45, weight=2.0, shelf_life=3000),
+        ItemKind("wood", "material", 2.0, 10, weight=3.0),
+        ItemKind("stone", "material", 2.0, 8, weight=4.0),
+        ItemKind("iron", "material", 8.0, 2, weight=4.0),
+        ItemKind("club", "weapon", 10.0, 2.5, damage=4, weight=3.0),
+        ItemKind("spear", "weapon", 18.0, 1.5, damage=7, weight=4.0),
+        ItemKind("sword", "weapon", 30.0, 0.6, damage=11, weight=5.0),
+        ItemKind("herb", "medicine", 6.0, 4, heal=25, weight=0.5, shelf_life=15000),
+        ItemKind(GOLD, "gold", 1.0, 6, weight=0.0),
     )
 }
 

@@ -6,6 +6,11 @@ than a period behind it re-anchors instead of bursting to catch up.
 
 Controls (stop, pause, resume, a new speed) wake the loop from its sleep at once: at 0.01 Hz a
 period lasts 100 s, and /quit, SIGTERM or /speed 10 must not wait for it to end.
+
+A part of the session may *hold* the loop (``hold``/``release``): while anything holds it,
+no tick starts, neither running nor stepping, and the operator's pause is left alone. The
+angel holds the world at the tick its answer is due until the answer is in, so that a world
+without an LLM is the same however fast the machine.
 """
 
 from __future__ import annotations
@@ -63,6 +68,7 @@ class TickLoop:
         self.set_speed(tick_rate)
         self.observers: list[TickObserver] = list(observers)
         self.paused = False
+        self._holds: set[str] = set()  # who holds the loop (no tick starts meanwhile)
         self.ticks_run = 0
         self.overruns = 0
         self._durations: deque[float] = deque(maxlen=HISTORY)
@@ -99,6 +105,21 @@ class TickLoop:
         self._stopped = True
         self._wake_up()
 
+    def hold(self, holder: str) -> None:
+        """Start no tick until ``holder`` releases the loop (other holders may remain)."""
+        self._holds.add(holder)
+
+    def release(self, holder: str) -> None:
+        if holder in self._holds:
+            self._holds.discard(holder)
+            self._reanchor = True
+            self._wake_up()
+
+    @property
+    def holders(self) -> tuple[str, ...]:
+        """Who holds the loop now (empty: nobody)."""
+        return tuple(sorted(self._holds))
+
     def _wake_up(self) -> None:
         if self._wake is not None:
             self._wake.set()
@@ -115,7 +136,12 @@ class TickLoop:
         if not isinstance(n, int) or isinstance(n, bool) or n < 1:
             raise LoopError(f"step count must be a whole number >= 1, got {n!r}")
         reports = []
+        if self._wake is None:
+            self._wake = asyncio.Event()
         for i in range(n):
+            while self._holds and not self._stopped:  # a hold outlasts a step, too
+                self._wake.clear()
+                await self._wake.wait()
             if self._stopped:
                 break
             reports.append(self.tick_once())
@@ -155,7 +181,7 @@ class TickLoop:
         target = None if max_ticks is None else self.ticks_run + max_ticks
         deadline = self.clock.now()
         while not self._stopped and (target is None or self.ticks_run < target):
-            if self.paused:
+            if self.paused or self._holds:
                 self._wake.clear()
                 await self._wake.wait()
                 continue
@@ -182,7 +208,7 @@ class TickLoop:
         wake = self._wake
         assert wake is not None
         wake.clear()
-        if self._stopped or self.paused:
+        if self._stopped or self.paused or self._holds:
             return  # came during the tick (a new speed did too: the deadline has its period)
         sleeper = asyncio.ensure_future(self.clock.sleep_until(deadline))
         waker = asyncio.ensure_future(wake.wait())

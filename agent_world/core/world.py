@@ -32,6 +32,7 @@ from agent_world.core.errors import WorldError
 from agent_world.core.inbox import Inbox
 from agent_world.core.inputs import apply_input
 from agent_world.core.items import GOLD, ITEMS, OBJECTS
+from agent_world.core.minds import Minds
 from agent_world.core.names import pick_name
 from agent_world.core.spatial import SpatialGrid
 from agent_world.core.systems import SYSTEMS
@@ -94,6 +95,7 @@ class World:
         self.names: dict[str, int] = {}  # lower-case agent name -> id (derived)
         self.input_observers: list[Callable[[Sequence[Input]], None]] = []
         self.abilities = AbilityBook(config.abilities)
+        self.minds = Minds()  # what built-in brains remember beyond their components
         self.replaying = False  # true while a step's inputs come from a log
         self._events: list[Event] = []
         self._late_inputs: list[Input] = []
@@ -119,6 +121,9 @@ class World:
         world.rng = rng
         world._populate()
         world._events.clear()  # creation is not news; the world log starts at tick 1
+        # Built-in abilities installed before the first tick (the sandbox layer's setup) let
+        # the built-in brains cast; see AbilityBook.brains_cast.
+        world.abilities.fresh = config.game.brain_version >= 2
         return world
 
     def _populate(self) -> None:
@@ -141,6 +146,10 @@ class World:
         for i, personality in enumerate(self._starting_personalities()):
             self.spawn_agent(personality=personality,
                              brain="llm" if i < thinkers else "builtin")
+        if self.rules.lifespan_ticks:
+            # The first agents are of all ages, so that they do not all grow old at once.
+            for _eid, row in self.agents():
+                row[0].born = -self.rng.randint(0, self.rules.lifespan_ticks // 2)
         for _ in range(int(self.max_ground_items() // 3)):
             self.spawn_random_item()
         for eid, row in self.agents():  # everyone sees the world as it was created
@@ -435,6 +444,7 @@ class World:
     def step(self, inputs: Sequence[Input] | None = None) -> TickReport:
         """Advance one tick. ``inputs`` (for replay) replaces draining the inbox."""
         self.tick += 1
+        self.abilities.fresh = False
         self.replaying = inputs is not None
         if inputs is None:
             inputs = self.inbox.drain(self.tick)
@@ -498,7 +508,8 @@ class World:
             "spawn_credit": self.spawn_credit,
             "market_tally": self.market_tally,
             "entities": self.store.rows(),
-        } | ({} if self.abilities.is_empty() else {"abilities": self.abilities.get_state()})
+        } | ({} if self.abilities.is_empty() else {"abilities": self.abilities.get_state()}) | (
+            {} if self.minds.is_empty() else {"minds": self.minds.get_state()})
 
     def state_bytes(self) -> bytes:
         return orjson.dumps(self.get_state(), option=orjson.OPT_NON_STR_KEYS)
@@ -545,6 +556,7 @@ class World:
         world.market_tally = {"carried": dict(state["market_tally"]["carried"]),
                               "wanted": dict(state["market_tally"]["wanted"])}
         world.abilities.set_state(state.get("abilities"))
+        world.minds.set_state(state.get("minds"))
         for row in state["entities"]:
             world.place_entity(int(row["id"]), [c.component_from_state(name, data)
                                                 for name, data in row.items() if name != "id"])

@@ -15,6 +15,7 @@ from agent_world.core.systems.lifecycle import lifecycle_system
 from agent_world.core.systems.movement import movement_system
 from agent_world.core.systems.needs import needs_system
 from agent_world.core.systems.perception import perception_system
+from agent_world.core.systems.upkeep import upkeep_system
 
 if TYPE_CHECKING:
     from agent_world.core.world import World
@@ -30,6 +31,7 @@ SYSTEMS: tuple[Callable[[World], None], ...] = (
     combat_system,
     abilities_system,
     economy_system,
+    upkeep_system,
     lifecycle_system,
     census_system,
 )

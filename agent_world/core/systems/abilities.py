@@ -37,6 +37,7 @@ from agent_world.core.abilities import (
     effective_cooldown,
 )
 from agent_world.core.actions import Action
+from agent_world.core.brains.casting import need_of, request_interval
 from agent_world.core.effects import (
     MalformedEffects,
     apply_effects,
@@ -375,6 +376,10 @@ def _request(world: World, eid: int, row: AgentRow, action: Action) -> None:
                           "tick": world.tick}
     world.count("ability_requests")
     world.emit("ability_requested", request=rid, agent=eid, name=world.name_of(eid), text=text)
+    need = need_of(text) if world.rules.brain_version >= 2 else None
+    if need is not None:  # a built-in brain's request: the answer is taught for that need
+        world.minds.asked(rid, eid, need, world.tick)
+        world.minds.next_request = world.tick + request_interval(world)
 
 
 def _requester(world: World, req: Mapping[str, Any]) -> c.Intent | None:
@@ -453,11 +458,19 @@ def accept_input(world: World, data: Mapping[str, Any]) -> None:
                            accepted=world.tick)
         world.abilities.add(spec)
     except (AbilityError, AbilityInputError) as exc:
+        if request:
+            world.minds.answered(request, None, alive=False)
         if req is not None:
             intent = _requester(world, req)
             if intent is not None:
                 fail(world, req["agent"], intent, f"the angel's ability was refused: {exc}")
         raise AbilityInputError(str(exc)) from None
+    if request and request in world.minds.requested:
+        asker = int(world.minds.requested[request]["agent"])
+        if world.minds.answered(request, meta.name, alive=world.alive(asker)) is not None \
+                and req is None and world.alive(asker):
+            # The asker stopped waiting, but learns the answer when it comes.
+            world.remember(asker, f"the angel granted me {meta.name}: {meta.description}")
     world.count("abilities_accepted")
     fields: dict[str, Any] = {"ability": meta.name, "description": meta.description,
                               "origin": spec.origin, "sha256": spec.digest[:12]}
@@ -476,6 +489,7 @@ def refused_input(world: World, data: Mapping[str, Any]) -> None:
     """``ability_refused``: the angel could not write what a request asked for."""
     request = _int(data, "request")
     reason = _text(data, "reason")
+    world.minds.answered(request, None, alive=False)
     req = world.abilities.requests.pop(request, None)
     if req is None:
         raise AbilityInputError(f"there is no open ability request {request}")

@@ -6,11 +6,12 @@ from typing import TYPE_CHECKING
 
 from agent_world.core import components as c
 from agent_world.core.actions import Action
+from agent_world.core.minds import UNREACHABLE_TICKS
 
 if TYPE_CHECKING:
     from agent_world.core.world import World
 
-__all__ = ["chebyshev", "fail", "finish", "reach", "start", "target_position"]
+__all__ = ["chebyshev", "fail", "finish", "give_up_on", "reach", "start", "target_position"]
 
 # Actions whose reach is a game setting rather than a fixed number of tiles.
 _TRADE_REACH = frozenset({"give", "trade_offer"})
@@ -63,3 +64,10 @@ def fail(world: World, eid: int, intent: c.Intent, reason: str) -> None:
 
 def target_position(world: World, target: int) -> c.Position | None:
     return world.store.try_get(target, c.Position)
+
+
+def give_up_on(world: World, eid: int, target: int) -> None:
+    """An action on ``target`` failed in a way that would fail again (no path, nothing left,
+    caught stealing): the agent's brain leaves it alone for a while (brain_version 2)."""
+    if world.rules.brain_version >= 2:
+        world.minds.avoid(eid, target, world.tick + UNREACHABLE_TICKS)

@@ -1,4 +1,7 @@
-"""Combat: attacks (with weapons, cooldowns and defence) and defensive stances."""
+"""Combat: attacks (with weapons, cooldowns and defence) and defensive stances.
+
+Weapons wear: each hit breaks the weapon it was struck with by chance
+(``game.weapon_wear``), so arms are a good that gets used up, like food."""
 
 from __future__ import annotations
 
@@ -73,9 +76,24 @@ def _attack(world: World, eid: int, row: AgentRow) -> None:
             adjust_relationship(world, other, eid, -0.05)
     world.remember(target, f"{world.label(eid)} hit me for {damage:g}")
     world.count("hits")
+    if r.weapon_wear:
+        _wear(world, eid, inv)
     world.emit("attack", agent=eid, name=world.name_of(eid), target=target,
                target_name=world.name_of(target), damage=damage,
                health=max(0.0, tneeds.health), defended=defending, provoked=provoked)
+
+
+def _wear(world: World, eid: int, inv: c.Inventory) -> None:
+    """The weapon a hit was struck with (the best carried) may break."""
+    weapons = [k for k in inv.items if ITEMS[k].category == "weapon"]
+    if not weapons:
+        return
+    weapon = max(weapons, key=lambda k: (ITEMS[k].damage, k))
+    if world.rng.random() < world.rules.weapon_wear:
+        inv.take(weapon, 1)
+        world.count("weapons_broken")
+        world.remember(eid, f"my {weapon} broke")
+        world.emit("weapon_broke", agent=eid, name=world.name_of(eid), item=weapon)
 
 
 def combat_system(world: World) -> None:

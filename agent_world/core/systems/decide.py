@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from agent_world.core import brains
 from agent_world.core import components as c
 from agent_world.core.actions import Action
-from agent_world.core.systems.acting import fail, start
+from agent_world.core.systems.acting import fail, give_up_on, start
 
 if TYPE_CHECKING:
     from agent_world.core.world import AgentRow, World
@@ -21,8 +21,13 @@ __all__ = ["begin", "decide_system"]
 
 
 def begin(world: World, eid: int, row: AgentRow, action: Action) -> bool:
-    """Start ``action`` if it makes sense right now; otherwise fail it with the reason."""
+    """Start ``action`` if it makes sense right now; otherwise fail it with the reason.
+
+    Every action begun is counted (``actions_started``, brain_version 2), so that the
+    share of failed actions can be read off the census counters."""
     intent = row[4]
+    if world.rules.brain_version >= 2:
+        world.count("actions_started")
     target = action.args.get("target")
     if target is not None:
         tpos = world.store.try_get(target, c.Position)
@@ -35,6 +40,7 @@ def begin(world: World, eid: int, row: AgentRow, action: Action) -> bool:
         if max(abs(tpos.x - pos.x), abs(tpos.y - pos.y)) > sight:
             start(world, intent, action)
             fail(world, eid, intent, f"{world.label(target)} is out of sight")
+            give_up_on(world, eid, target)
             return False
         if target == eid:
             start(world, intent, action)

@@ -1,16 +1,24 @@
-"""Interaction: pickup, drop, eat, use, rest, say, give, trade and steal."""
+"""Interaction: pickup, drop, eat, use, rest, say, give, trade and steal.
+
+Goods move only as far as the receiver can carry them (``core.goods``): a pickup takes what
+fits and leaves the rest, a harvest, gift or trade that would overload someone does not
+happen. A trade pays the market its fee (``game.market_fee``: a share of the gold that
+changes hands, which leaves the world). An accepted trade that cannot go through (the
+sender walked off or no longer has the goods, someone cannot pay or carry) is undone: a
+``trade_undone`` event with the reason."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from agent_world.core import components as c
 from agent_world.core.actions import Action
 from agent_world.core.components import NO_ONE
+from agent_world.core.goods import fits, load, units_that_fit
 from agent_world.core.items import GOLD, ITEMS, OBJECTS
 from agent_world.core.social import adjust_relationship, adjust_reputation, witnesses
-from agent_world.core.systems.acting import chebyshev, fail, finish, reach, start
+from agent_world.core.systems.acting import chebyshev, fail, finish, give_up_on, reach, start
 
 if TYPE_CHECKING:
     from agent_world.core.world import AgentRow, World
@@ -66,10 +74,19 @@ def _pickup(world: World, eid: int, row: AgentRow, action: Action) -> None:
     pos = _in_reach(world, eid, row, action)
     if pos is None:
         return
-    inv.add(item.kind, item.qty)
+    qty = units_that_fit(world, inv, item.kind, item.qty)
+    if qty <= 0:
+        fail(world, eid, intent, f"cannot carry {world.label(target)}: {_burden(world, inv)}")
+        give_up_on(world, eid, target)
+        return
+    inv.add(item.kind, qty)
     owner = item.owner
-    world.remove_entity(target)
-    world.emit("pickup", agent=eid, name=world.name_of(eid), item=item.kind, qty=item.qty,
+    if qty == item.qty:
+        world.remove_entity(target)
+    else:  # what does not fit stays on the ground
+        item.qty -= qty
+        world.ground_goods[item.kind] -= qty
+    world.emit("pickup", agent=eid, name=world.name_of(eid), item=item.kind, qty=qty,
                item_id=target)
     if owner not in (NO_ONE, eid) and world.alive(owner):
         opos = world.store.get(owner, c.Position)
@@ -77,7 +94,7 @@ def _pickup(world: World, eid: int, row: AgentRow, action: Action) -> None:
         seen = (opos.x - pos.x) ** 2 + (opos.y - pos.y) ** 2 <= radius * radius
         world.count("thefts")
         world.emit("theft", agent=eid, name=world.name_of(eid), victim=owner,
-                   victim_name=world.name_of(owner), item=item.kind, qty=item.qty,
+                   victim_name=world.name_of(owner), item=item.kind, qty=qty,
                    noticed=seen)
         if seen:
             notice_theft(world, eid, owner, pos.x, pos.y)
@@ -150,14 +167,19 @@ def _use(world: World, eid: int, row: AgentRow, action: Action) -> None:
         return
     if obj.stock <= 0:
         fail(world, eid, intent, f"nothing left on {world.label(target)}")
+        give_up_on(world, eid, target)
+        return
+    got = kind.yields
+    if kind.rare_yield and world.rng.random() < kind.rare_chance:
+        got = kind.rare_yield
+    if not units_that_fit(world, inv, got, 1):
+        fail(world, eid, intent, f"cannot carry the {got} of {world.label(target)}: "
+             f"{_burden(world, inv)}")
         return
     if obj.stock == kind.max_stock or obj.regrow_at <= world.tick:
         obj.regrow_at = world.tick + world.rules.object_regrow_ticks
     obj.stock -= 1
     world.regrowing.add(target)
-    got = kind.yields
-    if kind.rare_yield and world.rng.random() < kind.rare_chance:
-        got = kind.rare_yield
     inv.add(got, 1)
     world.emit("harvest", agent=eid, name=world.name_of(eid), object=obj.kind, item=got)
     finish(intent)
@@ -211,8 +233,13 @@ def _give(world: World, eid: int, row: AgentRow, action: Action) -> None:
     target = _target_agent(world, eid, row, action)
     if target is None:
         return
+    receiver = world.store.get(target, c.Inventory)
+    if not fits(world, receiver, {kind: qty}):
+        fail(world, eid, intent, f"{world.label(target)} cannot carry {qty} {kind}: "
+             f"{_burden(world, receiver)}")
+        return
     inv.take(kind, qty)
-    world.store.get(target, c.Inventory).add(kind, qty)
+    receiver.add(kind, qty)
     adjust_relationship(world, target, eid, 0.15)
     adjust_relationship(world, eid, target, 0.05)
     adjust_reputation(world, eid, 0.01)
@@ -221,6 +248,10 @@ def _give(world: World, eid: int, row: AgentRow, action: Action) -> None:
     world.emit("gift", agent=eid, name=world.name_of(eid), target=target,
                target_name=world.name_of(target), item=kind, qty=qty)
     finish(intent)
+
+
+def _burden(world: World, inv: c.Inventory) -> str:
+    return f"carrying {load(inv):g} of {world.rules.carry_capacity:g}"
 
 
 def _lacking(inv: c.Inventory, goods: dict[str, int]) -> str | None:
@@ -262,13 +293,23 @@ def _trade_accept(world: World, eid: int, row: AgentRow, action: Action) -> None
     spos = world.store.try_get(sender, c.Position)
     if spos is None or chebyshev(pos.x, pos.y, spos.x, spos.y) > world.rules.trade_range + 2:
         world.remove_offer(oid)
-        fail(world, eid, intent, f"{world.label(sender)} is no longer near")
+        _undone(world, eid, intent, offer, f"{world.label(sender)} is no longer near")
         return
     sinv = world.store.get(sender, c.Inventory)
     missing = _lacking(sinv, offer["give"]) or _lacking(inv, offer["want"])
     if missing:
         world.remove_offer(oid)
-        fail(world, eid, intent, f"the trade fell through: missing {missing}")
+        _undone(world, eid, intent, offer, f"the trade fell through: missing {missing}")
+        return
+    if not fits(world, inv, offer["give"], offer["want"]):
+        world.remove_offer(oid)
+        _undone(world, eid, intent, offer, f"the trade fell through: {world.label(eid)} "
+                f"cannot carry it ({_burden(world, inv)})")
+        return
+    if not fits(world, sinv, offer["want"], offer["give"]):
+        world.remove_offer(oid)
+        _undone(world, eid, intent, offer, f"the trade fell through: {world.label(sender)} "
+                f"cannot carry it ({_burden(world, sinv)})")
         return
     for kind, qty in offer["give"].items():
         sinv.take(kind, qty)
@@ -276,6 +317,8 @@ def _trade_accept(world: World, eid: int, row: AgentRow, action: Action) -> None
     for kind, qty in offer["want"].items():
         inv.take(kind, qty)
         sinv.add(kind, qty)
+    fee = (_market_fee(world, inv, offer["give"].get(GOLD, 0))
+           + _market_fee(world, sinv, offer["want"].get(GOLD, 0)))
     world.remove_offer(oid)
     for a, b in ((eid, sender), (sender, eid)):
         adjust_relationship(world, a, b, 0.1)
@@ -284,8 +327,36 @@ def _trade_accept(world: World, eid: int, row: AgentRow, action: Action) -> None
     world.count("trades")
     world.emit("trade", agent=sender, name=world.name_of(sender), target=eid,
                target_name=world.name_of(eid), offer=oid, give=offer["give"],
-               want=offer["want"])
+               want=offer["want"], **({"fee": fee} if world.rules.market_fee else {}))
     finish(intent)
+
+
+def _undone(world: World, eid: int, intent: c.Intent, offer: dict[str, Any],
+            reason: str) -> None:
+    """An accepted trade that cannot go through: the accepting agent's action ends as
+    failed (it remembers why, as for any failure) and the world hears ``trade_undone``."""
+    action = intent.action
+    finish(intent, f"failed: {reason}")
+    sender = offer["from"]
+    world.emit("trade_undone", agent=eid, name=world.name_of(eid), target=sender,
+               target_name=world.name_of(sender), offer=offer["id"], reason=reason)
+    world.remember(eid, f"{action} failed: {reason}")
+
+
+def _market_fee(world: World, payee: c.Inventory, gold: int) -> int:
+    """The market's share of ``gold`` just paid to ``payee`` (rounded up or down by chance,
+    so that on average it is exactly the fee); it leaves the world."""
+    rate = world.rules.market_fee
+    if not rate or not gold:
+        return 0
+    due = gold * rate
+    fee = int(due) + (1 if world.rng.random() < due - int(due) else 0)
+    fee = min(fee, payee.gold)
+    if fee:
+        payee.take(GOLD, fee)
+        world.ledger["gold_destroyed"] += fee
+        world.count("market_fees", fee)
+    return fee
 
 
 def _trade_decline(world: World, eid: int, row: AgentRow, action: Action) -> None:
@@ -315,7 +386,7 @@ def _steal(world: World, eid: int, row: AgentRow, action: Action) -> None:
     success = rng.random() < chance
     kind, qty = "", 0
     if success:
-        kinds = sorted(victim_inv.items)
+        kinds = [k for k in sorted(victim_inv.items) if units_that_fit(world, inv, k, 1)]
         if victim_inv.gold > 0 and (not kinds or rng.random() < 0.5):
             kind, qty = GOLD, min(victim_inv.gold, rng.randint(1, 10))
         elif kinds:
@@ -338,6 +409,7 @@ def _steal(world: World, eid: int, row: AgentRow, action: Action) -> None:
         finish(intent)
     else:
         fail(world, eid, intent, f"{world.label(target)} caught me")
+        give_up_on(world, eid, target)
 
 
 _HANDLERS: dict[str, Callable[[World, int, AgentRow, Action], None]] = {

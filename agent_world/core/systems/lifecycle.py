@@ -1,9 +1,23 @@
-"""Death (dropping everything carried) and immigration (newcomers keep a world alive)."""
+"""Death (dropping what is carried, settling the estate), old age and immigration
+(newcomers keep a world alive).
+
+A dead agent's goods fall where it died. Of its gold, ``game.estate_dues`` leaves the
+world, and with ``game.inheritance`` the rest goes to its heirs, the agents it liked best
+(so a killer does not simply pick up a victim's fortune); without heirs it falls there too.
+
+Agents past ``game.lifespan_ticks`` die of old age by chance (``OLD_AGE_CHANCE`` every
+``OLD_AGE_CHECK_TICKS``), so a world renews itself. Newcomers arrive every
+``world.immigration_interval_ticks`` while fewer than ``world.starting_agents`` live; with
+``world.immigrants_fill_mix`` each takes the personality the population lacks most against
+``world.personality_mix`` (a missing one first), and one arrives even in a full world while
+a personality of the mix has no one left.
+"""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+from agent_world.config import PERSONALITIES
 from agent_world.core import components as c
 from agent_world.core.abilities import forget_agent
 from agent_world.core.components import NO_ONE
@@ -15,6 +29,10 @@ if TYPE_CHECKING:
 __all__ = ["die", "lifecycle_system"]
 
 KILL_CREDIT_TICKS = 30
+MAX_HEIRS = 3
+HEIR_LIKING = 0.2  # how much the dead must have liked someone to leave them its gold
+OLD_AGE_CHECK_TICKS = 1000
+OLD_AGE_CHANCE = 0.1
 
 
 def die(world: World, eid: int, cause: str | None = None) -> None:
@@ -37,6 +55,7 @@ def die(world: World, eid: int, cause: str | None = None) -> None:
             cause = "wounds"
     for kind, qty in sorted(inv.items.items()):
         world.spawn_item(kind, qty, pos.x, pos.y)
+    estate = _settle_estate(world, eid, killer) if inv.gold else {}
     if inv.gold:
         world.spawn_item(GOLD, inv.gold, pos.x, pos.y)
     for oid in [o for o, offer in world.offers.items() if eid in (offer["from"], offer["to"])]:
@@ -49,17 +68,97 @@ def die(world: World, eid: int, cause: str | None = None) -> None:
     world.count("deaths")
     world.emit("death", agent=eid, name=agent.name, personality=agent.personality,
                cause=cause, killer=killer, x=pos.x, y=pos.y, age=world.tick - agent.born,
-               dropped=dict(inv.items) | ({GOLD: inv.gold} if inv.gold else {}))
+               dropped=dict(inv.items) | ({GOLD: inv.gold} if inv.gold else {}), **estate)
     forget_agent(world, eid)
+    world.minds.forget(eid)
     world.remove_entity(eid)
+
+
+def _settle_estate(world: World, eid: int, killer: int) -> dict[str, Any]:
+    """The dead's gold: ``game.estate_dues`` of it leaves the world; with
+    ``game.inheritance`` the rest goes in equal shares to its heirs (up to ``MAX_HEIRS``
+    living agents it liked best, never its killer); what is left falls where it died.
+    Returns the fields the death event gains (``estate_lost``, ``heirs``)."""
+    rules = world.rules
+    inv = world.store.get(eid, c.Inventory)
+    fields: dict[str, Any] = {}
+    if rules.estate_dues:
+        lost = min(inv.gold, round(inv.gold * rules.estate_dues))
+        if lost:
+            inv.gold -= lost
+            world.ledger["gold_destroyed"] += lost
+            world.count("estate_gold", lost)
+            fields["estate_lost"] = lost
+    if rules.inheritance and inv.gold:
+        rel = world.store.get(eid, c.Social).relationships
+        heirs = sorted((k for k, v in rel.items() if v > HEIR_LIKING and k != killer
+                        and world.is_agent(k) and world.alive(k)),
+                       key=lambda k: (-rel[k], k))[:MAX_HEIRS]
+        if heirs:
+            share, rest = divmod(inv.gold, len(heirs))
+            given: list[dict[str, Any]] = []
+            for i, heir in enumerate(heirs):
+                amount = share + (rest if i == 0 else 0)
+                if amount:
+                    world.store.get(heir, c.Inventory).gold += amount
+                    world.remember(heir, f"I inherited {amount} gold from {world.label(eid)}")
+                    given.append({"agent": heir, "name": world.name_of(heir), "gold": amount})
+            inv.gold = 0
+            fields["heirs"] = given
+    return fields
+
+
+def _old_age(world: World) -> None:
+    lifespan = world.rules.lifespan_ticks
+    tick = world.tick
+    old = [eid for eid, row in world.agents() if tick - row[0].born > lifespan]
+    for eid in old:
+        if world.rng.random() < OLD_AGE_CHANCE:
+            world.count("deaths_of_old_age")
+            die(world, eid, cause="old age")
+
+
+def newcomer_personality(world: World) -> str | None:
+    """The personality the population lacks most against the mix (a missing one first;
+    ties by weight, then name), or None when the mix has no weights."""
+    mix = {p: w for p, w in world.settings.personality_mix.items() if w > 0}
+    if not mix:
+        return None
+    counts = dict.fromkeys(mix, 0)
+    for _eid, row in world.agents():
+        personality = row[0].personality
+        if personality in counts:
+            counts[personality] += 1
+    total = sum(mix.values())
+    n = sum(counts.values()) + 1
+    return max((p for p in PERSONALITIES if p in mix),
+               key=lambda p: (counts[p] == 0, mix[p] * n / total - counts[p], mix[p]))
+
+
+def _immigration(world: World) -> None:
+    settings = world.settings
+    interval = settings.immigration_interval_ticks
+    if not interval or world.tick % interval:
+        return
+    living = len(world.agents())
+    if not settings.immigrants_fill_mix:
+        if living < settings.starting_agents:
+            world.spawn_agent()
+            world.count("immigrants")
+        return
+    personality = newcomer_personality(world)
+    if personality is None or living >= settings.max_agents:
+        return
+    missing = not any(row[0].personality == personality for _eid, row in world.agents())
+    if living < settings.starting_agents or missing:
+        world.spawn_agent(personality=personality)
+        world.count("immigrants")
 
 
 def lifecycle_system(world: World) -> None:
     dead = [eid for eid, row in world.agents() if row[2].health <= 0.0]
     for eid in dead:
         die(world, eid)
-    interval = world.settings.immigration_interval_ticks
-    if (interval and world.tick % interval == 0
-            and len(world.agents()) < world.settings.starting_agents):
-        world.spawn_agent()
-        world.count("immigrants")
+    if world.rules.lifespan_ticks and world.tick % OLD_AGE_CHECK_TICKS == 0:
+        _old_age(world)
+    _immigration(world)

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from agent_world.core import components as c
 from agent_world.core.pathfinding import find_path
-from agent_world.core.systems.acting import chebyshev, fail, finish, reach
+from agent_world.core.systems.acting import chebyshev, fail, finish, give_up_on, reach
 
 if TYPE_CHECKING:
     from agent_world.core.world import World
@@ -96,6 +96,8 @@ def _move_to(world: World, eid: int, pos: c.Position, needs: c.Needs,
         finish(intent)
     elif state == "stuck":
         fail(world, eid, intent, f"no way to ({gx}, {gy})")
+        if "target" in action.args:
+            give_up_on(world, eid, action.args["target"])
 
 
 _HEADINGS = ((0, -1), (1, 0), (0, 1), (-1, 0))
@@ -152,6 +154,7 @@ def _follow(world: World, eid: int, pos: c.Position, needs: c.Needs,
         return
     if walk_toward(world, eid, pos, needs, intent, tpos.x, tpos.y, 2) == "stuck":
         fail(world, eid, intent, f"cannot keep up with {world.label(target)}")
+        give_up_on(world, eid, target)
 
 
 def _flee(world: World, eid: int, pos: c.Position, needs: c.Needs,
@@ -191,6 +194,7 @@ def _approach(world: World, eid: int, pos: c.Position, needs: c.Needs,
     if walk_toward(world, eid, pos, needs, intent, tpos.x, tpos.y,
                    reach(world, action)) == "stuck":
         fail(world, eid, intent, f"cannot reach {world.label(target)}")
+        give_up_on(world, eid, target)
 
 
 _MOVERS = {"move_to": _move_to, "wander": _wander, "follow": _follow, "flee": _flee}

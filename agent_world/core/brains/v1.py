@@ -1,4 +1,5 @@
-"""Built-in brains: utility-based choices, weighted by personality.
+"""The first built-in brains (``game.brain_version: 1``), kept exactly as they were so that
+worlds saved with them replay and resume exactly. New worlds use ``v2``.
 
 Each decision scores the actions that make sense for the agent's needs and surroundings and
 returns the best one as an ``Action`` from the same action set the LLM uses. A small random
@@ -9,42 +10,19 @@ action keeps them from dithering.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from agent_world.core import components as c
 from agent_world.core.actions import Action
+from agent_world.core.brains.memo import make_action as _action
+from agent_world.core.brains.profiles import PROFILES, Profile
 from agent_world.core.items import GOLD, ITEMS
 
 if TYPE_CHECKING:
     from agent_world.core.world import AgentRow, World
 
-__all__ = ["PROFILES", "Profile", "decide", "worth"]
+__all__ = ["decide", "worth"]
 
-
-@dataclass(frozen=True, slots=True)
-class Profile:
-    """How much each drive weighs (0 .. 1) for one personality."""
-
-    fight: float
-    steal: float
-    trade: float
-    gather: float
-    social: float
-    caution: float
-    generosity: float
-
-
-PROFILES: dict[str, Profile] = {
-    "aggressive": Profile(fight=1.0, steal=0.7, trade=0.2, gather=0.4, social=0.3,
-                          caution=0.15, generosity=0.05),
-    "cautious": Profile(fight=0.1, steal=0.0, trade=0.5, gather=0.6, social=0.5,
-                        caution=1.0, generosity=0.3),
-    "trader": Profile(fight=0.2, steal=0.1, trade=1.0, gather=0.5, social=0.8,
-                      caution=0.5, generosity=0.4),
-    "gatherer": Profile(fight=0.25, steal=0.05, trade=0.4, gather=1.0, social=0.5,
-                        caution=0.5, generosity=0.7),
-}
 
 COMMITMENT = 0.15
 GENEROUS = 0.2  # below this, a personality never gives things away
@@ -320,20 +298,3 @@ def decide(world: World, eid: int, row: AgentRow) -> Action | None:
         return None
     return _action(best[1], best[2])
 
-
-_MEMO_SIZE = 4096
-_memo: dict[tuple[str, tuple[tuple[str, Any], ...]], Action] = {}
-
-
-def _action(name: str, args: dict[str, Any]) -> Action:
-    """A validated Action, reusing one already made for the same flat arguments (brains make
-    the same few actions over and over; Actions are immutable, so sharing them is safe)."""
-    if any(isinstance(v, dict) for v in args.values()):
-        return Action(name=name, args=args)
-    key = (name, tuple(sorted(args.items())))
-    action = _memo.get(key)
-    if action is None:
-        if len(_memo) >= _MEMO_SIZE:
-            _memo.clear()
-        action = _memo[key] = Action(name=name, args=args)
-    return action
