@@ -29,6 +29,7 @@ from bench.engine import (
     measure_snapshots,
 )
 from bench.isolated import in_fresh_process
+from bench.liveliness import measure_liveliness
 from bench.llm_load import measure_llm_load
 from bench.machine import describe_machine, load_average
 from bench.profile import profile_world
@@ -38,7 +39,10 @@ from bench.scenario import saved_session
 __all__ = ["main"]
 
 SECTIONS = ("flat", "paced", "snapshot", "eventlog", "replay", "memory", "capacity",
-            "snapshot10k", "llm", "mesa")
+            "snapshot10k", "llm", "mesa", "liveliness")
+LIVELINESS_SEEDS = (913, 4271, 2026)  # 913 and 4271: the seeds issue 12 measured
+LIVELINESS_TICKS, LIVELINESS_WINDOW = 1_000_000, 50_000
+QUICK_LIVELINESS = (913,), 20_000, 10_000
 FULL_SIZES = (100, 1000, 5000, 10000)
 QUICK_SIZES = (100, 1000)
 FULL = Budget()
@@ -75,9 +79,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m bench",
         description="Measure Agent World: ticks/s, paced tick times, the largest population "
-                    "at 10 Hz, snapshots, event log, replay, memory, and the shared workload "
-                    "beside Mesa. 'python -m bench mesa' runs only the Mesa comparison; "
-                    "'python -m bench profile N' profiles an N-agent world by system.")
+                    "at 10 Hz, snapshots, event log, replay, memory, the shared workload "
+                    "beside Mesa, and liveliness over 1,000,000 ticks on three seeds "
+                    "(--only liveliness). 'python -m bench mesa' runs only the Mesa "
+                    "comparison; 'python -m bench profile N' profiles an N-agent world.")
     parser.add_argument("--quick", action="store_true",
                         help="a small subset in under a minute (100 and 1,000 agents, short "
                              "runs; no capacity search): the CI smoke")
@@ -209,6 +214,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                                else measure_llm_load(log=_log))
     if "mesa" in sections:
         results["mesa"] = _mesa(args, quick)
+    if "liveliness" in sections:
+        seeds, ticks, window = (QUICK_LIVELINESS if quick else
+                                (LIVELINESS_SEEDS, LIVELINESS_TICKS, LIVELINESS_WINDOW))
+        results["liveliness"] = measure_liveliness(seeds, ticks, window, log=_log)
     results["seconds"] = round(time.perf_counter() - started, 1)
     results["machine"]["load_average_end"] = load_average()
     return results

@@ -215,6 +215,43 @@ def _summary_tables(results: dict[str, Any]) -> list[Table]:
         tables.append(t)
     elif mesa is not None:
         tables.append(Table("Shared workload beside Mesa", ["note"], [[mesa["skipped"]]]))
+    live = results.get("liveliness")
+    if live is not None:
+        tables.extend(_liveliness_tables(live))
+    return tables
+
+
+def _pct(share: float | None) -> str:
+    return "-" if share is None else f"{share:.0%}"
+
+
+def _liveliness_tables(live: dict[str, Any]) -> list[Table]:
+    tables = []
+    for seed in live["seeds"]:
+        t = Table(f"Liveliness, seed {seed['seed']}: the default world for {seed['ticks']:,} "
+                  f"ticks in windows of {live['window']:,}",
+                  ["ticks", "agents", "fewest of a kind", "richest %", "items max",
+                   "offers", "accepted", "distinct said", "casts", "angel asks",
+                   "failed", "ticks/s"])
+        for w in seed["windows"]:
+            kinds = w["by_personality"]
+            t.rows.append([w["ticks"], f"{_n(w['agents_min'])}-{_n(w['agents_max'])}",
+                           _n(min(kinds.values())) if kinds else "-",
+                           _pct(w["richest_share_max"]), _n(w["items_max"]),
+                           _n(w["offers"]), _pct(w["acceptance"]),
+                           _pct(w["distinct_share"]), _n(w["casts"]),
+                           _n(w["angel_requests"]), _pct(w["failed_share"]),
+                           _n(w["ticks_per_s"], 0)])
+        growth = seed["slowdown"]
+        t.notes.append(f"flat out: {seed['ticks_per_s_first']:,.0f} ticks/s in the first "
+                       f"window, {seed['ticks_per_s_last']:,.0f} in the last ("
+                       f"{'n/a' if growth is None else f'{growth:.2f}x'} slower; at most "
+                       "2x); fewest of a kind: the smallest personality at the last census")
+        verdict = (f"the report's checks: {seed['checks']} evaluated, "
+                   f"{len(seed['violations'])} violated")
+        t.notes.append(verdict)
+        t.notes.extend(f"violated: {line}" for line in seed["violations"])
+        tables.append(t)
     return tables
 
 
