@@ -100,7 +100,6 @@ class Persistence:
         self.world = world
         self._report = report
         self._queue: queue.SimpleQueue[_Job] = queue.SimpleQueue()
-        self._snapshot_requested = False
         self._state_due: tuple[bool, bool] | None = None  # (hash, snapshot) at between_ticks
         # Main-thread figures.
         self.main_ms_last = 0.0
@@ -130,7 +129,7 @@ class Persistence:
                      for i, event in enumerate(report.events)]
             self._queue.put(_Lines(tick, b"\n".join(lines) + b"\n"))
         check = tick % self.cfg.hash_interval_ticks == 0
-        snapshot = self._snapshot_requested or tick % self.cfg.snapshot_interval_ticks == 0
+        snapshot = tick % self.cfg.snapshot_interval_ticks == 0
         if check or snapshot:
             self._state_due = (check, snapshot)
 
@@ -167,8 +166,6 @@ class Persistence:
         elapsed = (time.perf_counter() - started) * 1000
         self.main_ms_last = elapsed
         self.main_ms_max = max(self.main_ms_max, elapsed)
-        if snapshot:
-            self._snapshot_requested = False
 
     def _queue_ability(self, data: Any) -> None:
         """Keep the source of an ability the world accepted in abilities/NAME.py (an input
@@ -182,11 +179,6 @@ class Persistence:
         there)."""
         for spec in self.world.abilities.generated.values():
             self._queue.put(_Ability(spec.name, spec.source))
-
-    def request_snapshot(self) -> None:
-        """Write a snapshot at the next tick boundary."""
-        self._snapshot_requested = True
-        self.snapshots_requested += 1
 
     def save(self) -> Future[Saved]:
         """Snapshot the world as it is now (between ticks: the state and the log agree) and
