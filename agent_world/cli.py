@@ -4,6 +4,9 @@
 ``python main.py replay saves/NAME [--to TICK] [--playback [SPEED]] [--fork NEW]`` replays a
 saved world from its first snapshot, verifying it, and can fork it into a new world.
 ``python main.py ability check FILE.py`` validates an ability source and dry-runs it.
+``python main.py worlds [list | delete NAME]`` lists or deletes saved worlds
+(``worlds_command``); ``python main.py report saves/NAME`` reports how a saved world lived
+(``report_command``).
 """
 
 from __future__ import annotations
