@@ -27,6 +27,7 @@ import orjson
 
 from agent_world import __version__
 from agent_world.app import Session
+from agent_world.argtypes import positive_int, seed, speed, tick
 from agent_world.config import Config, ConfigError, load_config
 from agent_world.console import StdinKind, run_console, stdin_kind
 from agent_world.llm.local import check_local
@@ -48,46 +49,6 @@ from agent_world.worlds_command import main as worlds_main
 __all__ = ["build_ability_parser", "build_parser", "build_replay_parser", "main"]
 
 
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a number >= 1, got {value}")
-    return value
-
-
-def _tick(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a tick number, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected a tick >= 0, got {value}")
-    return value
-
-
-def _seed(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if not 0 <= value < 2**63:
-        raise argparse.ArgumentTypeError(f"expected 0 <= seed < 2**63, got {value}")
-    return value
-
-
-def _speed(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a speed factor, got {text!r}") from None
-    if not 0 < value <= 1000:
-        raise argparse.ArgumentTypeError(f"expected 0 < speed <= 1000, got {value}")
-    return value
-
-
 def _add_run_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", metavar="FILE",
                         help="YAML config (default: ./config.yaml if present, else defaults)")
@@ -100,9 +61,9 @@ def _add_run_options(parser: argparse.ArgumentParser) -> None:
                         help="without a terminal, answer every piped command with exactly one "
                              "line: a JSON object {\"command\", \"ok\", \"reply\": [lines]}")
     stop = parser.add_mutually_exclusive_group()
-    stop.add_argument("--ticks", type=_positive_int, metavar="N",
+    stop.add_argument("--ticks", type=positive_int, metavar="N",
                       help="stop after N more ticks and print a JSON summary line")
-    stop.add_argument("--until", type=_tick, metavar="TICK",
+    stop.add_argument("--until", type=tick, metavar="TICK",
                       help="stop when the world reaches TICK (at once if it is already "
                            "there) and print a JSON summary line")
 
@@ -125,7 +86,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"agent-world {__version__}")
     _add_run_options(parser)
-    parser.add_argument("--seed", type=_seed, help="override world.seed (new worlds only)")
+    parser.add_argument("--seed", type=seed, help="override world.seed (new worlds only)")
     parser.add_argument("--world", metavar="NAME", help="override world.name (save folder)")
     parser.add_argument("--no-save", action="store_true",
                         help="run without a save folder (nothing is written but the world log)")
@@ -143,9 +104,9 @@ def build_replay_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("path", type=Path, help="the save folder (e.g. saves/default), or "
                                                 "the name of a world in paths.saves")
-    parser.add_argument("--to", type=_tick, metavar="TICK",
+    parser.add_argument("--to", type=tick, metavar="TICK",
                         help="stop at TICK and print that tick's state hash")
-    parser.add_argument("--playback", type=_speed, nargs="?", const=1.0, metavar="SPEED",
+    parser.add_argument("--playback", type=speed, nargs="?", const=1.0, metavar="SPEED",
                         help="pace the replay (SPEED x real time, default 1) and print the "
                              "world log as it goes")
     parser.add_argument("--fork", metavar="NEW",

@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TextIO
 
+from agent_world.argtypes import tick
 from agent_world.config import ConfigError, load_config
 from agent_world.persistence import SaveError
 from agent_world.replay_command import resolve_world_path
@@ -33,16 +34,6 @@ __all__ = ["EXIT_OK", "EXIT_USAGE", "EXIT_VIOLATED", "build_parser", "main"]
 EXIT_OK = 0
 EXIT_VIOLATED = 1
 EXIT_USAGE = 2
-
-
-def _tick(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a tick number, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected a tick >= 0, got {value}")
-    return value
 
 
 def _window(text: str) -> int:
@@ -64,10 +55,10 @@ def build_parser() -> argparse.ArgumentParser:
                     "violated (with --check), 2 bad usage.")
     parser.add_argument("path", type=Path, help="the save folder (e.g. saves/default), or "
                                                 "the name of a world in paths.saves")
-    parser.add_argument("--from", dest="first", type=_tick, metavar="T",
+    parser.add_argument("--from", dest="first", type=tick, metavar="T",
                         help="first tick reported (default: the first after the first "
                              "snapshot)")
-    parser.add_argument("--to", dest="last", type=_tick, metavar="T",
+    parser.add_argument("--to", dest="last", type=tick, metavar="T",
                         help="last tick reported (default: the end of the log)")
     parser.add_argument("--window", type=_window, default=DEFAULT_WINDOW, metavar="N",
                         help=f"ticks per window (default {DEFAULT_WINDOW:,}; at least "
