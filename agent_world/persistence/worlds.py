@@ -142,9 +142,10 @@ def _undo_creation(root: Path, *, remove_root: bool) -> str:
     return ""
 
 
-def _create(root: Path, name: str, lock: WorldLock, *, remove_root: bool,
-            meta: dict[str, Any], world: World) -> SaveFolder:
-    """Write a new world's folder, meta.json last; on failure remove it again."""
+def _create(root: Path, name: str, lock: WorldLock, *, remove_root: bool, config: Config,
+            world: World, origin: dict[str, Any] | None) -> SaveFolder:
+    """Write a new world's folder, meta.json last. On failure remove it again and close
+    the world, which nobody else will."""
     try:
         folder = SaveFolder.prepare(root)
         folder.lock = lock
@@ -152,13 +153,17 @@ def _create(root: Path, name: str, lock: WorldLock, *, remove_root: bool,
         for spec in world.abilities.generated.values():
             folder.write_ability(spec.name, spec.source)
         folder.write_meta({"format": FORMAT_VERSION, "app": f"agent-world {__version__}",
-                           "created": now_iso(), **meta, "updated": now_iso(),
-                           "last_tick": world.tick, "last_snapshot_tick": world.tick})
+                           "created": now_iso(), "world": name, "seed": world.seed,
+                           "config": config.to_dict(), "origin": origin,
+                           "updated": now_iso(), "last_tick": world.tick,
+                           "last_snapshot_tick": world.tick})
     except OSError as exc:
+        world.close()
         left = _undo_creation(root, remove_root=remove_root)
         raise SaveError(f"cannot create world '{name}' in {root}: "
                         f"{disk_problem(exc, root)}{left}") from None
     except BaseException:
+        world.close()
         _undo_creation(root, remove_root=remove_root)
         raise
     return folder
@@ -187,14 +192,8 @@ def open_world(config: Config, *, seed_given: bool = False,
         if kind == "save":
             return _resume(config, root, lock, seed_given=seed_given, setup=setup)
         world = _prepare(World.create(config), setup)
-        try:
-            folder = _create(root, name, lock, remove_root=made or kind == "unfinished",
-                             meta={"world": name, "seed": world.seed,
-                                   "config": config.to_dict(), "origin": None},
-                             world=world)
-        except BaseException:
-            world.close()
-            raise
+        folder = _create(root, name, lock, remove_root=made or kind == "unfinished",
+                         config=config, world=world, origin=None)
         return OpenedWorld(world, folder)
     except BaseException:
         lock.release()
@@ -310,14 +309,8 @@ def fork_world(source: SaveFolder, tick: int, new_name: str, config: Config, *,
         digest = world.state_hash()
         origin = {"world": source_meta.get("world", source.name), "path": str(source.root),
                   "tick": tick, "state_hash": digest}
-        try:
-            folder = _create(target, new_name, lock, remove_root=remove_root,
-                             meta={"world": new_name, "seed": world.seed,
-                                   "config": config.to_dict(), "origin": origin},
-                             world=world)
-        except BaseException:
-            world.close()
-            raise
+        folder = _create(target, new_name, lock, remove_root=remove_root, config=config,
+                         world=world, origin=origin)
     except BaseException:
         lock.release()
         raise
