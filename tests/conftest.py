@@ -1,4 +1,4 @@
-"""Shared fixtures: small configs and worlds built from them."""
+"""Shared fixtures: small configs, worlds built from them, and the built-in brains' choices."""
 
 from __future__ import annotations
 
@@ -8,6 +8,8 @@ from typing import Any
 import pytest
 
 from agent_world.config import Config
+from agent_world.core import brains
+from agent_world.core.actions import Action
 from agent_world.core.world import World
 
 
@@ -31,3 +33,18 @@ def make_world() -> Iterator[Callable[..., World]]:
     yield build
     for w in made:
         w.close()
+
+
+@pytest.fixture
+def decisions(monkeypatch: pytest.MonkeyPatch) -> list[tuple[int, str, Action | None]]:
+    """Every (agent id, personality, choice) the built-in brain makes, in order."""
+    made: list[tuple[int, str, Action | None]] = []
+    real = brains.decide
+
+    def spy(world, eid, row):
+        choice = real(world, eid, row)
+        made.append((eid, row[0].personality, choice))
+        return choice
+
+    monkeypatch.setattr(brains, "decide", spy)
+    return made

@@ -15,10 +15,8 @@ from helpers import STAY, act, add_agent, give_plan, of_type, run, small_world
 from agent_world.angel.generators import AbilityRequest
 from agent_world.angel.templates import TemplateGenerator, _choose
 from agent_world.config import Config
-from agent_world.core import brains
 from agent_world.core import components as c
 from agent_world.core.abilities import source_digest
-from agent_world.core.actions import Action
 from agent_world.core.brains import casting, speech
 from agent_world.core.brains.casting import REQUESTS
 from agent_world.core.calendar import TICKS_PER_HOUR
@@ -28,21 +26,6 @@ from agent_world.core.systems import movement
 from agent_world.core.world import World
 from agent_world.sandbox.compiler import compile_ability
 from agent_world.sandbox.host import load_builtins
-
-
-@pytest.fixture
-def decisions(monkeypatch):
-    """Every (agent id, personality, choice) the built-in brain makes, in order."""
-    made: list[tuple[int, str, Action | None]] = []
-    real = brains.decide
-
-    def spy(world, eid, row):
-        choice = real(world, eid, row)
-        made.append((eid, row[0].personality, choice))
-        return choice
-
-    monkeypatch.setattr(brains, "decide", spy)
-    return made
 
 
 def _with_abilities(w: World) -> FakeRunner:

@@ -9,26 +9,10 @@ import pytest
 from helpers import act, add_agent, give_plan, goods_of, of_type, run, small_world
 
 from agent_world.config import PERSONALITIES, Config
-from agent_world.core import brains
 from agent_world.core import components as c
 from agent_world.core.actions import ACTIONS, Action, parse_action
 from agent_world.core.social import adjust_relationship
 from agent_world.core.world import World
-
-
-@pytest.fixture
-def decisions(monkeypatch):
-    """Every (agent id, personality, choice) the built-in brain makes, in order."""
-    made: list[tuple[int, str, Action | None]] = []
-    real = brains.decide
-
-    def spy(world, eid, row):
-        choice = real(world, eid, row)
-        made.append((eid, row[0].personality, choice))
-        return choice
-
-    monkeypatch.setattr(brains, "decide", spy)
-    return made
 
 
 def _choices(decisions, eid):
