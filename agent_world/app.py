@@ -6,7 +6,9 @@ The CLI builds a session from the configuration; tests build one with a fake clo
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
+import os
 import sys
 import time
 from collections.abc import Callable
@@ -36,12 +38,15 @@ abandoned: its answer could not reach a stopped world anyway)."""
 
 
 def known_secrets(config: Config) -> list[str]:
-    """The secrets this configuration uses (the LLM's API key, when it is set)."""
-    try:
-        key = config.llm.api_key()
-    except ConfigError:  # configured but not set: nothing to hide (and no calls are made)
-        return []
-    return [key] if key else []
+    """The secrets this configuration uses: the LLM's API key and the web's access token,
+    when they are set (one configured but not set hides nothing, and nothing uses it)."""
+    secrets = []
+    with contextlib.suppress(ConfigError):
+        secrets.append(config.llm.api_key())
+    token_env = config.web.token_env
+    if token_env:
+        secrets.append(os.environ.get(token_env, ""))
+    return [s for s in secrets if s]
 
 
 def choose_generator(config: Config, text_model: TextModel | None) -> Generator:
@@ -144,6 +149,9 @@ class Session:
         # Asked in turn when the operator presses Ctrl-C; one that returns True handled it
         # (the console cancels a long command), otherwise the world stops.
         self.interrupt_handlers: list[Callable[[], bool]] = []
+        # The web viewer, when one serves this session (attached by the command line; the
+        # core never imports it): /stats reports it like the other parts.
+        self.web: Any = None
         self.gc = GcPolicy()
         self.loop.between_ticks = self._between_ticks
         self.started = time.monotonic()

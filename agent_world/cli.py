@@ -44,6 +44,7 @@ from agent_world.report_command import main as report_main
 from agent_world.sandbox import AbilityChecker, Sandbox
 from agent_world.sandbox.pool import WorkerDied
 from agent_world.types import ProviderError
+from agent_world.web import WebError, WebServer, check_web, web_token
 from agent_world.worlds_command import main as worlds_main
 
 __all__ = ["build_ability_parser", "build_parser", "build_replay_parser", "main"]
@@ -66,6 +67,11 @@ def _add_run_options(parser: argparse.ArgumentParser) -> None:
     stop.add_argument("--until", type=tick, metavar="TICK",
                       help="stop when the world reaches TICK (at once if it is already "
                            "there) and print a JSON summary line")
+    web_choice = parser.add_mutually_exclusive_group()
+    web_choice.add_argument("--web", action="store_true", default=None,
+                            help="serve the viewer and API even in a --ticks/--until run")
+    web_choice.add_argument("--no-web", dest="web", action="store_false",
+                            help="do not serve the viewer and API (web.enabled: false)")
 
 
 OTHER_COMMANDS = """other commands (each has --help):
@@ -170,6 +176,8 @@ def _configure(args: argparse.Namespace, *, needs_llm: bool = True) -> Config:
         config = config.replace(world=world_changes)
     if getattr(args, "no_save", False):
         config = config.replace(persistence={"enabled": False})
+    if config.web.enabled:
+        check_web(config.web)  # a missing token or an open address stops start-up here
     if needs_llm:
         config.llm.api_key()  # a configured but missing key stops start-up here
         if config.llm.provider == "local":
@@ -210,6 +218,11 @@ def _banner(session: Session, opened: OpenedWorld) -> str:
                      f"generated; angel writes with {session.angel.generator.name} "
                      f"({'the world pauses' if cfg.angel.wait == 'world' else 'the asker waits'}"
                      f" while it works)")
+    if session.web is not None:
+        lines.append(f"  viewer:      {session.web.url}  (the API: {session.web.url}api/state; "
+                     "see docs/api.md)")
+        if session.web.note:
+            lines.append(f"  note: {session.web.note}")
     lines.extend(f"  note: {note}" for note in opened.notes)
     return "\n".join(lines)
 
@@ -275,22 +288,35 @@ async def _run(config: Config, opened: OpenedWorld, args: argparse.Namespace,
         session.close()
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    max_ticks = args.ticks
+    if args.until is not None:
+        max_ticks = max(0, args.until - session.world.tick)
+    scripted = max_ticks is not None
+    viewer: WebServer | None = None
+    if args.web if args.web is not None else (config.web.enabled and not scripted):
+        try:
+            viewer = WebServer(session, config.web, token=web_token(config.web))
+            await viewer.start()
+        except (WebError, ConfigError) as exc:
+            if viewer is not None:
+                await viewer.close()
+            session.close()
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
     print(_banner(session, opened), file=out)
     print(_CONSOLE_HINT[mode], file=out, flush=True)
     loop = asyncio.get_running_loop()
     loop.add_signal_handler(signal.SIGINT, session.interrupt)
     loop.add_signal_handler(signal.SIGTERM, session.loop.stop)
-    max_ticks = args.ticks
-    if args.until is not None:
-        max_ticks = max(0, args.until - session.world.tick)
-    scripted = max_ticks is not None
     console = _start_console(session, mode, args)
     saved = False
     try:
         await session.run(max_ticks=max_ticks, paced=not (args.headless and scripted))
     finally:
         try:
-            await _stop_console(console)  # the world stopped: so does the console
+            await _stop_console(console)  # the world stopped: so do the console and viewer
+            if viewer is not None:
+                await viewer.close()
         finally:
             # The handlers stay until the shutdown is done: a second Ctrl-C or SIGTERM
             # while the final snapshot is written is absorbed instead of cutting it short.

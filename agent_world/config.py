@@ -33,6 +33,7 @@ __all__ = [
     "PathsConfig",
     "PersistenceConfig",
     "SandboxConfig",
+    "WebConfig",
     "WorldConfig",
     "config_from_dict",
     "example_yaml",
@@ -445,6 +446,45 @@ class ConsoleConfig:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class WebConfig:
+    """The web viewer and telemetry API, served by the running world."""
+
+    enabled: bool = setting(
+        True, "serve the viewer and the API while the world runs (a --ticks or --until run "
+        "serves only with --web)",
+    )
+    host: str = setting(
+        "127.0.0.1", "address to listen on; anything but loopback needs a token "
+        "(web.token_env)",
+    )
+    port: int = setting(8765, "TCP port (0: any free port, printed at start-up)", low=0,
+                        high=65535)
+    token_env: str = setting(
+        "", "environment variable holding the access token; when set, every write (commands) "
+        "needs it, and it is required to listen beyond loopback",
+    )
+    read_only: bool = setting(False, "refuse every write (commands) over the web")
+    ring_events: int = setting(
+        5000, "recent events kept in memory for /api/events (older ones come from the save "
+        "folder's event log)", low=100, high=1_000_000,
+    )
+    max_clients: int = setting(64, "WebSocket clients at once; more are refused", low=1,
+                               high=10_000)
+    client_queue: int = setting(
+        8, "frames waiting for one WebSocket client at most; past it, its frames are "
+        "coalesced into a fresh keyframe", low=2, high=1000,
+    )
+    slow_client_s: float = setting(
+        10.0, "a WebSocket client that takes no frame for this long is closed with a reason",
+        low=0.5, high=3600,
+    )
+    frame_budget: float = setting(
+        0.05, "share of the tick period the live feed may spend building frames; past it "
+        "frames come less often", low=0.001, high=1.0,
+    )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class PathsConfig:
     """Where worlds are saved and logs written (relative paths are from the working folder)."""
 
@@ -639,6 +679,7 @@ class Config:
     abilities: AbilitiesConfig = field(default_factory=AbilitiesConfig)
     sandbox: SandboxConfig = field(default_factory=SandboxConfig)
     angel: AngelConfig = field(default_factory=AngelConfig)
+    web: WebConfig = field(default_factory=WebConfig)
 
     def __post_init__(self) -> None:
         if self.angel.generator == "llm" and not self.llm.enabled:
@@ -676,6 +717,7 @@ SECTIONS: dict[str, type[Any]] = {
     "abilities": AbilitiesConfig,
     "sandbox": SandboxConfig,
     "angel": AngelConfig,
+    "web": WebConfig,
 }
 
 

@@ -70,9 +70,12 @@ class Console:
 
     Everything here runs on the main thread, between ticks."""
 
-    def __init__(self, session: Session, *,
-                 notify: Callable[[str], None] | None = None) -> None:
+    def __init__(self, session: Session, *, notify: Callable[[str], None] | None = None,
+                 source: str = "console") -> None:
+        """``source`` names where the commands come from in the inputs they submit (the
+        terminal's ``console``, the web's ``web``)."""
         self.session = session
+        self.source = source
         self.notify = notify
         self.quit_requested = False
         self.commands_run = 0
@@ -84,7 +87,8 @@ class Console:
         self._cancel: Cancel | None = None  # the running command that Ctrl-C would cancel
         self.pending_names: set[str] = set()  # names of agents spawned but not yet applied
         self.pending_agents = 0  # agent spawns submitted but not yet applied
-        self.recent = RecentEvents(on_rejected=self._rejected, on_tick=self._ticked)
+        self.recent = RecentEvents(source=source, on_rejected=self._rejected,
+                                   on_tick=self._ticked)
         self.stats_sections = stats.default_sections()
         session.loop.observers.append(self.recent)
         session.interrupt_handlers.append(self.interrupt)
@@ -110,7 +114,7 @@ class Console:
             raise CommandError(f"{waiting} changes already wait for the next tick (the limit "
                                "is console.max_queued_inputs); wait for the world to take "
                                "them" + (", or /step" if self.loop.paused else ""))
-        self.world.inbox.submit(type, data, source="console")
+        self.world.inbox.submit(type, data, source=self.source)
 
     def tell(self, text: str) -> None:
         """A line for the operator outside a reply (progress, a later rejection)."""

@@ -253,10 +253,10 @@ class AbilityBook:
         name, description, cost, cooldown (the one that applies; ``declared_cooldown`` is
         the COOLDOWN it asked for when the floor raised it), range, arguments, and why it is
         disabled."""
-        return [self._entry(spec) for spec in (*self.builtins.values(),
+        return [self.entry(spec) for spec in (*self.builtins.values(),
                                                 *self.generated.values())]
 
-    def _entry(self, spec: AbilitySpec) -> dict[str, Any]:
+    def entry(self, spec: AbilitySpec) -> dict[str, Any]:
         entry = {**spec.meta.to_dict(), "builtin": spec.builtin}
         cooldown = effective_cooldown(spec.meta, self.rules)
         if cooldown != spec.meta.cooldown:

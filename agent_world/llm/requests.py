@@ -99,6 +99,11 @@ class RequestQueue:
                 return "queued"
             return None
 
+    def agents(self) -> frozenset[int]:
+        """The agents with a request queued or in flight."""
+        with self._cond:
+            return frozenset(self._queued).union(self._flying)
+
     @property
     def depth(self) -> int:
         with self._cond:

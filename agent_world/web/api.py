@@ -1,0 +1,253 @@
+"""The telemetry API's routes: parameters in, JSON out (docs/api.md has an example each).
+
+A bad parameter is a 400 whose message names it and says what it accepts.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections.abc import Callable, Iterable
+from itertools import islice
+from typing import TYPE_CHECKING, Any
+
+import orjson
+from aiohttp import web
+
+from agent_world.config import PERSONALITIES
+from agent_world.console.recent import involves
+from agent_world.persistence.eventlog import LogReader
+from agent_world.web import views
+from agent_world.web.feed import LAYERS, BBox
+
+if TYPE_CHECKING:
+    from agent_world.web.server import WebServer
+
+__all__ = ["MAX_EVENTS", "ParamError", "add_routes", "error", "json_response"]
+
+MAX_EVENTS = 5000
+MAX_COMMAND = 2000
+MAX_LOG_SCAN = 2_000_000  # event-log lines one request may read at most
+_ABILITY_NAME = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
+
+
+class ParamError(ValueError):
+    """A query parameter that cannot be used; answered with 400 and this message."""
+
+
+def json_response(data: Any, status: int = 200) -> web.Response:
+    return web.Response(body=orjson.dumps(data, option=orjson.OPT_NON_STR_KEYS),
+                        status=status, content_type="application/json")
+
+
+def error(status: int, message: str) -> web.Response:
+    return json_response({"error": message, "status": status}, status)
+
+
+def _int(request: web.Request, name: str, default: int | None, *, low: int = 0,
+         high: int = 2**62) -> int | None:
+    raw = request.query.get(name)
+    if raw is None or raw == "":
+        return default
+    if not re.fullmatch(r"-?[0-9]{1,19}", raw):
+        raise ParamError(f"{name} must be a whole number, got {raw!r}")
+    value = int(raw)
+    if not low <= value <= high:
+        raise ParamError(f"{name} must be from {low} to {high}, got {value}")
+    return value
+
+
+def _words(request: web.Request, name: str, allowed: Iterable[str] | None = None
+           ) -> list[str] | None:
+    raw = request.query.get(name)
+    if raw is None or raw == "":
+        return None
+    words = [w.strip() for w in raw.split(",") if w.strip()]
+    if allowed is not None:
+        options = list(allowed)
+        for word in words:
+            if word not in options:
+                raise ParamError(f"{name}: unknown value {word!r} (one or more of "
+                                 f"{', '.join(options)}, separated by commas)")
+    return words
+
+
+def _bbox(request: web.Request) -> BBox | None:
+    raw = request.query.get("bbox")
+    if raw is None or raw == "":
+        return None
+    parts = raw.split(",")
+    if len(parts) != 4 or not all(re.fullmatch(r"-?[0-9]{1,9}", p.strip()) for p in parts):
+        raise ParamError(f"bbox must be x0,y0,x1,y1 (four whole numbers), got {raw!r}")
+    x0, y0, x1, y1 = (int(p) for p in parts)
+    if x1 < x0 or y1 < y0:
+        raise ParamError(f"bbox must have x0 <= x1 and y0 <= y1, got {raw!r}")
+    return BBox(x0, y0, x1, y1)
+
+
+Handler = Callable[[web.Request], Any]
+
+
+def _endpoint(read: Callable[[web.Request], Any]) -> Callable[[web.Request], Any]:
+    async def handle(request: web.Request) -> web.StreamResponse:
+        try:
+            result = read(request)
+            if asyncio.iscoroutine(result):
+                result = await result
+        except ParamError as exc:
+            return error(400, str(exc))
+        if isinstance(result, web.StreamResponse):
+            return result
+        return json_response(result)
+    return handle
+
+
+def add_routes(app: web.Application, server: WebServer) -> None:
+    """Every /api route, bound to ``server``."""
+    get = app.router.add_get
+    get("/api/state", _endpoint(lambda r: views.state(server)))
+    get("/api/map", _endpoint(lambda r: views.terrain(server)))
+    get("/api/entities", _endpoint(lambda r: _entities(server, r)))
+    get("/api/agents", _endpoint(lambda r: _agents(server, r)))
+    get("/api/agents/{id}", _endpoint(lambda r: _agent(server, r)))
+    get("/api/stats", _endpoint(lambda r: views.stats(server.console)))
+    get("/api/metrics", _endpoint(lambda r: _metrics(server, r)))
+    get("/api/abilities", _endpoint(lambda r: _abilities(server)))
+    get("/api/abilities/{name}", _endpoint(lambda r: _ability(server, r)))
+    get("/api/events", _endpoint(lambda r: _events(server, r)))
+    get("/api/log", _endpoint(lambda r: _log(server)))
+    app.router.add_post("/api/commands", _endpoint(lambda r: _command(server, r)))
+
+
+def _entities(server: WebServer, request: web.Request) -> dict[str, Any]:
+    kinds = _words(request, "kind", LAYERS) or list(LAYERS)
+    limit = _int(request, "limit", 100_000, low=1, high=1_000_000)
+    assert limit is not None
+    return views.entities(server, tuple(kinds), _bbox(request), limit)
+
+
+def _agents(server: WebServer, request: web.Request) -> dict[str, Any]:
+    sort = (_words(request, "sort", views.SORT_KEYS) or ["id"])
+    if len(sort) != 1:
+        raise ParamError(f"sort takes one key ({', '.join(views.SORT_KEYS)}), got {sort}")
+    limit = _int(request, "limit", 1000, low=1, high=100_000)
+    assert limit is not None
+    personality = _words(request, "personality", PERSONALITIES)
+    if personality is not None and len(personality) != 1:
+        raise ParamError("personality takes one value")
+    return views.agent_rows(server, sort=sort[0], limit=limit,
+                            personality=personality[0] if personality else None)
+
+
+def _agent(server: WebServer, request: web.Request) -> Any:
+    raw = request.match_info["id"]
+    if not re.fullmatch(r"[0-9]{1,19}", raw):
+        raise ParamError(f"id must be an entity id (a whole number), got {raw!r}")
+    detail = views.agent_detail(server, int(raw))
+    if detail is None:
+        return error(404, f"no living agent #{raw}; /api/agents lists them")
+    return detail
+
+
+def _metrics(server: WebServer, request: web.Request) -> dict[str, Any]:
+    names = _words(request, "series", server.series.names())
+    since = _int(request, "since", 0)
+    assert since is not None
+    return server.series.query(names, since)
+
+
+def _abilities(server: WebServer) -> dict[str, Any]:
+    return {"abilities": server.session.world.abilities.catalog()}
+
+
+def _ability(server: WebServer, request: web.Request) -> Any:
+    name = request.match_info["name"]
+    if not _ABILITY_NAME.fullmatch(name):
+        raise ParamError(f"name must be an ability name (lower case letters, digits, _), "
+                         f"got {name!r}")
+    book = server.session.world.abilities
+    spec = book.get(name)
+    if spec is None:
+        return error(404, f"no ability {name!r}; /api/abilities lists them")
+    return {**book.entry(spec), "source": spec.source}
+
+
+def _log(server: WebServer) -> web.StreamResponse:
+    path = server.session.world_log.path
+    if not path.exists():
+        return error(404, f"no world log at {path} yet")
+    return web.FileResponse(path, headers={
+        "Content-Type": "text/plain; charset=utf-8",
+        "Content-Disposition": 'attachment; filename="world.log"'})
+
+
+async def _command(server: WebServer, request: web.Request) -> web.Response:
+    try:
+        body = await request.json(loads=orjson.loads)
+    except (orjson.JSONDecodeError, UnicodeDecodeError) as exc:
+        return error(400, f"the body must be JSON like {{\"command\": \"/pause\"}}: {exc}")
+    command = body.get("command") if isinstance(body, dict) else None
+    if not isinstance(command, str) or not command.strip():
+        return error(400, "command must be a console command line, e.g. "
+                          "{\"command\": \"/spawn agent Zed 5 5\"}")
+    if len(command) > MAX_COMMAND:
+        return error(400, f"command is {len(command)} characters; at most {MAX_COMMAND}")
+    console = server.console
+    reply = await console.execute(command)
+    redact = server.session.redactor
+    lines = [redact(line) for line in reply]
+    return json_response({"command": redact(command), "ok": console.last_ok, "reply": lines,
+                          "tick": server.session.world.tick},
+                         200 if console.last_ok else 400)
+
+
+async def _events(server: WebServer, request: web.Request) -> dict[str, Any]:
+    since = _int(request, "since_tick", 0)
+    until = _int(request, "until_tick", None)
+    entity = _int(request, "entity", None)
+    limit = _int(request, "limit", 500, low=1, high=MAX_EVENTS)
+    assert since is not None and limit is not None
+    types = set(_words(request, "type") or ())
+    sources = set(_words(request, "source") or ())
+    kinds = set(_words(request, "kind", ("input", "event", "check", "marker")) or ())
+
+    def wanted(line: dict[str, Any]) -> bool:
+        tick = line.get("tick", -1)
+        return (tick >= since and (until is None or tick <= until)
+                and (not types or line.get("type") in types)
+                and (not sources or line.get("source") in sources)
+                and (not kinds or line.get("kind") in kinds)
+                and (entity is None or involves(line, entity)))
+
+    ring = list(server.feed.ring)
+    oldest = ring[0]["tick"] if ring else server.session.world.tick + 1
+    found: list[dict[str, Any]] = []
+    origin = "memory"
+    folder = server.session.save_dir
+    if since < oldest and folder is not None and (until is None or until >= since):
+        origin = "event log and memory"
+        found = await asyncio.to_thread(_from_log, server, since, min(
+            oldest - 1, until if until is not None else oldest - 1), wanted, limit)
+    found.extend(islice((e for e in ring if wanted(e)), max(0, limit - len(found) + 1)))
+    truncated = len(found) > limit
+    return {"events": found[:limit], "truncated": truncated, "from": origin,
+            "memory_from_tick": oldest}
+
+
+def _from_log(server: WebServer, since: int, until: int,
+              wanted: Callable[[dict[str, Any]], bool], limit: int) -> list[dict[str, Any]]:
+    """Lines of the save's event log from ``since`` to ``until`` (a worker thread: it reads
+    files only)."""
+    persistence = server.session.persistence
+    if persistence is None:
+        return []
+    out: list[dict[str, Any]] = []
+    reader = LogReader(persistence.folder, from_tick=since)
+    for scanned, line in enumerate(reader):
+        if line.get("tick", 0) > until or scanned >= MAX_LOG_SCAN:
+            break
+        if wanted(line):
+            out.append(line)
+            if len(out) > limit:
+                break
+    return out

@@ -1,0 +1,331 @@
+"""The telemetry API over a real aiohttp server on loopback: every endpoint, its bad
+parameters, and the guards on writes (token, read-only, origin, body size, path traversal)."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import zlib
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import pytest
+
+from agent_world.config import ConfigError
+from agent_world.persistence import SaveFolder
+from agent_world.persistence.replay import replay
+from agent_world.persistence.snapshots import load_first_snapshot
+from agent_world.web import WebError, WebServer, check_web
+from tests.web_helpers import Served, served, web_config
+
+
+def run(coro: Any) -> Any:
+    return asyncio.run(coro)
+
+
+def test_state_map_and_entities_describe_the_world(tmp_path: Path) -> None:
+    async def go() -> None:
+        async with served(tmp_path) as s:
+            await s.step(3)
+            state = await s.get("/api/state")
+            assert state["tick"] == s.world.tick == 3
+            assert state["paused"] is True and state["running"] is False
+            assert state["agents_alive"] == len(s.world.agents())
+            terrain = await s.get("/api/map")
+            tiles = zlib.decompress(base64.b64decode(terrain["tiles"]))
+            assert (terrain["width"], terrain["height"]) == (32, 32)
+            assert tiles == bytes(s.world.terrain.tiles)
+            everything = await s.get("/api/entities")
+            ids = sorted(rec[0] for rec in everything["agents"])
+            assert ids == [eid for eid, _row in s.world.agents()]
+            first = everything["agents"][0]
+            pos = s.world.agent_row(first[0])[1]  # type: ignore[index]
+            assert (first[1], first[2]) == (pos.x, pos.y)
+            box = await s.get(f"/api/entities?kind=agents&bbox={pos.x},{pos.y},{pos.x},"
+                              f"{pos.y}")
+            assert first[0] in [rec[0] for rec in box["agents"]]
+            assert all((r[1], r[2]) == (pos.x, pos.y) for r in box["agents"])
+            assert set(box) >= {"agents", "fields"} and "items" not in box
+            one = await s.get("/api/entities?kind=items&limit=1")
+            assert len(one["items"]) <= 1
+    run(go())
+
+
+@pytest.mark.parametrize(("query", "named"), [
+    ("/api/entities?kind=dragons", "kind"),
+    ("/api/entities?bbox=1,2,3", "bbox"),
+    ("/api/entities?bbox=5,5,1,1", "bbox"),
+    ("/api/entities?limit=0", "limit"),
+    ("/api/entities?limit=ten", "limit"),
+    ("/api/agents?sort=height", "sort"),
+    ("/api/agents?personality=grumpy", "personality"),
+    ("/api/agents/abc", "id"),
+    ("/api/events?since_tick=-5", "since_tick"),
+    ("/api/events?limit=999999", "limit"),
+    ("/api/events?kind=gossip", "kind"),
+    ("/api/metrics?series=nonsense", "series"),
+    ("/api/abilities/Bad..Name", "name"),
+])
+def test_a_bad_parameter_is_a_400_that_names_it(tmp_path: Path, query: str,
+                                                  named: str) -> None:
+    async def go() -> None:
+        async with served(tmp_path) as s:
+            body = await s.get(query, status=400)
+            assert body["error"].startswith(named), body
+    run(go())
+
+
+def test_agents_scoreboard_and_one_agent(tmp_path: Path) -> None:
+    async def go() -> None:
+        async with served(tmp_path) as s:
+            await s.step(20)
+            board = await s.get("/api/agents?sort=gold&limit=3")
+            golds = [a["gold"] for a in board["agents"]]
+            assert golds == sorted(golds, reverse=True) and len(golds) == 3
+            assert board["count"] == len(s.world.agents())
+            eid = board["agents"][0]["id"]
+            detail = await s.get(f"/api/agents/{eid}")
+            agent = s.world.agent_row(eid)[0]  # type: ignore[index]
+            assert detail["name"] == agent.name and detail["id"] == eid
+            assert set(detail) >= {"needs", "inventory", "plan", "thinking", "memory",
+                                   "relationships", "recent_events", "llm", "action"}
+            missing = await s.get("/api/agents/999999", status=404)
+            assert "no living agent" in missing["error"]
+    run(go())
+
+
+def test_stats_metrics_abilities_and_log(tmp_path: Path) -> None:
+    async def go() -> None:
+        async with served(tmp_path) as s:
+            s.server.series.interval = 5
+            await s.step(20)
+            stats = await s.get("/api/stats")
+            assert stats["ticks"]["tick"] == 20
+            assert stats["web"]["url"] == s.server.url
+            metrics = await s.get("/api/metrics?series=agents,gold_gini&since=10")
+            assert metrics["ticks"] == [10, 15, 20]
+            assert metrics["series"]["agents"][-1] == len(s.world.agents())
+            assert set(metrics["series"]) == {"agents", "gold_gini"}
+            catalog = await s.get("/api/abilities")
+            names = [a["name"] for a in catalog["abilities"]]
+            assert names == s.world.abilities.names()
+            if names:
+                one = await s.get(f"/api/abilities/{names[0]}")
+                assert one["source"] == s.world.abilities.get(names[0]).source  # type: ignore[union-attr]
+            await s.get("/api/abilities/no_such_power", status=404)
+            s.session.world_log.note(s.world.tick, "a line to download")
+            for _ in range(200):  # the log's own thread writes it
+                async with s.http.get(s.url + "/api/log") as resp:
+                    if resp.status == 200 and "a line to download" in await resp.text():
+                        break
+                await asyncio.sleep(0.02)
+            else:
+                raise AssertionError("the world log never held the line")
+    run(go())
+
+
+def test_events_filter_by_type_entity_and_tick(tmp_path: Path) -> None:
+    async def go() -> None:
+        async with served(tmp_path) as s:
+            await s.step(200)
+            every = (await s.get("/api/events?limit=5000"))["events"]
+            assert every and all(e["tick"] <= 200 for e in every)
+            kinds = {e["type"] for e in every}
+            some = sorted(kinds)[0]
+            only = (await s.get(f"/api/events?type={some}&limit=5000"))["events"]
+            assert only == [e for e in every if e["type"] == some]
+            window = (await s.get("/api/events?since_tick=50&until_tick=60&limit=5000")
+                      )["events"]
+            assert window == [e for e in every if 50 <= e["tick"] <= 60]
+            eid = next(e["agent"] for e in every if isinstance(e.get("agent"), int))
+            mine = (await s.get(f"/api/events?entity={eid}&limit=5000"))["events"]
+            assert mine and all(eid in (e.get("agent"), e.get("target"), e.get("victim"),
+                                        e.get("to"), e.get("killer")) for e in mine)
+            capped = await s.get("/api/events?limit=2")
+            assert len(capped["events"]) == 2 and capped["truncated"] is True
+    run(go())
+
+
+def test_older_events_come_from_the_save_folders_log(tmp_path: Path) -> None:
+    async def go() -> None:
+        async with served(tmp_path, save=True, ring_events=100) as s:
+            await s.step(300)
+            await _on_disk(s)
+            assert s.server.feed.ring[0]["tick"] > 1  # the ring forgot the first ticks
+            body = await s.get("/api/events?since_tick=0&until_tick=5&kind=event"
+                               "&limit=5000")
+            assert body["from"] == "event log and memory"
+            assert body["events"] and all(e["tick"] <= 5 for e in body["events"])
+    run(go())
+
+
+def test_commands_go_through_the_console_and_replay(tmp_path: Path) -> None:
+    async def go() -> None:
+        async with served(tmp_path, save=True) as s:
+            x, y = _free_tile(s)
+            reply = await s.command(f"/spawn agent Zed {x} {y}")
+            assert reply["ok"] is True
+            bad = await s.command("/spawn dragon", status=400)
+            assert bad["ok"] is False and bad["reply"][0].startswith("error: ")
+            assert len(bad["reply"]) == 1
+            unknown = await s.command("/fly", status=400)
+            assert "unknown command" in unknown["reply"][0]
+            stepped = await s.command("/step 5")
+            assert stepped["tick"] == 5
+            zed = s.world.find_agent("Zed")
+            assert zed is not None
+            resumed = await s.command("/resume")
+            assert "running" in resumed["reply"][0]
+            await s.command("/pause")
+            await s.step(40)
+            final = s.world.state_hash()
+            root = s.session.save_dir
+        assert root is not None  # (the session is closed: its log is complete)
+        folder = SaveFolder.open(root)
+        start = load_first_snapshot(folder, web_config(tmp_path)).world
+        result = replay(start, folder)
+        assert result.inputs >= 1 and start.state_hash() == final
+        start.close()
+    run(go())
+
+
+async def _on_disk(s: Served) -> None:
+    """Wait until the writer has put the log's lines on disk (/save writes them first)."""
+    reply = await s.command("/save")
+    assert reply["reply"][0].startswith("saved tick"), reply
+
+
+def _free_tile(s: Served) -> tuple[int, int]:
+    w = s.world
+    for y in range(2, w.terrain.height - 2):
+        for x in range(2, w.terrain.width - 2):
+            if (not w.terrain.is_blocked(x, y) and not w.agents_grid.at(x, y)
+                    and not w.items_grid.at(x, y)):
+                return x, y
+    raise AssertionError("no free tile")
+
+
+def test_a_token_guards_writes_and_read_only_refuses_them(tmp_path: Path) -> None:
+    async def go() -> None:
+        async with served(tmp_path, token="s3cret-token") as s:
+            await s.get("/api/state")  # reads stay open
+            no = await s.command("/pause", status=401)
+            assert "token" in no["error"]
+            await s.command("/pause", status=401, headers={"Authorization": "Bearer nope"})
+            ok = await s.command("/pause", headers={"Authorization": "Bearer s3cret-token"})
+            assert ok["ok"] is True
+        async with served(tmp_path, read_only=True) as s:
+            refused = await s.command("/pause", status=403)
+            assert "read-only" in refused["error"]
+            assert s.session.loop.paused  # (paused by the fixture; nothing changed it)
+    run(go())
+
+
+def test_writes_need_json_from_the_pages_own_origin_and_a_small_body(tmp_path: Path) -> None:
+    async def go() -> None:
+        async with served(tmp_path) as s:
+            url = s.url + "/api/commands"
+            async with s.http.post(url, data='{"command": "/pause"}',
+                                   headers={"Content-Type": "text/plain"}) as resp:
+                assert resp.status == 415
+            async with s.http.post(url, json={"command": "/resume"},
+                                   headers={"Origin": "http://evil.example"}) as resp:
+                assert resp.status == 403
+            async with s.http.post(url, json={"command": "/x" + "y" * 100_000}) as resp:
+                assert resp.status == 413
+            async with s.http.post(url, data="{not json",
+                                   headers={"Content-Type": "application/json"}) as resp:
+                assert resp.status == 400
+                assert "JSON" in (await resp.json())["error"]
+            assert s.session.loop.paused
+    run(go())
+
+
+@pytest.mark.parametrize("path", [
+    "/static/../server.py", "/static/%2e%2e/server.py", "/static/..%2fserver.py",
+    "/static/%2e%2e/%2e%2e/config.py", "/static//etc/passwd", "/../config.py",
+])
+def test_nothing_outside_the_static_folder_is_served(tmp_path: Path, path: str) -> None:
+    async def go() -> None:
+        async with served(tmp_path) as s:
+            reader, writer = await asyncio.open_connection("127.0.0.1",
+                                                           int(s.url.rsplit(":", 1)[1]))
+            writer.write(f"GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+                         .encode())
+            await writer.drain()
+            raw = await reader.read()
+            writer.close()
+            head, _, body = raw.partition(b"\r\n\r\n")
+            assert not head.startswith(b"HTTP/1.1 200"), head
+            assert b"import" not in body and b"root:" not in body
+            async with s.http.get(s.url + "/static/app.js") as ok:
+                assert ok.status in (200, 404)  # the page's own files are served
+            async with s.http.get(s.url + "/") as page:
+                assert page.status == 200 and "html" in (await page.text()).lower()
+    run(go())
+
+
+def test_no_response_holds_the_token_or_the_api_key(tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AW_WEB_TOKEN", "tok-9f8e7d6c5b4a")
+    cfg = web_config(tmp_path, token_env="AW_WEB_TOKEN")
+
+    async def go() -> None:
+        async with served(tmp_path, config=cfg, token="tok-9f8e7d6c5b4a") as s:
+            auth = {"Authorization": "Bearer tok-9f8e7d6c5b4a"}
+            bodies = []
+            for line in ("/spawn agent tok-9f8e7d6c5b4a", '/ability "tok-9f8e7d6c5b4a"'):
+                async with s.http.post(s.url + "/api/commands", json={"command": line},
+                                       headers=auth) as resp:
+                    bodies.append(await resp.text())
+            await s.step(5)
+            for path in ("/api/state", "/api/stats", "/api/agents", "/api/events",
+                         "/api/metrics", "/api/abilities", "/api/entities"):
+                async with s.http.get(s.url + path) as resp:
+                    bodies.append(await resp.text())
+            assert len(bodies) == 9
+            assert [b for b in bodies if "tok-9f8e7d6c5b4a" in b] == []
+    run(go())
+
+
+def test_settings_that_cannot_serve_stop_start_up(tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    cfg = web_config(tmp_path, host="0.0.0.0")
+    with pytest.raises(ConfigError, match="beyond loopback"):
+        check_web(cfg.web)
+    monkeypatch.delenv("AW_NO_SUCH_TOKEN", raising=False)
+    with pytest.raises(ConfigError, match="AW_NO_SUCH_TOKEN"):
+        check_web(web_config(tmp_path, token_env="AW_NO_SUCH_TOKEN").web)
+
+    async def go() -> None:
+        async with served(tmp_path) as s:
+            port = int(s.url.rsplit(":", 1)[1])
+            taken = web_config(tmp_path, port=port)
+            second = WebServer(s.session, taken.web)
+            url = await second.start()
+            assert url != s.server.url and f"port {port} is in use" in second.note
+            async with s.http.get(url + "api/state") as resp:
+                assert resp.status == 200
+            await second.close()
+            unbindable = WebServer(s.session, web_config(tmp_path, host="127.0.0.999").web,
+                                   token="t")
+            with pytest.raises(WebError, match=r"cannot listen on 127\.0\.0\.999"):
+                await unbindable.start()
+            await unbindable.close()
+    run(go())
+
+
+def test_ws_refuses_a_foreign_origin_and_too_many_clients(tmp_path: Path) -> None:
+    async def go() -> None:
+        async with served(tmp_path, max_clients=1) as s:
+            with pytest.raises(aiohttp.WSServerHandshakeError) as foreign:
+                await s.http.ws_connect(s.url + "/ws",
+                                        headers={"Origin": "http://evil.example"})
+            assert foreign.value.status == 403
+            first = await s.http.ws_connect(s.url + "/ws")
+            with pytest.raises(aiohttp.WSServerHandshakeError) as full:
+                await s.http.ws_connect(s.url + "/ws")
+            assert full.value.status == 503
+            await first.close()
+    run(go())
