@@ -479,8 +479,8 @@ class WebConfig:
         low=0.5, high=3600,
     )
     frame_budget: float = setting(
-        0.05, "share of the tick period the live feed may spend building frames; past it "
-        "frames come less often", low=0.001, high=1.0,
+        0.05, "share of the main thread's time the live feed may spend building frames "
+        "for the viewer; past it frames come less often", low=0.001, high=1.0,
     )
 
 

@@ -48,3 +48,11 @@ def test_relative_imports_are_not_used() -> None:
         tree = ast.parse(path.read_text(encoding="utf-8"))
         relative = [n for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.level]
         assert not relative, f"{path} uses a relative import"
+
+
+def test_only_the_command_line_attaches_the_web_layer() -> None:
+    """The web is an outer layer: the session and the console work without it."""
+    users = sorted(str(p.relative_to(PACKAGE)) for p in PACKAGE.rglob("*.py")
+                   if not str(p.relative_to(PACKAGE)).startswith("web/")
+                   and any(n.startswith("agent_world.web") for n in _imports(p)))
+    assert users == ["cli.py"]

@@ -122,31 +122,24 @@ class Delta:
             self.add[k] or self.upd[k] or self.drop[k] for k in LAYERS)
 
 
-class _Layer:
-    """What clients last saw of one layer: id -> the record's changing fields (which hold
-    the position first)."""
-
-    def __init__(self) -> None:
-        self.seen: dict[int, tuple[Any, ...]] = {}
-
-
 class LiveFeed:
     """Ring of recent events plus frame deltas for the web clients (main thread only)."""
 
-    def __init__(self, world: World, *, ring_events: int, tick_period: Callable[[], float],
+    def __init__(self, world: World, *, ring_events: int,
                  thinking: Callable[[], frozenset[int]] | None = None,
                  frame_budget: float = 0.05, max_events_per_frame: int = 500,
                  clock: Callable[[], float] = time.perf_counter) -> None:
         self.world = world
         self.ring: deque[Event] = deque(maxlen=ring_events)
         self.thinking = thinking or frozenset
-        self.tick_period = tick_period
         self.frame_budget = frame_budget
         self.max_events = max_events_per_frame
         self.clock = clock
         self.watchers = 0  # clients that want frames; none: no frame is ever built
         self.listeners: list[Callable[[Delta], None]] = []
-        self._layers = {k: _Layer() for k in LAYERS}
+        # What clients last saw, per layer: id -> the record's changing fields (position
+        # first); the base the next frame is compared with.
+        self._seen: dict[str, dict[int, tuple[Any, ...]]] = {k: {} for k in LAYERS}
         self._pending: list[Event] = []
         self._pending_dropped = 0
         self._next_frame_at = 0.0
@@ -158,7 +151,7 @@ class LiveFeed:
         note what is on the map now, the base the next frame is compared with."""
         if not self.watchers:
             for layer in LAYERS:
-                self._layers[layer].seen = self.states(layer)
+                self._seen[layer] = self.states(layer)
             self._pending, self._pending_dropped = [], 0
         self.watchers += 1
 
@@ -206,7 +199,7 @@ class LiveFeed:
         cost = self.clock() - started
         self.frames += 1
         self.frame_ms.append(cost * 1000)
-        # Spend at most frame_budget of the tick period on frames, on average.
+        # Spend at most frame_budget of the main thread's time on frames, on average.
         self._next_frame_at = started + cost / self.frame_budget
         return delta
 
@@ -256,8 +249,7 @@ class LiveFeed:
         return out
 
     def _diff(self, layer: str, delta: Delta) -> None:
-        seen = self._layers[layer]
-        before = seen.seen
+        before = self._seen[layer]
         now = self.states(layer)
         add, upd = delta.add[layer], delta.upd[layer]
         for eid, state in now.items():
@@ -269,7 +261,7 @@ class LiveFeed:
             elif old != state:
                 upd[eid] = [eid, *state]
         delta.drop[layer].update(before)
-        seen.seen = now
+        self._seen[layer] = now
 
     # -- figures ------------------------------------------------------------------------------
 

@@ -100,8 +100,7 @@ class WebServer:
         self._thinking_at = -1
         self._thinking: frozenset[int] = frozenset()
         self.feed = LiveFeed(session.world, ring_events=cfg.ring_events,
-                             tick_period=lambda: loop.period, thinking=self.thinking,
-                             frame_budget=cfg.frame_budget)
+                             thinking=self.thinking, frame_budget=cfg.frame_budget)
         self.series = MetricSeries(
             session.world, tick_ms=self._tick_ms,
             thinking=(session.llm.thinking if session.llm is not None else None))
