@@ -129,7 +129,7 @@ def test_events_filter_by_type_entity_and_tick(tmp_path: Path) -> None:
     async def go() -> None:
         async with served(tmp_path) as s:
             await s.step(200)
-            every = (await s.get("/api/events?limit=5000"))["events"]
+            every = (await s.get("/api/events?limit=5000&since_tick=0"))["events"]
             assert every and all(e["tick"] <= 200 for e in every)
             kinds = {e["type"] for e in every}
             some = sorted(kinds)[0]
@@ -328,4 +328,42 @@ def test_ws_refuses_a_foreign_origin_and_too_many_clients(tmp_path: Path) -> Non
                 await s.http.ws_connect(s.url + "/ws")
             assert full.value.status == 503
             await first.close()
+    run(go())
+
+
+def test_the_web_refuses_what_belongs_to_the_terminal(tmp_path: Path) -> None:
+    secret = tmp_path / "server-file.py"
+    secret.write_text("NAME = 'x'\n", encoding="utf-8")
+
+    async def go() -> None:
+        async with served(tmp_path) as s:
+            for line, said in (("/quit", "terminal"), ("/echo off", "terminal"),
+                               (f"/ability load {secret}", "reads a file on the server")):
+                reply = await s.command(line, status=400)
+                assert len(reply["reply"]) == 1 and said in reply["reply"][0], reply
+            assert not s.session.loop.stopped
+            async with s.http.get(s.url + "/ws") as resp:  # not an upgrade
+                assert resp.status == 400 and "WebSocket" in (await resp.json())["error"]
+    run(go())
+
+
+def test_input_lines_read_the_same_from_memory_and_from_the_log(tmp_path: Path) -> None:
+    async def go() -> None:
+        async with served(tmp_path, save=True) as s:
+            x, y = _free_tile(s)
+            await s.command(f"/spawn agent Ada {x} {y}")
+            await s.step(60)
+            ada = s.world.find_agent("Ada")
+            await _on_disk(s)
+            memory = (await s.get("/api/events?kind=input&source=web"))["events"]
+            logged = (await s.get("/api/events?kind=input&source=web&since_tick=0"
+                                  "&until_tick=0"))["events"]
+            assert memory and memory[0]["data"]["kind"] == "agent"
+            assert memory[0]["type"] == "spawn" and memory[0]["kind"] == "input"
+            checks = (await s.get("/api/events?kind=check&since_tick=0"))["events"]
+            assert checks and {c["kind"] for c in checks} == {"check"}
+            assert ada is not None
+            mine = (await s.get(f"/api/events?entity={ada}&since_tick=0"))["events"]
+            assert mine and all(e["tick"] >= 1 for e in mine)
+            del logged
     run(go())

@@ -71,11 +71,14 @@ class Console:
     Everything here runs on the main thread, between ticks."""
 
     def __init__(self, session: Session, *, notify: Callable[[str], None] | None = None,
-                 source: str = "console") -> None:
+                 source: str = "console",
+                 refuse: Callable[[str, list[str]], str | None] | None = None) -> None:
         """``source`` names where the commands come from in the inputs they submit (the
-        terminal's ``console``, the web's ``web``)."""
+        terminal's ``console``, the web's ``web``); ``refuse`` says why a command (its name
+        and words) is not taken from there, or None."""
         self.session = session
         self.source = source
+        self.refuse = refuse
         self.notify = notify
         self.quit_requested = False
         self.commands_run = 0
@@ -168,6 +171,10 @@ class Console:
         if command is None:
             self.errors += 1
             return [_unknown(words[0])]
+        refusal = self.refuse(name, words) if self.refuse is not None else None
+        if refusal is not None:
+            self.errors += 1
+            return [_one_line(f"error: {refusal}")]
         try:
             args = command.parse(words[1:])
             reply = await command.run(self, args)

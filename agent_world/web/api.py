@@ -28,6 +28,7 @@ __all__ = ["MAX_EVENTS", "ParamError", "add_routes", "error", "json_response"]
 MAX_EVENTS = 5000
 MAX_COMMAND = 2000
 MAX_LOG_SCAN = 2_000_000  # event-log lines one request may read at most
+LINE_KINDS = ("input", "event", "check", "marker")
 _ABILITY_NAME = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
 
 
@@ -202,49 +203,61 @@ async def _command(server: WebServer, request: web.Request) -> web.Response:
 
 
 async def _events(server: WebServer, request: web.Request) -> dict[str, Any]:
-    since = _int(request, "since_tick", 0)
+    """Recent lines from memory; with ``since_tick`` before what memory holds, or a kind
+    only the save's log has (check, marker), lines from the event log as well."""
+    ring = list(server.feed.ring)
+    oldest = ring[0]["tick"] if ring else server.session.world.tick + 1
+    since = _int(request, "since_tick", None)
     until = _int(request, "until_tick", None)
     entity = _int(request, "entity", None)
     limit = _int(request, "limit", 500, low=1, high=MAX_EVENTS)
-    assert since is not None and limit is not None
+    assert limit is not None
     types = set(_words(request, "type") or ())
     sources = set(_words(request, "source") or ())
-    kinds = set(_words(request, "kind", ("input", "event", "check", "marker")) or ())
+    kinds = set(_words(request, "kind", LINE_KINDS) or ())
+    first = oldest if since is None else since
 
     def wanted(line: dict[str, Any]) -> bool:
         tick = line.get("tick", -1)
-        return (tick >= since and (until is None or tick <= until)
+        data = line.get("data")
+        return (tick >= first and (until is None or tick <= until)
                 and (not types or line.get("type") in types)
                 and (not sources or line.get("source") in sources)
                 and (not kinds or line.get("kind") in kinds)
-                and (entity is None or involves(line, entity)))
+                and (entity is None or involves(line, entity)
+                     or (isinstance(data, dict) and involves(data, entity))))
 
-    ring = list(server.feed.ring)
-    oldest = ring[0]["tick"] if ring else server.session.world.tick + 1
+    log_only = kinds & {"check", "marker"}
     found: list[dict[str, Any]] = []
     origin = "memory"
-    folder = server.session.save_dir
-    if since < oldest and folder is not None and (until is None or until >= since):
+    if server.session.save_dir is not None and (first < oldest or log_only):
         origin = "event log and memory"
-        found = await asyncio.to_thread(_from_log, server, since, min(
-            oldest - 1, until if until is not None else oldest - 1), wanted, limit)
-    found.extend(islice((e for e in ring if wanted(e)), max(0, limit - len(found) + 1)))
+        # From the log: every kind before memory begins, and after it only what memory
+        # does not keep (state checks and markers).
+        found = await asyncio.to_thread(
+            _from_log, server, first, until,
+            lambda line: wanted(line) and (line.get("tick", 0) < oldest
+                                           or line.get("kind") in log_only),
+            limit)
+    if not kinds or kinds - log_only:
+        found.extend(islice((e for e in ring if wanted(e)), max(0, limit - len(found) + 1)))
+        found.sort(key=lambda line: line.get("tick", 0))  # log lines of later ticks, merged
     truncated = len(found) > limit
     return {"events": found[:limit], "truncated": truncated, "from": origin,
             "memory_from_tick": oldest}
 
 
-def _from_log(server: WebServer, since: int, until: int,
+def _from_log(server: WebServer, since: int, until: int | None,
               wanted: Callable[[dict[str, Any]], bool], limit: int) -> list[dict[str, Any]]:
-    """Lines of the save's event log from ``since`` to ``until`` (a worker thread: it reads
-    files only)."""
+    """Wanted lines of the save's event log from ``since`` to ``until`` (a worker thread:
+    it reads files only)."""
     persistence = server.session.persistence
     if persistence is None:
         return []
     out: list[dict[str, Any]] = []
     reader = LogReader(persistence.folder, from_tick=since)
     for scanned, line in enumerate(reader):
-        if line.get("tick", 0) > until or scanned >= MAX_LOG_SCAN:
+        if (until is not None and line.get("tick", 0) > until) or scanned >= MAX_LOG_SCAN:
             break
         if wanted(line):
             out.append(line)

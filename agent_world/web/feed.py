@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -67,7 +67,7 @@ def agent_record(eid: int, row: tuple[Any, ...], tick: int, thinking: frozenset[
             agent.brain]
 
 
-def event_position(world: World, event: Event) -> tuple[int, int] | None:
+def event_position(world: World, event: Mapping[str, Any]) -> tuple[int, int] | None:
     """Where an event happened: its own ``x``/``y``, else where the first entity it names
     stands now (called in the tick that emitted it)."""
     x, y = event.get("x"), event.get("y")
@@ -166,8 +166,14 @@ class LiveFeed:
         ring = self.ring
         fresh: list[Event] = []
         for inp in report.inputs:
-            fresh.append({"tick": tick, "seq": inp.seq, "kind": "input", "type": inp.type,
-                          "source": inp.source, **inp.data})
+            # The event log's own shape (its data nested), so a line reads the same
+            # whether it comes from memory or from the save folder.
+            line = {"tick": tick, "seq": inp.seq, "kind": "input", "type": inp.type,
+                    "source": inp.source, "data": inp.data}
+            where = event_position(world, inp.data)
+            if where is not None:
+                line["x"], line["y"] = where
+            fresh.append(line)
         for i, event in enumerate(report.events):
             line = {"tick": tick, "seq": i, "kind": "event", **event}
             where = event_position(world, event)

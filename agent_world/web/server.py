@@ -65,6 +65,19 @@ def web_token(cfg: WebConfig) -> str | None:
     return token
 
 
+def refused_on_the_web(name: str, words: list[str]) -> str | None:
+    """Why a command is not taken from the web (None: it is). Stopping the process and
+    reading the server's files stay with whoever runs it."""
+    if name == "quit":
+        return "/quit is for the world's own terminal (or Ctrl-C / SIGTERM there)"
+    if name == "echo":
+        return "/echo changes the world's terminal, which the web does not have"
+    if name == "ability" and words[1:2] and words[1].lower() == "load":
+        return ("/ability load reads a file on the server; load abilities from its "
+                "terminal, or ask for one with /ability \"DESCRIPTION\"")
+    return None
+
+
 def check_web(cfg: WebConfig) -> None:
     """ConfigError unless these settings can serve: a named token variable must be set, and
     an address beyond loopback needs a token."""
@@ -104,7 +117,7 @@ class WebServer:
         self.series = MetricSeries(
             session.world, tick_ms=self._tick_ms,
             thinking=(session.llm.thinking if session.llm is not None else None))
-        self.console = Console(session, source="web")
+        self.console = Console(session, source="web", refuse=refused_on_the_web)
         self.groups: dict[Subscription, Group] = {}
         self.clients: set[Client] = set()
         self.feed.listeners.append(self._on_delta)
@@ -189,10 +202,9 @@ class WebServer:
     def authorized(self, request: web.Request) -> bool:
         if self.token is None:
             return True
-        given = request.headers.get("Authorization", "")
-        scheme, _, value = given.partition(" ")
+        scheme, _, value = request.headers.get("Authorization", "").partition(" ")
         if scheme.lower() != "bearer":
-            value = request.query.get("token", "") if request.path == "/ws" else ""
+            return False
         return hmac.compare_digest(value.strip().encode(), self.token.encode())
 
     def same_origin(self, request: web.Request) -> bool:
@@ -275,18 +287,33 @@ class WebServer:
 
     def _on_delta(self, delta: Delta) -> None:
         for group in list(self.groups.values()):
-            frame = group.take(delta)
-            if frame is None:
-                continue
-            key: list[bytes] = []
+            try:
+                self._deliver(group, delta)
+            except Exception as exc:  # a viewer's bug must never stop the world
+                self.session.report_problem(
+                    f"web: a frame for {len(group.members)} client(s) failed "
+                    f"({type(exc).__name__}: {exc}); they are disconnected")
+                self.groups.pop(group.sub, None)
+                for client in list(group.members):
+                    client.group = None
+                    self.feed.unwatch()
+                    asyncio.get_running_loop().create_task(
+                        client.close("the server could not build your frame (a bug, "
+                                     "reported in the world log)", code=1011))
 
-            def keyframe(group: Group = group, key: list[bytes] = key) -> bytes:
-                if not key:  # built once per frame, for however many stale members
-                    key.append(orjson.dumps(group.start()))
-                return key[0]
+    def _deliver(self, group: Group, delta: Delta) -> None:
+        frame = group.take(delta)
+        if frame is None:
+            return
+        key: list[bytes] = []
 
-            for client in group.members:
-                client.offer(frame, keyframe)
+        def keyframe() -> bytes:
+            if not key:  # built once per frame, for however many stale members
+                key.append(encode(group.start()))
+            return key[0]
+
+        for client in group.members:
+            client.offer(frame, keyframe)
 
     def _subscribe(self, client: Client, sub: Subscription) -> None:
         self._leave(client)
@@ -296,7 +323,7 @@ class WebServer:
         group.members.add(client)
         client.group = group
         self.feed.watch()
-        client.send_now(orjson.dumps(group.start()))
+        client.send_now(encode(group.start()))
 
     def _leave(self, client: Client) -> None:
         group = client.group
@@ -316,6 +343,9 @@ class WebServer:
             return api.error(403, f"origin {request.headers.get('Origin')!r} is not this "
                                   "server's")
         ws = web.WebSocketResponse(compress=False, max_msg_size=MAX_WS_MESSAGE, heartbeat=30)
+        if not ws.can_prepare(request).ok:
+            return api.error(400, "/ws is a WebSocket: connect with a WebSocket client "
+                                  "(docs/api.md)")
         await ws.prepare(request)
         loop = asyncio.get_running_loop()
         client = Client(ws, request, size=self.cfg.client_queue,
@@ -360,6 +390,11 @@ class WebServer:
         else:
             client.send_now(_error(f"unknown op {op!r}; expected subscribe, unsubscribe or "
                                    "ping"))
+
+
+def encode(frame: object) -> bytes:
+    """A frame as JSON (components hold maps with whole-number keys)."""
+    return orjson.dumps(frame, option=orjson.OPT_NON_STR_KEYS)
 
 
 def _error(message: str) -> bytes:

@@ -184,13 +184,14 @@ class Group:
         pending, self.pending = self.pending, None
         frame = _delta_frame(pending, self.sub.layers)
         if self.sub.components and self.sub.entities:
-            detail = orjson.dumps(component_detail(self.feed, self.sub))
+            detail = orjson.dumps(component_detail(self.feed, self.sub),
+                                  option=orjson.OPT_NON_STR_KEYS)
             if detail != self._detail:
                 self._detail = detail
                 frame["detail"] = orjson.Fragment(detail)
         if pending.empty() and "detail" not in frame:
             frame = {"t": "delta", "tick": pending.tick}  # a heartbeat: the tick moved on
-        return orjson.dumps(frame)
+        return orjson.dumps(frame, option=orjson.OPT_NON_STR_KEYS)
 
     def _filter(self, delta: Delta) -> Delta:
         sub = self.sub
