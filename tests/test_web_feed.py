@@ -138,13 +138,26 @@ def test_events_and_components_follow_the_subscription(tmp_path: Path) -> None:
                 await s.step(20)
                 await catch_up(s, ws, model)
             assert model.events and {e["type"] for e in model.events} == {"say"}
+            from agent_world.core.components import Social
+
+            other = s.world.agents()[1][0]
+            s.world.store.get(eid, Social).relationships[other] = 0.5  # keyed by id
             await ws.send_str(orjson.dumps({"op": "subscribe", "layers": [],
-                                            "entities": [eid], "components": ["Needs"],
+                                            "entities": [eid],
+                                            "components": ["Needs", "Social"],
                                             "rate": 10}).decode())
             key = await receive(ws)
             assert key["t"] == "key"
             needs = key["detail"][str(eid)]["Needs"]
             assert set(needs) == {"hunger", "energy", "health", "max_health"}
+            assert key["detail"][str(eid)]["Social"]["relationships"][str(other)] == 0.5
+            s.world.store.get(eid, Social).relationships[other] = -0.25
+            await asyncio.sleep(0.12)
+            await s.step(1)
+            frame = await receive(ws)
+            while "detail" not in frame:
+                frame = await receive(ws)
+            assert frame["detail"][str(eid)]["Social"]["relationships"][str(other)] == -0.25
             await ws.close()
     asyncio.run(go())
 
