@@ -35,11 +35,12 @@ from bench.machine import describe_machine, load_average
 from bench.profile import profile_world
 from bench.report import build_tables, render_markdown, render_text
 from bench.scenario import saved_session
+from bench.web_bench import measure_web
 
 __all__ = ["main"]
 
 SECTIONS = ("flat", "paced", "snapshot", "eventlog", "replay", "memory", "capacity",
-            "snapshot10k", "llm", "mesa", "liveliness")
+            "snapshot10k", "llm", "mesa", "web", "liveliness")
 LIVELINESS_SEEDS = (913, 4271, 2026)  # 913 and 4271: the seeds issue 12 measured
 LIVELINESS_TICKS, LIVELINESS_WINDOW = 1_000_000, 50_000
 QUICK_LIVELINESS = (913,), 20_000, 10_000
@@ -80,7 +81,8 @@ def build_parser() -> argparse.ArgumentParser:
         prog="python -m bench",
         description="Measure Agent World: ticks/s, paced tick times, the largest population "
                     "at 10 Hz, snapshots, event log, replay, memory, the shared workload "
-                    "beside Mesa, and liveliness over 1,000,000 ticks on three seeds "
+                    "beside Mesa, the web viewer under load (20 WebSocket clients), and "
+                    "liveliness over 1,000,000 ticks on three seeds "
                     "(--only liveliness). 'python -m bench mesa' runs only the Mesa "
                     "comparison; 'python -m bench profile N' profiles an N-agent world.")
     parser.add_argument("--quick", action="store_true",
@@ -214,6 +216,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                                else measure_llm_load(log=_log))
     if "mesa" in sections:
         results["mesa"] = _mesa(args, quick)
+    if "web" in sections:
+        results["web"] = measure_web(quick=quick, log=_log)
     if "liveliness" in sections:
         seeds, ticks, window = (QUICK_LIVELINESS if quick else
                                 (LIVELINESS_SEEDS, LIVELINESS_TICKS, LIVELINESS_WINDOW))

@@ -177,6 +177,14 @@ def _summary_tables(results: dict[str, Any]) -> list[Table]:
         for n, r in mesa["sizes"].items():
             headline.rows.append([f"speed vs Mesa, {int(n):,} agents",
                                   f"{r['ratio']:.2f}x", ">= 5x"])
+    paced_web = (results.get("web") or {}).get("paced")
+    if paced_web is not None:
+        modes = paced_web["modes"]
+        headline.rows.append([f"{paced_web['agents']:,} agents, {_WEB_CLIENTS} WebSocket clients: "
+                              "tick p99 vs no server",
+                              f"{modes['clients']['tick']['p99_ms']:.1f} vs "
+                              f"{modes['none']['tick']['p99_ms']:.1f} ms "
+                              f"({paced_web['p99_ratio']:.2f}x)", "<= 1.10x"])
     if headline.rows:
         tables.append(headline)
     if load is not None and "skipped" not in load:
@@ -215,9 +223,144 @@ def _summary_tables(results: dict[str, Any]) -> list[Table]:
         tables.append(t)
     elif mesa is not None:
         tables.append(Table("Shared workload beside Mesa", ["note"], [[mesa["skipped"]]]))
+    web = results.get("web")
+    if web is not None:
+        tables.extend(_web_tables(web))
     live = results.get("liveliness")
     if live is not None:
         tables.extend(_liveliness_tables(live))
+    return tables
+
+
+_WEB_CLIENTS = 20
+_WEB_MODES = (("none", "no server"), ("server", "server, 0 clients"),
+              ("clients", f"server, {_WEB_CLIENTS} clients"))
+
+
+def _kb(n: float | None) -> str:
+    return "-" if n is None else f"{n / 1000:,.1f}"
+
+
+def _web_tables(web: dict[str, Any]) -> list[Table]:
+    paced, big = web["paced"], web["big"]
+    modes = paced["modes"]
+    t = Table(f"Web: {paced['agents']:,} agents paced at 10 Hz, three ways "
+              f"({paced['rounds']} block{'s' if paced['rounds'] != 1 else ''} of "
+              f"{paced['block_ticks']} ticks each; ms)",
+              ["web", "ticks", "Hz", "tick p50", "tick p99", "tick max",
+               "block p99s: median (range)", "p50 / none", "p99 / none", "between p99",
+               "main thread CPU", "frames/s", "frame p50", "frame max",
+               "frames' share of wall"])
+    base = modes["none"]["tick"]["p99_ms"]
+    base50 = modes["none"]["tick"]["p50_ms"]
+    for key, name in _WEB_MODES:
+        m = modes[key]
+        tick = m["tick"]
+        frame = m.get("frame_ms", {})
+        blocks = sorted(m["p99_per_block_ms"])
+        t.rows.append([name, _n(m["ticks"]), _n(m["rate_hz"], 2), _n(tick["p50_ms"]),
+                       _n(tick["p99_ms"]), _n(tick["max_ms"]),
+                       f"{blocks[len(blocks) // 2]:.1f} ({blocks[0]:.1f}-{blocks[-1]:.1f})",
+                       f"{tick['p50_ms'] / base50:.2f}x" if base50 else "-",
+                       f"{tick['p99_ms'] / base:.2f}x" if base else "-",
+                       _n(m["between"]["p99_ms"]), _pct(m["main_thread_cpu_share"]),
+                       _n(m.get("frames_per_s")), _n(frame.get("p50"), 2),
+                       _n(frame.get("max"), 2), _pct(m.get("frame_share_of_wall"))])
+    ratio = paced["p99_ratio"]
+    t.notes.append(
+        "The same world and session in interleaved blocks (rotating order), no save folder; "
+        "block p99s = each block's own p99; "
+        "tick = the tick loop's own tick time (World.step and every observer, the live "
+        "feed's frame included); between = the work after a tick (garbage collection); main "
+        "thread CPU = its CPU time over the wall time (ticks, the server's handlers and "
+        "socket writes); frame = the feed's frame (diff, filtering, encoding, hand-over) as "
+        "web.feed.stats() times it; share = frame time over wall time. The clients run in a "
+        'process of their own and subscribe with {"op": "subscribe", "rate": 10}.')
+    if ratio is not None:
+        t.notes.append(f"goal: tick p99 with {_WEB_CLIENTS} clients <= 1.10x the world's "
+                       f"without a server: {ratio:.2f}x "
+                       f"({'met' if ratio <= 1.10 else 'not met'})")
+    tables = [t]
+    c = modes["clients"].get("clients")
+    if c is not None:
+        t = Table(f"Web: {c['clients']} WebSocket clients subscribed to everything "
+                  f"({paced['agents']:,} agents at 10 Hz)", ["figure", "value"])
+        t.rows += [
+            ["KB received per client per s (median; min-max)",
+             f"{_kb(c['bytes_per_client_per_s'])} ({_kb(c['bytes_per_client_per_s_min'])}-"
+             f"{_kb(c['bytes_per_client_per_s_max'])})"],
+            ["KB sent per client per s (server's count)",
+             _kb(c["server_bytes_per_client_per_s"])],
+            ["delta frames per client per s (median; min)",
+             f"{c['frames_per_client_per_s']:.2f} ({c['frames_per_client_per_s_min']:.2f})"],
+            ["feed frames per s", _n(modes["clients"].get("frames_per_s"), 2)],
+            ["subscription groups (one encoding per frame each)", _n(c["groups"])],
+            ["keyframes after the first (a coalesced client's catch-up)",
+             _n(c["keyframes_after_the_first"])],
+            ["coalesced", _n(c["coalesced"])],
+            ["closed as too slow / by the server", f"{c['closed_as_too_slow']} / "
+                                                   f"{c['closed_by_server']}"],
+            [f"first frame with {c['clients']} connecting at once, ms (median; max)",
+             f"{c['first_frame_ms_all_at_once']['median']:,.1f} "
+             f"({c['first_frame_ms_all_at_once']['max']:,.1f})"],
+            ["keyframe KB", _kb(c["keyframe_bytes"])],
+        ]
+        tables.append(t)
+    d = big["deltas"]
+    holds = d["holds"]
+    t = Table(f"Web: deltas at {big['agents']:,} agents ({big['map']} map, "
+              f"{big['entities']:,} entities), a frame after each of {d['frames']} ticks",
+              ["figure", "value"])
+    key = d["keyframe"]
+    t.rows += [
+        ["delta per tick for a subscriber to everything, KB (median; min-max)",
+         f"{_kb(d['bytes']['median'])} ({_kb(d['bytes']['min'])}-{_kb(d['bytes']['max'])})"],
+        ["of which agents / items / objects / events, KB (median)",
+         " / ".join(_kb(holds.get(f"bytes_{p}")) for p in ("agents", "items", "objects",
+                                                          "events"))],
+        ["records: agents updated / items added, dropped / objects updated (median)",
+         f"{_n(holds.get('agents_upd'))} / {_n(holds.get('items_add'))}, "
+         f"{_n(holds.get('items_drop'))} / {_n(holds.get('objects_upd'))}"],
+        [f"events per frame (at most {d['max_events_per_frame']}) / dropped (median)",
+         f"{_n(holds.get('events'))} / {_n(holds.get('events_dropped'))}"],
+        ["frame build ms (median; max)", f"{d['frame_ms']['p50']:.1f} "
+                                         f"({d['frame_ms']['max']:.1f})"],
+        ["of which reading the layers' state: agents / items / objects ms",
+         " / ".join(f"{d['scan_ms'][p]:.1f}" for p in ("agents", "items", "objects"))],
+        ["tick without a frame / with its frame, ms (median; max)",
+         f"{d['tick_without_frame']['p50_ms']:.1f} ({d['tick_without_frame']['max_ms']:.1f}) / "
+         f"{d['tick_with_frame']['p50_ms']:.1f} ({d['tick_with_frame']['max_ms']:.1f})"],
+        ["garbage collection after the tick without a frame / with, ms (median; max)",
+         f"{d['between_without_frame']['p50_ms']:.1f} "
+         f"({d['between_without_frame']['max_ms']:.1f}) / "
+         f"{d['between_with_frame']['p50_ms']:.1f} ({d['between_with_frame']['max_ms']:.1f})"],
+        [f"frames per s the default web.frame_budget ({d['frame_budget']:g}) allows",
+         _n(d["default_budget_frames_per_s"], 2)],
+        ["keyframe KB (agents / items / objects records)",
+         f"{_kb(key['bytes'])} ({key['records']['agents']:,} / {key['records']['items']:,} / "
+         f"{key['records']['objects']:,})"],
+        ["keyframe build + encode ms", f"{key['build_ms']:.1f} + {key['encode_ms']:.1f}"],
+    ]
+    t.notes.append("Ticks flat out: first with no client (without a frame), then with a "
+                   "subscriber to everything and web.frame_budget lifted to 1 so that every "
+                   "tick gets its frame (rate 30, so that no tick's delta is merged into the "
+                   "next). Sizes are the encoded JSON sent; the layers' state is read again "
+                   "after each tick to time it, outside the tick.")
+    tables.append(t)
+    t = Table("Web: time to first frame (connection to keyframe, one client at a time, world "
+              "running at 10 Hz)",
+              ["agents", "entities", "clients", "median ms", "min ms", "max ms", "keyframe KB",
+               "keyframe build + encode ms (in process)"])
+    for part in (paced, big):
+        f = part["first_frame"]
+        t.rows.append([_n(part["agents"]), _n(part["entities"]), _n(f["count"]),
+                       _n(f["median_ms"]), _n(f["min_ms"]), _n(f["max_ms"]),
+                       _kb(f["keyframe_bytes"]),
+                       f"{f['keyframe']['build_ms']:.1f} + {f['keyframe']['encode_ms']:.1f}"])
+    t.notes.append("From the start of the WebSocket connection (HTTP upgrade) to the keyframe "
+                   "received, subscribing as soon as it is open; the server answers between "
+                   "ticks, so a tick in progress delays it.")
+    tables.append(t)
     return tables
 
 
