@@ -8,31 +8,29 @@ import argparse
 __all__ = ["positive_int", "seed", "speed", "tick"]
 
 
-def positive_int(text: str) -> int:
+def _whole(text: str, noun: str) -> int:
     try:
-        value = int(text)
+        return int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+        raise argparse.ArgumentTypeError(f"expected {noun}, got {text!r}") from None
+
+
+def positive_int(text: str) -> int:
+    value = _whole(text, "a whole number")
     if value < 1:
         raise argparse.ArgumentTypeError(f"expected a number >= 1, got {value}")
     return value
 
 
 def tick(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a tick number, got {text!r}") from None
+    value = _whole(text, "a tick number")
     if value < 0:
         raise argparse.ArgumentTypeError(f"expected a tick >= 0, got {value}")
     return value
 
 
 def seed(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    value = _whole(text, "a whole number")
     if not 0 <= value < 2**63:
         raise argparse.ArgumentTypeError(f"expected 0 <= seed < 2**63, got {value}")
     return value

@@ -19,7 +19,8 @@ from agent_world.core import components as c
 if TYPE_CHECKING:
     from agent_world.console.commands import Console
 
-__all__ = ["SEAM_ATTRS", "StatsSection", "default_sections", "format_figures", "show"]
+__all__ = ["SEAM_ATTRS", "StatsSection", "default_sections", "format_figures", "sections",
+           "show"]
 
 SEAM_ATTRS = ("llm", "angel", "sandbox", "persistence", "web")
 """Session attributes that, when present and not None, report ``stats() -> dict``."""
@@ -203,13 +204,19 @@ def default_sections() -> list[StatsSection]:
     ]
 
 
-async def show(console: Console, _args: NoArgs) -> list[str]:
-    lines = [line for s in console.stats_sections
-             for line in format_figures(s.title, s.figures(console))]
+def sections(console: Console) -> list[tuple[str, Figures]]:
+    """Every section's title and raw figures: the built-in ones, then each seam's."""
+    out = [(s.title, s.figures(console)) for s in console.stats_sections]
     for attr in SEAM_ATTRS:
         part = getattr(console.session, attr, None)
         if part is not None and callable(getattr(part, "stats", None)):
-            figures = part.stats()
-            view = VIEWS.get(attr)
-            lines.extend(format_figures(attr, view(figures) if view else figures))
+            out.append((attr, part.stats()))
+    return out
+
+
+async def show(console: Console, _args: NoArgs) -> list[str]:
+    lines = []
+    for title, figures in sections(console):
+        view = VIEWS.get(title)
+        lines.extend(format_figures(title, view(figures) if view else figures))
     return lines

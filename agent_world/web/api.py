@@ -86,9 +86,6 @@ def _bbox(request: web.Request) -> BBox | None:
     return BBox(x0, y0, x1, y1)
 
 
-Handler = Callable[[web.Request], Any]
-
-
 def _endpoint(read: Callable[[web.Request], Any]) -> Callable[[web.Request], Any]:
     async def handle(request: web.Request) -> web.StreamResponse:
         try:

@@ -58,13 +58,24 @@ def _health(needs: c.Needs) -> int:
     return max(0, min(100, int(100 * needs.health / needs.max_health + 0.5)))
 
 
+def _flags(eid: int, combat: c.Combat, tick: int, thinking: frozenset[int]) -> int:
+    return (THINKING if eid in thinking else 0) | (
+        DEFENDING if combat.defending_until > tick else 0)
+
+
 def agent_record(eid: int, row: tuple[Any, ...], tick: int, thinking: frozenset[int]) -> Record:
     """An agent as clients draw it (fields as in ``AGENT_FIELDS``)."""
-    agent, pos, needs, combat = row[0], row[1], row[2], row[5]
-    flags = (THINKING if eid in thinking else 0) | (
-        DEFENDING if combat.defending_until > tick else 0)
-    return [eid, pos.x, pos.y, _health(needs), flags, agent.name, agent.personality,
-            agent.brain]
+    agent, pos, needs = row[0], row[1], row[2]
+    return [eid, pos.x, pos.y, _health(needs), _flags(eid, row[5], tick, thinking),
+            agent.name, agent.personality, agent.brain]
+
+
+def _item_record(eid: int, item: c.Item, pos: c.Position) -> Record:
+    return [eid, pos.x, pos.y, item.qty, item.kind]
+
+
+def _object_record(eid: int, obj: c.StaticObject, pos: c.Position) -> Record:
+    return [eid, pos.x, pos.y, obj.stock, obj.kind]
 
 
 def event_position(world: World, event: Mapping[str, Any]) -> tuple[int, int] | None:
@@ -164,20 +175,17 @@ class LiveFeed:
         tick = report.tick
         world = self.world
         ring = self.ring
+        # The event log's own shapes (an input's data nested), so a line reads the same
+        # whether it comes from memory or from the save folder; placed where it happened.
         fresh: list[Event] = []
-        for inp in report.inputs:
-            # The event log's own shape (its data nested), so a line reads the same
-            # whether it comes from memory or from the save folder.
-            line = {"tick": tick, "seq": inp.seq, "kind": "input", "type": inp.type,
-                    "source": inp.source, "data": inp.data}
-            where = event_position(world, inp.data)
-            if where is not None:
-                line["x"], line["y"] = where
-            fresh.append(line)
-        for i, event in enumerate(report.events):
-            line = {"tick": tick, "seq": i, "kind": "event", **event}
-            where = event_position(world, event)
-            if where is not None and "x" not in event:
+        for line, fields in (
+                *(({"tick": tick, "seq": inp.seq, "kind": "input", "type": inp.type,
+                    "source": inp.source, "data": inp.data}, inp.data)
+                  for inp in report.inputs),
+                *(({"tick": tick, "seq": i, "kind": "event", **event}, event)
+                  for i, event in enumerate(report.events))):
+            where = event_position(world, fields)
+            if where is not None and "x" not in line:
                 line["x"], line["y"] = where
             fresh.append(line)
         ring.extend(fresh)
@@ -216,8 +224,7 @@ class LiveFeed:
             tick = world.tick
             thinking = self.thinking()
             return {eid: (row[1].x, row[1].y, _health(row[2]),
-                          (THINKING if eid in thinking else 0)
-                          | (DEFENDING if row[5].defending_until > tick else 0))
+                          _flags(eid, row[5], tick, thinking))
                     for eid, row in world.agents()}
         if layer == "items":
             return {eid: (pos.x, pos.y, item.qty)
@@ -233,26 +240,30 @@ class LiveFeed:
             return None if row is None else agent_record(eid, row, world.tick,
                                                          self.thinking())
         store = world.store
-        if eid not in store:
-            return None
-        pos = store.try_get(eid, c.Position)
+        pos = store.try_get(eid, c.Position) if eid in store else None
         if pos is None:
             return None
         if layer == "items":
             item = store.try_get(eid, c.Item)
-            return None if item is None else [eid, pos.x, pos.y, item.qty, item.kind]
+            return None if item is None else _item_record(eid, item, pos)
         obj = store.try_get(eid, c.StaticObject)
-        return None if obj is None else [eid, pos.x, pos.y, obj.stock, obj.kind]
+        return None if obj is None else _object_record(eid, obj, pos)
 
     def records(self, layer: str, bbox: BBox | None = None) -> list[Record]:
         """Every record of a layer (inside ``bbox`` when given), ascending by id."""
-        out = []
-        for eid, state in self.states(layer).items():
-            if bbox is None or bbox.holds(state[0], state[1]):
-                rec = self.record(layer, eid)
-                if rec is not None:
-                    out.append(rec)
-        return out
+        world = self.world
+        if layer == "agents":
+            tick, thinking = world.tick, self.thinking()
+            found = [agent_record(eid, row, tick, thinking) for eid, row in world.agents()]
+        elif layer == "items":
+            found = [_item_record(eid, item, pos)
+                     for eid, (item, pos) in world.store.query(c.Item, c.Position)]
+        else:
+            found = [_object_record(eid, obj, pos)
+                     for eid, (obj, pos) in world.store.query(c.StaticObject, c.Position)]
+        if bbox is None:
+            return found
+        return [rec for rec in found if bbox.holds(rec[1], rec[2])]
 
     def _diff(self, layer: str, delta: Delta) -> None:
         before = self._seen[layer]

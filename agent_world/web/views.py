@@ -151,9 +151,4 @@ def agent_detail(server: WebServer, eid: int) -> dict[str, Any] | None:
 
 def stats(console: Console) -> dict[str, Any]:
     """The figures of /stats, section by section, as data."""
-    out: dict[str, Any] = {s.title: dict(s.figures(console)) for s in console.stats_sections}
-    for attr in console_stats.SEAM_ATTRS:
-        part = getattr(console.session, attr, None)
-        if part is not None and callable(getattr(part, "stats", None)):
-            out[attr] = part.stats()
-    return out
+    return {title: dict(figures) for title, figures in console_stats.sections(console)}
