@@ -281,3 +281,39 @@ def test_merged_deltas_equal_the_deltas_applied_in_turn() -> None:
                                     6: [6, 7, 7, 100, 0, "Bo", "gatherer", "builtin"]}
     assert merged.upd["agents"] == {} and merged.drop["agents"] == set()
     assert merged.add["items"] == {9: [9, 0, 0, 2, "apple"]}
+
+
+def test_frames_follow_every_change_the_world_makes_to_its_ground(tmp_path: Path) -> None:
+    """Items and objects are read only where the world notes a change: over a long run
+    (pickups, harvests, spoiling, regrowth, deaths that drop goods) the frames must still
+    add up to the world, layer by layer."""
+    from agent_world.config import Config
+    from agent_world.core.world import World
+    from agent_world.web.feed import LiveFeed
+
+    config = Config().replace(world={"starting_agents": 40, "seed": 5},
+                              paths={"saves": str(tmp_path), "logs": str(tmp_path)})
+    world = World.create(config)
+    feed = LiveFeed(world, ring_events=100, frame_budget=1.0)
+    model = Model()
+    feed.listeners.append(lambda d: model.apply(orjson.loads(orjson.dumps(
+        {"t": "delta", "tick": d.tick,
+         **{layer: {"add": list(d.add[layer].values()), "upd": list(d.upd[layer].values()),
+                    "drop": sorted(d.drop[layer])} for layer in LAYERS}}))))
+    feed.watch()
+    model.apply({"t": "key", "tick": world.tick,
+                 **{layer: feed.records(layer) for layer in LAYERS}})
+    seen: dict[str, int] = {}
+    for tick in range(1, 901):
+        report = world.step()
+        feed.on_tick(report)
+        for event in report.events:
+            seen[event["type"]] = seen.get(event["type"], 0) + 1
+        if tick % 150 == 0:
+            for layer in LAYERS:
+                assert model.layers[layer] == {r[0]: r for r in feed.records(layer)}, (
+                    f"{layer} at tick {tick}")
+    assert seen.get("pickup") and seen.get("harvest"), seen  # the ground did change
+    feed.unwatch()
+    assert world.ground_changes is None  # nobody watches: the world keeps nothing
+    world.close()

@@ -472,10 +472,7 @@ def _transfer(world: World, caster: int, e: Effect) -> str:
         return f"give {qty} {kind} to {world.label(dst)}"
     obj = store.try_get(src, c.StaticObject)
     if obj is not None:
-        if obj.stock == OBJECTS[obj.kind].max_stock or obj.regrow_at <= world.tick:
-            obj.regrow_at = world.tick + world.rules.object_regrow_ticks
-        obj.stock -= qty
-        world.regrowing.add(src)
+        world.deplete(src, obj, qty)
         store.get(caster, c.Inventory).add(kind, qty)
         return f"take {qty} {kind} from {world.label(src)}"
     item = store.get(src, c.Item)
@@ -483,8 +480,7 @@ def _transfer(world: World, caster: int, e: Effect) -> str:
     if item.qty <= qty:
         world.remove_entity(src)  # keeps the ground tally
     else:
-        item.qty -= qty
-        world.ground_goods[kind] -= qty
+        world.take_from_stack(src, item, qty)
     store.get(caster, c.Inventory).add(kind, qty)
     return f"take {qty} {kind} from {label}"
 

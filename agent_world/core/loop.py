@@ -156,7 +156,7 @@ class TickLoop:
         as the main thread's cost of the tick. An overrun is reported with the next tick,
         once the whole cost is known."""
         start = self.clock.now()
-        report = self.world.step()
+        report = self.advance()
         if self._late is not None:
             report = TickReport(tick=report.tick, inputs=report.inputs,
                                 events=[*report.events, self._late])
@@ -174,6 +174,10 @@ class TickLoop:
         if self.between_ticks is not None:
             self.between_ticks()
         return report
+
+    def advance(self) -> TickReport:
+        """The world's step (a served replay steps with logged inputs instead)."""
+        return self.world.step()
 
     async def run(self, *, max_ticks: int | None = None, paced: bool = True) -> None:
         """Tick until stopped (or ``max_ticks`` more ticks). Unpaced runs go flat out."""

@@ -97,6 +97,9 @@ class World:
         self.abilities = AbilityBook(config.abilities)
         self.minds = Minds()  # what built-in brains remember beyond their components
         self.replaying = False  # true while a step's inputs come from a log
+        # Ids of items and objects whose ground state (existence, position, quantity, stock)
+        # changed since a reader last took them; None (nothing kept) until someone asks.
+        self.ground_changes: set[int] | None = None
         self._events: list[Event] = []
         self._late_inputs: list[Input] = []
         self._row_index: dict[int, AgentRow] = {}
@@ -281,11 +284,38 @@ class World:
             item = self.store.get(eid, c.Item)
             if item.kind == kind and item.owner == owner:
                 item.qty += qty
+                self.ground_changed(eid)
                 return eid
         pos = c.Position(x, y)
         eid = self.store.create(c.Item(kind=kind, qty=qty, owner=owner), pos)
         self.items_grid.insert(eid, pos)
+        self.ground_changed(eid)
         return eid
+
+    def take_from_stack(self, eid: int, item: c.Item, qty: int) -> None:
+        """Take ``qty`` units off a ground stack, leaving some (the caller removes a stack
+        it empties)."""
+        item.qty -= qty
+        self.ground_goods[item.kind] -= qty
+        self.ground_changed(eid)
+
+    def deplete(self, eid: int, obj: c.StaticObject, qty: int) -> None:
+        """Take ``qty`` from an object's stock; it starts regrowing if it was full (or its
+        regrowth was due)."""
+        if obj.stock == OBJECTS[obj.kind].max_stock or obj.regrow_at <= self.tick:
+            obj.regrow_at = self.tick + self.rules.object_regrow_ticks
+        obj.stock -= qty
+        self.regrowing.add(eid)
+        self.ground_changed(eid)
+
+    def ground_changed(self, eid: int) -> None:
+        changes = self.ground_changes
+        if changes is not None:
+            changes.add(eid)
+
+    def track_ground_changes(self, on: bool) -> None:
+        """Start (an empty set) or stop (None) keeping ``ground_changes``."""
+        self.ground_changes = set() if on else None
 
     def spawn_object(self, kind: str, x: int, y: int) -> int:
         spec = OBJECTS.get(kind)
@@ -344,6 +374,7 @@ class World:
                 self.terrain.unblock(pos.x, pos.y)
             if obj.kind == "shelter":
                 self._shelter_area(pos.x, pos.y, -1)
+        self.ground_changed(eid)
         store.delete(eid)
 
     # -- queries -----------------------------------------------------------------------------
@@ -590,6 +621,7 @@ class World:
                 self._shelter_area(pos.x, pos.y, 1)
             if obj.stock < OBJECTS[obj.kind].max_stock:
                 self.regrowing.add(eid)
+        self.ground_changed(eid)
 
     def close(self) -> None:
         self.store.close()

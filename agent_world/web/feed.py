@@ -63,6 +63,23 @@ def _flags(eid: int, combat: c.Combat, tick: int, thinking: frozenset[int]) -> i
         DEFENDING if combat.defending_until > tick else 0)
 
 
+_BITS = 21  # per field but the last (unbounded): a tile coordinate, a health percentage
+_MASK = (1 << _BITS) - 1
+
+
+def _pack(*fields: int) -> int:
+    packed = 0
+    for i, value in enumerate(fields):
+        packed |= value << (i * _BITS)
+    return packed
+
+
+def _unpack(packed: int, n: int) -> list[int]:
+    fields = [(packed >> (i * _BITS)) & _MASK for i in range(n - 1)]
+    fields.append(packed >> ((n - 1) * _BITS))
+    return fields
+
+
 def agent_record(eid: int, row: tuple[Any, ...], tick: int, thinking: frozenset[int]) -> Record:
     """An agent as clients draw it (fields as in ``AGENT_FIELDS``)."""
     agent, pos, needs = row[0], row[1], row[2]
@@ -139,18 +156,25 @@ class LiveFeed:
     def __init__(self, world: World, *, ring_events: int,
                  thinking: Callable[[], frozenset[int]] | None = None,
                  frame_budget: float = 0.05, max_events_per_frame: int = 500,
-                 clock: Callable[[], float] = time.perf_counter) -> None:
+                 clock: Callable[[], float] = time.perf_counter,
+                 defer: Callable[[Callable[[], None]], Any] | None = None) -> None:
         self.world = world
         self.ring: deque[Event] = deque(maxlen=ring_events)
         self.thinking = thinking or frozenset
         self.frame_budget = frame_budget
         self.max_events = max_events_per_frame
         self.clock = clock
+        # How a frame gets off the tick: the server passes its event loop's call_soon, so
+        # the frame is built after the tick, while the loop waits for the next one. Without
+        # it (tests, benchmarks) a frame is built inside on_tick.
+        self.defer = defer
+        self._deferred = False
         self.watchers = 0  # clients that want frames; none: no frame is ever built
         self.listeners: list[Callable[[Delta], None]] = []
-        # What clients last saw, per layer: id -> the record's changing fields (position
-        # first); the base the next frame is compared with.
-        self._seen: dict[str, dict[int, tuple[Any, ...]]] = {k: {} for k in LAYERS}
+        # What clients last saw, per layer: id -> the record's changing fields packed into
+        # one int (position first); the base the next frame is compared with. Ints, not
+        # tuples: the garbage collector never walks a dict that holds only ints.
+        self._seen: dict[str, dict[int, int]] = {k: {} for k in LAYERS}
         self._pending: list[Event] = []
         self._pending_dropped = 0
         self._next_frame_at = 0.0
@@ -159,15 +183,32 @@ class LiveFeed:
 
     def watch(self) -> None:
         """A client starts watching (it takes a keyframe now). The first one makes the feed
-        note what is on the map now, the base the next frame is compared with."""
+        note what is on the map now, the base the next frame is compared with, and has the
+        world keep the ids of the items and objects that change."""
         if not self.watchers:
             for layer in LAYERS:
                 self._seen[layer] = self.states(layer)
+            self.world.track_ground_changes(True)
             self._pending, self._pending_dropped = [], 0
         self.watchers += 1
 
+    def rebind(self, world: World) -> None:
+        """Follow a replaced world (a served replay's seek). Memory holds nothing of it
+        yet; what clients saw is of the old world, so the base is taken anew."""
+        self.world.track_ground_changes(False)
+        self.world = world
+        self.ring.clear()
+        self._pending, self._pending_dropped = [], 0
+        if self.watchers:
+            for layer in LAYERS:
+                self._seen[layer] = self.states(layer)
+            world.track_ground_changes(True)
+
     def unwatch(self) -> None:
         self.watchers = max(0, self.watchers - 1)
+        if not self.watchers:
+            self.world.track_ground_changes(False)
+            self._seen = {k: {} for k in LAYERS}
 
     # -- tick observer ------------------------------------------------------------------------
 
@@ -194,7 +235,17 @@ class LiveFeed:
         room = self.max_events - len(self._pending)
         self._pending.extend(fresh[:room])
         self._pending_dropped += max(0, len(fresh) - room)
-        if self.clock() >= self._next_frame_at:
+        if self._deferred or self.clock() < self._next_frame_at:
+            return
+        if self.defer is None:
+            self.frame()
+        else:
+            self._deferred = True
+            self.defer(self._deferred_frame)
+
+    def _deferred_frame(self) -> None:
+        self._deferred = False
+        if self.watchers:
             self.frame()
 
     # -- frames -------------------------------------------------------------------------------
@@ -204,8 +255,8 @@ class LiveFeed:
         the next frame out by what this one cost."""
         started = self.clock()
         delta = Delta(tick=self.world.tick)
-        for layer in LAYERS:
-            self._diff(layer, delta)
+        self._diff_agents(delta)
+        self._diff_ground(delta)
         delta.events, self._pending = self._pending, []
         delta.events_dropped, self._pending_dropped = self._pending_dropped, 0
         for listener in self.listeners:
@@ -217,20 +268,33 @@ class LiveFeed:
         self._next_frame_at = started + cost / self.frame_budget
         return delta
 
-    def states(self, layer: str) -> dict[int, tuple[Any, ...]]:
-        """The changing fields of every entity of a layer now (position first)."""
+    def states(self, layer: str) -> dict[int, int]:
+        """The changing fields of every entity of a layer now, packed (``pack``)."""
         world = self.world
         if layer == "agents":
-            tick = world.tick
-            thinking = self.thinking()
-            return {eid: (row[1].x, row[1].y, _health(row[2]),
-                          _flags(eid, row[5], tick, thinking))
-                    for eid, row in world.agents()}
+            return self._agent_states()
         if layer == "items":
-            return {eid: (pos.x, pos.y, item.qty)
+            return {eid: _pack(pos.x, pos.y, item.qty)
                     for eid, (item, pos) in world.store.query(c.Item, c.Position)}
-        return {eid: (pos.x, pos.y, obj.stock)
+        return {eid: _pack(pos.x, pos.y, obj.stock)
                 for eid, (obj, pos) in world.store.query(c.StaticObject, c.Position)}
+
+    def _agent_states(self) -> dict[int, int]:
+        # The hottest loop of a frame (every agent, every frame): _pack, _health and _flags
+        # written out.
+        tick = self.world.tick
+        thinking = self.thinking()
+        out: dict[int, int] = {}
+        y_at, hp_at, flags_at = _BITS, 2 * _BITS, 3 * _BITS
+        for eid, row in self.world.agents():
+            pos, needs = row[1], row[2]
+            top = needs.max_health
+            hp = int(100 * needs.health / top + 0.5) if top > 0 else 0
+            hp = 0 if hp < 0 else 100 if hp > 100 else hp
+            flags = (THINKING if eid in thinking else 0) | (
+                DEFENDING if row[5].defending_until > tick else 0)
+            out[eid] = pos.x | pos.y << y_at | hp << hp_at | flags << flags_at
+        return out
 
     def record(self, layer: str, eid: int) -> Record | None:
         """One entity's whole record as clients draw it, or None if it is gone."""
@@ -265,20 +329,62 @@ class LiveFeed:
             return found
         return [rec for rec in found if bbox.holds(rec[1], rec[2])]
 
-    def _diff(self, layer: str, delta: Delta) -> None:
-        before = self._seen[layer]
-        now = self.states(layer)
-        add, upd = delta.add[layer], delta.upd[layer]
+    def _diff_agents(self, delta: Delta) -> None:
+        """Agents move and change every tick: all of them are compared."""
+        before = self._seen["agents"]
+        now = self.states("agents")
+        add, upd = delta.add["agents"], delta.upd["agents"]
+        fresh = 0
         for eid, state in now.items():
-            old = before.pop(eid, None)
+            old = before.get(eid)
             if old is None:
-                rec = self.record(layer, eid)
+                fresh += 1
+                rec = self.record("agents", eid)
                 if rec is not None:
                     add[eid] = rec
             elif old != state:
-                upd[eid] = [eid, *state]
-        delta.drop[layer].update(before)
-        self._seen[layer] = now
+                upd[eid] = [eid, state & _MASK, state >> _BITS & _MASK,
+                            state >> 2 * _BITS & _MASK, state >> 3 * _BITS]
+        if len(before) + fresh > len(now):  # some went
+            delta.drop["agents"].update(before.keys() - now.keys())
+        self._seen["agents"] = now
+
+    def _diff_ground(self, delta: Delta) -> None:
+        """Items and objects change rarely: only those the world says changed are read."""
+        changes = self.world.ground_changes
+        if not changes:
+            return
+        self.world.track_ground_changes(True)  # a fresh set for the next frame
+        for eid in changes:
+            now = self._ground_state(eid)
+            for layer in ("items", "objects"):
+                seen = self._seen[layer]
+                old = seen.get(eid)
+                if now is None or now[0] != layer:
+                    if old is not None:
+                        del seen[eid]
+                        delta.drop[layer].add(eid)
+                    continue
+                state = now[1]
+                if old is None:
+                    rec = self.record(layer, eid)
+                    if rec is not None:
+                        delta.add[layer][eid] = rec
+                elif old != state:
+                    delta.upd[layer][eid] = [eid, *_unpack(state, 3)]
+                seen[eid] = state
+
+    def _ground_state(self, eid: int) -> tuple[str, int] | None:
+        """An item's or object's layer and packed state, or None if it is gone."""
+        store = self.world.store
+        pos = store.try_get(eid, c.Position) if eid in store else None
+        if pos is None:
+            return None
+        item = store.try_get(eid, c.Item)
+        if item is not None:
+            return "items", _pack(pos.x, pos.y, item.qty)
+        obj = store.try_get(eid, c.StaticObject)
+        return None if obj is None else ("objects", _pack(pos.x, pos.y, obj.stock))
 
     # -- figures ------------------------------------------------------------------------------
 

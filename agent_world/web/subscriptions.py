@@ -161,6 +161,7 @@ class Group:
         self.pending: Delta | None = None
         self.next_at = 0.0
         self._detail: bytes = b""
+        self._keyframe: tuple[tuple[int, int, int], bytes] | None = None
 
     def start(self) -> dict[str, Any]:
         """A keyframe for a new member (and the start of what this group tracks)."""
@@ -170,6 +171,22 @@ class Group:
                 self.visible[layer].update(rec[0] for rec in frame[layer])
         return frame
 
+    def restart(self) -> None:
+        """Forget what the members were sent (their world was replaced)."""
+        self.pending = None
+        self._detail = b""
+        for visible in self.visible.values():
+            visible.clear()
+
+    def keyframe(self) -> bytes:
+        """The encoded keyframe for members joining or catching up now: built once for the
+        world as it is, however many ask before it changes."""
+        world = self.feed.world
+        key = (id(world), world.tick, self.feed.frames)
+        if self._keyframe is None or self._keyframe[0] != key:
+            self._keyframe = (key, orjson.dumps(self.start(), option=orjson.OPT_NON_STR_KEYS))
+        return self._keyframe[1]
+
     def take(self, delta: Delta) -> bytes | None:
         """Fold in the feed's new delta; the encoded frame when one is due, else None."""
         mine = self._filter(delta)
@@ -177,10 +194,14 @@ class Group:
             self.pending = mine
         else:
             self.pending.merge(mine, self.feed.max_events)
+        # Frames are due on a grid of the subscription's period, with a quarter period of
+        # slack: frames that come at the world's own rate, a little early or late, are all
+        # sent; a group that fell behind by more than a period starts a new grid.
         now = self.clock()
-        if now < self.next_at:
+        period = 1.0 / self.sub.rate
+        if now < self.next_at - period / 4:
             return None
-        self.next_at = now + 1.0 / self.sub.rate
+        self.next_at = max(self.next_at, now - period) + period
         pending, self.pending = self.pending, None
         frame = _delta_frame(pending, self.sub.layers)
         if self.sub.components and self.sub.entities:

@@ -147,6 +147,7 @@ def _regrow(world: World) -> None:
         if obj.regrow_at <= tick:
             obj.stock += 1
             obj.regrow_at = tick + world.rules.object_regrow_ticks
+            world.ground_changed(eid)
             if obj.stock >= OBJECTS[obj.kind].max_stock:
                 world.regrowing.discard(eid)
 

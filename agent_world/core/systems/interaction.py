@@ -84,8 +84,7 @@ def _pickup(world: World, eid: int, row: AgentRow, action: Action) -> None:
     if qty == item.qty:
         world.remove_entity(target)
     else:  # what does not fit stays on the ground
-        item.qty -= qty
-        world.ground_goods[item.kind] -= qty
+        world.take_from_stack(target, item, qty)
     world.emit("pickup", agent=eid, name=world.name_of(eid), item=item.kind, qty=qty,
                item_id=target)
     if owner not in (NO_ONE, eid) and world.alive(owner):
@@ -176,10 +175,7 @@ def _use(world: World, eid: int, row: AgentRow, action: Action) -> None:
         fail(world, eid, intent, f"cannot carry the {got} of {world.label(target)}: "
              f"{_burden(world, inv)}")
         return
-    if obj.stock == kind.max_stock or obj.regrow_at <= world.tick:
-        obj.regrow_at = world.tick + world.rules.object_regrow_ticks
-    obj.stock -= 1
-    world.regrowing.add(target)
+    world.deplete(target, obj, 1)
     inv.add(got, 1)
     world.emit("harvest", agent=eid, name=world.name_of(eid), object=obj.kind, item=got)
     finish(intent)

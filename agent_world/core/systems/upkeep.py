@@ -80,8 +80,7 @@ def _weather_ground(world: World, rate: float, ground_life: int) -> None:
         if lost >= item.qty:
             world.remove_entity(eid)
         else:
-            item.qty -= lost
-            world.ground_goods[item.kind] -= lost
+            world.take_from_stack(eid, item, lost)
 
 
 def _gold_upkeep(world: World, per_hour: float, free: int) -> None:
