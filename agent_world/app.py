@@ -11,7 +11,7 @@ import dataclasses
 import os
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -152,6 +152,8 @@ class Session:
         # The web viewer, when one serves this session (attached by the command line; the
         # core never imports it): /stats reports it like the other parts.
         self.web: Any = None
+        # The console's command table when it is not the usual one (a served replay's).
+        self.commands: Mapping[str, Any] | None = None
         self.gc = GcPolicy()
         self.loop.between_ticks = self._between_ticks
         self.started = time.monotonic()

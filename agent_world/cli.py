@@ -20,7 +20,7 @@ import signal
 import sys
 import tempfile
 import traceback
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 
 import orjson
@@ -45,6 +45,7 @@ from agent_world.sandbox import AbilityChecker, Sandbox
 from agent_world.sandbox.pool import WorkerDied
 from agent_world.types import ProviderError
 from agent_world.web import WebError, WebServer, check_web, web_token
+from agent_world.web.playback import serve_recording
 from agent_world.worlds_command import main as worlds_main
 
 __all__ = ["build_ability_parser", "build_parser", "build_replay_parser", "main"]
@@ -117,6 +118,9 @@ def build_replay_parser() -> argparse.ArgumentParser:
                              "world log as it goes")
     parser.add_argument("--fork", metavar="NEW",
                         help="with --to: start a new world NEW from that tick and run it")
+    parser.add_argument("--serve", action="store_true",
+                        help="serve the recording to the web viewer with a timeline (play, "
+                             "pause, speed, step, seek, fork); --to TICK opens it there")
     _add_run_options(parser)
     return parser
 
@@ -340,10 +344,15 @@ def _replay_main(argv: Sequence[str]) -> int:
     args = parser.parse_args(argv)
     if args.fork and args.to is None:
         parser.error("--fork needs --to TICK: the tick to fork at")
+    if args.serve and (args.fork or args.playback):
+        parser.error("--serve plays the recording in the browser: drop --fork and "
+                     "--playback (/fork NAME forks from the page)")
     # Replay applies logged decisions and never calls a model: it needs no API key.
     config = _configure(args, needs_llm=bool(args.fork))
     path = resolve_world_path(args.path, config)  # a bare NAME is a world in paths.saves
     sandbox = Sandbox(config, wait=False)
+    if args.serve:
+        return _serve_replay(path, config, args, sandbox)
     if not args.fork:
         try:
             return run_replay(path, config, to=args.to, playback=args.playback,
@@ -357,6 +366,49 @@ def _replay_main(argv: Sequence[str]) -> int:
         sandbox.close()
         raise
     return asyncio.run(_run(config, opened, args, sandbox))
+
+
+def _serve_replay(path: Path, config: Config, args: argparse.Namespace,
+                  sandbox: Sandbox) -> int:
+    """``replay --serve``: the recording in the viewer; a /fork from it runs the new world
+    live in this process (as ``--fork``), on the same port, so the page follows."""
+    mode = _console_mode(args)
+    out = sys.stderr if args.headless or mode == "pipe" else sys.stdout
+
+    async def start_console(session: Session) -> Callable[[], Awaitable[None]]:
+        loop = asyncio.get_running_loop()
+        loop.add_signal_handler(signal.SIGINT, session.interrupt)
+        loop.add_signal_handler(signal.SIGTERM, session.loop.stop)
+        task = _start_console(session, mode, args)
+
+        async def stop() -> None:
+            await _stop_console(task)
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                loop.remove_signal_handler(sig)
+        return stop
+
+    folder = SaveFolder.open(path)
+    try:
+        served = asyncio.run(serve_recording(
+            folder, config, sandbox.install, token=web_token(config.web), to=args.to,
+            start_console=start_console, out=out))
+    except BaseException:
+        sandbox.close()
+        raise
+    if served.fork is None:
+        sandbox.close()
+        return served.status
+    fork = served.fork
+    try:
+        opened = fork_world(folder, fork.tick, fork.name, config, setup=sandbox.install,
+                            world=fork.world)
+    except BaseException:
+        fork.world.close()
+        sandbox.close()
+        raise
+    args.to = fork.tick
+    return asyncio.run(_run(config.replace(world={"name": fork.name}, web={"port": served.port}),
+                            opened, args, sandbox))
 
 
 def main(argv: Sequence[str] | None = None) -> int:

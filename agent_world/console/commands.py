@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import traceback
-from collections.abc import Awaitable, Callable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, TextIO, TypeVar
 
@@ -93,6 +93,8 @@ class Console:
         self.recent = RecentEvents(source=source, on_rejected=self._rejected,
                                    on_tick=self._ticked)
         self.stats_sections = stats.default_sections()
+        # The session's own table when it has one (a served replay's), else the world's.
+        self.commands: Mapping[str, Command[Any]] = session.commands or COMMANDS
         session.loop.observers.append(self.recent)
         session.interrupt_handlers.append(self.interrupt)
 
@@ -167,10 +169,10 @@ class Console:
             self.errors += 1
             return [_one_line(f"error: {exc}; type /help for the commands")]
         name = words[0].removeprefix("/").lower()
-        command = COMMANDS.get(name)
+        command = self.commands.get(name)
         if command is None:
             self.errors += 1
-            return [_unknown(words[0])]
+            return [_unknown(words[0], self.commands)]
         refusal = self.refuse(name, words) if self.refuse is not None else None
         if refusal is not None:
             self.errors += 1
@@ -197,11 +199,11 @@ def _one_line(text: str) -> str:
     return " ".join(text.split())
 
 
-def _unknown(word: str) -> str:
+def _unknown(word: str, commands: Mapping[str, Command[Any]]) -> str:
     name = word.removeprefix("/").lower()
-    close = closest(name, COMMANDS)
+    close = closest(name, commands)
     if close is not None:
-        guess = COMMANDS[close]
+        guess = commands[close]
         return _one_line(f"error: unknown command {word!r}; did you mean /{guess.name}? "
                          f"(usage: {guess.usage}; /help lists every command)")
     hint = "" if word.startswith("/") else "; commands start with /"
@@ -210,13 +212,14 @@ def _unknown(word: str) -> str:
 
 
 async def _help(console: Console, args: HelpArgs) -> Reply:
+    commands = console.commands
     if args.command is None:
-        width = max(len(c.usage) for c in COMMANDS.values())
+        width = max(len(c.usage) for c in commands.values())
         return ["commands (/help COMMAND for details; Tab completes names and ids):",
-                *(f"  {c.usage:<{width}}  {c.summary}" for c in COMMANDS.values())]
-    command = COMMANDS.get(args.command)
+                *(f"  {c.usage:<{width}}  {c.summary}" for c in commands.values())]
+    command = commands.get(args.command)
     if command is None:
-        raise CommandError(f"no command {args.command!r}{did_you_mean(args.command, COMMANDS)}")
+        raise CommandError(f"no command {args.command!r}{did_you_mean(args.command, commands)}")
     return [f"{command.usage}  —  {command.summary}", *(f"  {d}" for d in command.details)]
 
 

@@ -16,7 +16,6 @@ from prompt_toolkit.history import FileHistory, History, InMemoryHistory
 from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
 from prompt_toolkit.patch_stdout import patch_stdout
 
-from agent_world.console.commands import COMMANDS
 from agent_world.console.completion import WorldCompleter
 from agent_world.console.status import status_text
 
@@ -64,7 +63,7 @@ async def run_tty(console: Console, *, history_path: Path) -> None:
     session = console.session
     prompt: PromptSession[str] = PromptSession(
         history=open_history(history_path),
-        completer=WorldCompleter(session, COMMANDS),
+        completer=WorldCompleter(session, console.commands),
         complete_while_typing=False,
         bottom_toolbar=lambda: status_text(session),
         refresh_interval=REFRESH_S,

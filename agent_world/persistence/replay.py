@@ -23,7 +23,7 @@ from agent_world.persistence.folder import SaveError, SaveFolder
 from agent_world.persistence.snapshots import load_snapshot_file
 from agent_world.types import Input, TickReport
 
-__all__ = ["DivergenceError", "Gap", "ReplayResult", "SnapshotMismatch",
+__all__ = ["DivergenceError", "Gap", "LogStepper", "ReplayResult", "SnapshotMismatch",
            "describe_difference", "replay", "state_file_tick"]
 
 _SNAPSHOT_HEAD = re.compile(rb'^\{"format":\d+,"tick":(\d+),"hash":"([0-9a-f]{32})","state":')
@@ -39,6 +39,7 @@ class DivergenceError(Exception):
         self.expected = expected
         self.actual = actual
         self.detail = detail
+        self.report: TickReport | None = None  # the tick that diverged (a LogStepper's)
 
 
 class SnapshotMismatch(DivergenceError):
@@ -233,6 +234,61 @@ def _whole_snapshot_hash(path: Path) -> str | None:
     return digest if hash_state_bytes(data[head.end():-1]) == digest else None
 
 
+class LogStepper:
+    """Steps a world one tick at a time with the inputs its log recorded, verifying each
+    logged state hash (unless ``verify`` is off): ``replay`` runs it to an end, a served
+    replay runs it at the pace its viewer asks for.
+
+    ``end``: when the log reads to its end without damage, step on (without inputs: a tick
+    with none leaves no line) through this tick, the last one the folder says the world
+    reached."""
+
+    def __init__(self, world: World, folder: SaveFolder, *, verify: bool = True,
+                 end: int | None = None) -> None:
+        self.world = world
+        self.folder = folder
+        self.verify = verify
+        self.end = end
+        self.reader = LogReader(folder, from_tick=world.tick + 1)
+        self._records = _Records(self.reader)
+        self.ticks = 0
+        self.inputs = 0
+        self.checks = 0
+        self.last_check_tick = -1
+        self.gap: Gap | None = None  # the gap marker ahead, once the world reached it
+
+    def more(self) -> bool:
+        """Whether the log (or ``end``) holds another tick this world can step to."""
+        world = self.world
+        gap = self._records.gap_ahead()
+        if gap is not None and world.tick + 1 >= gap.start:
+            self.gap = gap
+            return False
+        if not self._records.exhausted():
+            return True
+        return self.end is not None and world.tick < self.end and \
+            self.reader.stopped_at is None
+
+    def step(self) -> TickReport:
+        """The next tick with its logged inputs. Raises DivergenceError if the logged
+        state hash of the tick differs from the world's."""
+        world = self.world
+        tick = world.tick + 1
+        inputs, check = self._records.take(tick)
+        report = world.step(inputs)
+        self.ticks += 1
+        self.inputs += len(inputs)
+        if check is not None and self.verify:
+            actual = world.state_hash()
+            if actual != check:
+                exc = DivergenceError(tick, check, actual, _explain(self.folder, world, tick))
+                exc.report = report
+                raise exc
+            self.checks += 1
+            self.last_check_tick = tick
+        return report
+
+
 def replay(
     world: World,
     folder: SaveFolder,
@@ -246,44 +302,22 @@ def replay(
     """Step ``world`` forward with the logged inputs after its tick, verifying every logged
     state hash (unless ``verify`` is off), up to ``until``, the end of the log or a gap
     marker. With ``check_snapshots`` every whole snapshot passed on the way is compared too.
-    ``end``: when the log reads to its end without damage, step on (without inputs: a tick
-    with none leaves no line) through this tick, the last one the folder says the world
-    reached.
+    ``end`` as for ``LogStepper``.
 
     Raises DivergenceError at the first hash that differs."""
     result = ReplayResult()
-    reader = LogReader(folder, from_tick=world.tick + 1)
-    records = _Records(reader)
+    stepper = LogStepper(world, folder, verify=verify, end=end)
     snapshots = _snapshot_files(folder, world.tick, until) if verify and check_snapshots \
         else {}
-
-    def more() -> bool:
-        if until is not None and world.tick >= until:
-            return False
-        if not records.exhausted():
-            return True
-        return end is not None and world.tick < end and reader.stopped_at is None
-
-    while more():
-        gap = records.gap_ahead()
-        if gap is not None and world.tick + 1 >= gap.start:
-            result.gap = gap
-            break
-        tick = world.tick + 1
-        inputs, check = records.take(tick)
-        report = world.step(inputs)
-        result.ticks += 1
-        result.inputs += len(inputs)
+    while (until is None or world.tick < until) and stepper.more():
+        report = stepper.step()
         if on_tick is not None:
             on_tick(report)
-        if check is not None and verify:
-            actual = world.state_hash()
-            if actual != check:
-                raise DivergenceError(tick, check, actual, _explain(folder, world, tick))
-            result.checks += 1
-            result.last_check_tick = tick
-        if tick in snapshots:
-            _check_snapshot(folder, world, snapshots[tick], result)
+        if world.tick in snapshots:
+            _check_snapshot(folder, world, snapshots[world.tick], result)
+    reader = stepper.reader
+    result.ticks, result.inputs, result.checks = stepper.ticks, stepper.inputs, stepper.checks
+    result.last_check_tick, result.gap = stepper.last_check_tick, stepper.gap
     result.last_logged_tick = reader.last_tick
     result.warnings.extend(reader.warnings)
     result.problems.extend(reader.problems)

@@ -286,9 +286,10 @@ def _repair(folder: SaveFolder, config: Config, world: World,
 
 
 def fork_world(source: SaveFolder, tick: int, new_name: str, config: Config, *,
-               setup: Setup | None = None) -> OpenedWorld:
+               setup: Setup | None = None, world: World | None = None) -> OpenedWorld:
     """Replay ``source`` to ``tick`` and start a new save folder there; the source is only
-    read. The new folder is locked (before the replay) like any other run's."""
+    read. The new folder is locked (before the replay) like any other run's. ``world``: the
+    source already replayed to ``tick`` (a served replay's, set up), used as it is."""
     saves = Path(config.paths.saves)
     _check_saves(saves)
     target = saves / new_name
@@ -301,7 +302,12 @@ def fork_world(source: SaveFolder, tick: int, new_name: str, config: Config, *,
             raise SaveError(f"{target} already exists; fork into a new name")
         remove_root = made or kind == "unfinished"
         try:
-            world, notes = _replay_to(source, tick, config, setup)
+            if world is None:
+                world, notes = _replay_to(source, tick, config, setup)
+            elif world.tick != tick:
+                raise SaveError(f"the world to fork is at tick {world.tick}, not {tick}")
+            else:
+                notes = []
         except BaseException:
             _undo_creation(target, remove_root=remove_root)
             raise

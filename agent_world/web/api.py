@@ -227,7 +227,7 @@ async def _events(server: WebServer, request: web.Request) -> dict[str, Any]:
     log_only = kinds & {"check", "marker"}
     found: list[dict[str, Any]] = []
     origin = "memory"
-    if server.session.save_dir is not None and (first < oldest or log_only):
+    if server.log_folder() is not None and (first < oldest or log_only):
         origin = "event log and memory"
         # From the log: every kind before memory begins, and after it only what memory
         # does not keep (state checks and markers).
@@ -248,11 +248,11 @@ def _from_log(server: WebServer, since: int, until: int | None,
               wanted: Callable[[dict[str, Any]], bool], limit: int) -> list[dict[str, Any]]:
     """Wanted lines of the save's event log from ``since`` to ``until`` (a worker thread:
     it reads files only)."""
-    persistence = server.session.persistence
-    if persistence is None:
+    folder = server.log_folder()
+    if folder is None:
         return []
     out: list[dict[str, Any]] = []
-    reader = LogReader(persistence.folder, from_tick=since)
+    reader = LogReader(folder, from_tick=since)
     for scanned, line in enumerate(reader):
         if (until is not None and line.get("tick", 0) > until) or scanned >= MAX_LOG_SCAN:
             break

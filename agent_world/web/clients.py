@@ -77,6 +77,15 @@ class Client:
         self.frames.append(frame)
         self._ready.set()
 
+    def restart(self, keyframe: bytes) -> None:
+        """Drop what waits (it is of a world that is gone) and send this keyframe next."""
+        if self.closing is not None:
+            return
+        self.frames.clear()
+        self.stale = False
+        self.frames.append(keyframe)
+        self._ready.set()
+
     def late_by(self, now: float) -> float:
         """How long the frame being written has waited for the client to take it."""
         return 0.0 if self.sending_since is None else now - self.sending_since

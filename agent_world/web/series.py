@@ -37,6 +37,14 @@ class MetricSeries:
         self.ticks: list[int] = []
         self.values: dict[str, list[float | None]] = {}
 
+    def rebind(self, world: World) -> None:
+        """Follow a replaced world (a served replay's seek): samples after its tick go."""
+        self.world = world
+        keep = sum(1 for t in self.ticks if t <= world.tick)
+        self.ticks = self.ticks[:keep]
+        for name in self.values:
+            self.values[name] = self.values[name][:keep]
+
     def names(self) -> list[str]:
         return sorted(self.values)
 

@@ -1,9 +1,10 @@
 """The web server: the viewer's page, the telemetry API and the live WebSocket feed, served
 from the world's own asyncio loop.
 
-Every handler runs on the main thread between ticks, so it reads the world as it is; the
-only work a tick pays for is the feed's frame (bounded by ``web.frame_budget``) and the
-events it hands over. Commands go through a ``Console`` like the terminal's: the same
+Every handler runs on the main thread between ticks, so it reads the world as it is. A
+tick pays only for handing its events to the feed; the feed's frame is built after the
+tick, while the loop waits for the next one (and spaced to stay within
+``web.frame_budget``). Commands go through a ``Console`` like the terminal's: the same
 parsing, the same one-line errors, the same inputs (logged, replayed), with source ``web``.
 """
 
@@ -37,6 +38,9 @@ from agent_world.web.subscriptions import (
 
 if TYPE_CHECKING:
     from agent_world.app import Session
+    from agent_world.core.world import World
+    from agent_world.persistence import SaveFolder
+    from agent_world.web.playback import Playback
 
 __all__ = ["MAX_BODY", "MAX_WS_MESSAGE", "SERVER_KEY", "STATIC_DIR", "WebError", "WebServer",
            "check_web", "is_loopback", "web_token"]
@@ -113,7 +117,8 @@ class WebServer:
         self._thinking_at = -1
         self._thinking: frozenset[int] = frozenset()
         self.feed = LiveFeed(session.world, ring_events=cfg.ring_events,
-                             thinking=self.thinking, frame_budget=cfg.frame_budget)
+                             thinking=self.thinking, frame_budget=cfg.frame_budget,
+                             defer=asyncio.get_running_loop().call_soon)
         self.series = MetricSeries(
             session.world, tick_ms=self._tick_ms,
             thinking=(session.llm.thinking if session.llm is not None else None))
@@ -128,6 +133,7 @@ class WebServer:
         self._runner: web.AppRunner | None = None
         self._watchdog: asyncio.Task[None] | None = None
         self.closed_slow = 0
+        self.playback: Playback | None = None  # set by a served replay
 
     # -- parts the handlers use ---------------------------------------------------------------
 
@@ -146,7 +152,26 @@ class WebServer:
 
     def replay_info(self) -> dict[str, Any] | None:
         """The timeline of a served replay (None: a live world)."""
-        return None
+        return self.playback.info() if self.playback is not None else None
+
+    def log_folder(self) -> SaveFolder | None:
+        """The save folder whose event log holds this world's past: the session's own, or
+        the recording a served replay plays."""
+        if self.playback is not None:
+            return self.playback.folder
+        persistence = self.session.persistence
+        return persistence.folder if persistence is not None else None
+
+    def world_replaced(self, world: World) -> None:
+        """A served replay jumped to another tick (a new world object): every client starts
+        over from a keyframe of it."""
+        self.feed.rebind(world)
+        self.series.rebind(world)
+        for group in self.groups.values():
+            group.restart()
+            key = group.keyframe()
+            for client in group.members:
+                client.restart(key)
 
     def stats(self) -> dict[str, Any]:
         """For /stats: where the viewer is and what it serves."""
@@ -305,15 +330,8 @@ class WebServer:
         frame = group.take(delta)
         if frame is None:
             return
-        key: list[bytes] = []
-
-        def keyframe() -> bytes:
-            if not key:  # built once per frame, for however many stale members
-                key.append(encode(group.start()))
-            return key[0]
-
         for client in group.members:
-            client.offer(frame, keyframe)
+            client.offer(frame, group.keyframe)
 
     def _subscribe(self, client: Client, sub: Subscription) -> None:
         self._leave(client)
@@ -323,7 +341,7 @@ class WebServer:
         group.members.add(client)
         client.group = group
         self.feed.watch()
-        client.send_now(encode(group.start()))
+        client.send_now(group.keyframe())
 
     def _leave(self, client: Client) -> None:
         group = client.group

@@ -1276,6 +1276,8 @@ const replay = {
     $('replay-last').textContent = last;
     $('replay-tick').textContent = `tick ${r.tick ?? '?'}${r.playing ? ' ▶' : ''}`;
     if (document.activeElement !== $('replay-speed') && r.speed != null) $('replay-speed').value = r.speed;
+    $('replay-index').textContent = r.diverged || r.index_note
+      || (r.indexed_to != null ? `indexed to ${r.indexed_to}` : 'indexing…');
   },
   init() {
     const sl = $('replay-slider');
@@ -1284,6 +1286,11 @@ const replay = {
     $('replay-play').onclick = () => runCommand('/play');
     $('replay-pause').onclick = () => runCommand('/pause');
     $('replay-speed').addEventListener('change', () => runCommand(`/speed ${Number($('replay-speed').value) || 1}`));
+    $('replay-step').onclick = () => runCommand('/step 1');
+    $('replay-fork').onclick = () => {
+      const name = window.prompt('Continue from this tick as a new world named:');
+      if (name) runCommand(`/fork ${name.trim()}`);
+    };
   },
 };
 
