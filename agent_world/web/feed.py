@@ -2,11 +2,12 @@
 client.
 
 A tick observer. After a tick it keeps the tick's events in a ring (for ``/api/events``) and,
-when some client is watching and a frame is due, compares what clients draw (agents'
-position, health and thinking mark; item stacks; objects' stock) with the previous frame.
-The comparison is one pass over the drawable entities per frame, never per client, and the
-feed spaces frames out so that it stays inside ``web.frame_budget`` of the tick period (a
-frame that cost more than its share postpones the next one).
+when some client is watching and a frame is due, schedules the frame for after the tick
+(``defer``: the event loop's ``call_soon``), while the loop waits for the next one. A frame
+compares every agent's drawn state (position, health, flags, packed into one int) with the
+last frame's, and reads only the items and objects the world noted as changed
+(``World.ground_changes``, kept only while someone watches). Frames are spaced out so that
+they stay inside ``web.frame_budget`` of the main thread's time.
 
 Deltas carry absolute values (a position, not a step), so a client that applies a delta to
 a keyframe taken a little later, or twice, ends with the same picture.
