@@ -278,6 +278,19 @@ async def _stop_console(task: asyncio.Task[None] | None) -> None:
         await task
 
 
+def _handle_signals(session: Session) -> Callable[[], None]:
+    """Ctrl-C interrupts (a command, else the world), SIGTERM stops the world; returns what
+    removes the handlers."""
+    loop = asyncio.get_running_loop()
+    loop.add_signal_handler(signal.SIGINT, session.interrupt)
+    loop.add_signal_handler(signal.SIGTERM, session.loop.stop)
+
+    def remove() -> None:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.remove_signal_handler(sig)
+    return remove
+
+
 async def _run(config: Config, opened: OpenedWorld, args: argparse.Namespace,
                sandbox: Sandbox) -> int:
     mode = _console_mode(args)
@@ -309,9 +322,7 @@ async def _run(config: Config, opened: OpenedWorld, args: argparse.Namespace,
             return 2
     print(_banner(session, opened), file=out)
     print(_CONSOLE_HINT[mode], file=out, flush=True)
-    loop = asyncio.get_running_loop()
-    loop.add_signal_handler(signal.SIGINT, session.interrupt)
-    loop.add_signal_handler(signal.SIGTERM, session.loop.stop)
+    remove_signal_handlers = _handle_signals(session)
     console = _start_console(session, mode, args)
     saved = False
     try:
@@ -325,8 +336,7 @@ async def _run(config: Config, opened: OpenedWorld, args: argparse.Namespace,
             # The handlers stay until the shutdown is done: a second Ctrl-C or SIGTERM
             # while the final snapshot is written is absorbed instead of cutting it short.
             saved = session.close()
-            for sig in (signal.SIGINT, signal.SIGTERM):
-                loop.remove_signal_handler(sig)
+            remove_signal_handlers()
     summary = session.summary()
     if scripted:
         sys.stdout.write(orjson.dumps(summary).decode() + "\n")
@@ -376,15 +386,12 @@ def _serve_replay(path: Path, config: Config, args: argparse.Namespace,
     out = sys.stderr if args.headless or mode == "pipe" else sys.stdout
 
     async def start_console(session: Session) -> Callable[[], Awaitable[None]]:
-        loop = asyncio.get_running_loop()
-        loop.add_signal_handler(signal.SIGINT, session.interrupt)
-        loop.add_signal_handler(signal.SIGTERM, session.loop.stop)
+        remove_signal_handlers = _handle_signals(session)
         task = _start_console(session, mode, args)
 
         async def stop() -> None:
             await _stop_console(task)
-            for sig in (signal.SIGINT, signal.SIGTERM):
-                loop.remove_signal_handler(sig)
+            remove_signal_handlers()
         return stop
 
     folder = SaveFolder.open(path)

@@ -113,9 +113,7 @@ def run_replay(path: Path, config: Config, *, to: int | None, playback: float | 
         who = f"process {holder}" if holder else "another process"
         print(f"note: world '{folder.name}' is running ({who}); replaying what it has "
               "written so far", file=sys.stderr)
-    saved_rate = folder.read_meta().get("config", {}).get("world", {}).get("tick_rate")
-    tick_rate = float(saved_rate) if isinstance(saved_rate, (int, float)) else (
-        config.world.tick_rate)
+    tick_rate = folder.recorded_tick_rate(config.world.tick_rate)
     start = load_first_snapshot(folder, config)
     world = start.world
     try:

@@ -206,6 +206,11 @@ class SaveFolder:
             raise SaveError(f"{self.meta_path} does not hold a JSON object")
         return meta
 
+    def recorded_tick_rate(self, default: float) -> float:
+        """The tick rate the world ran at, as its meta records it (else ``default``)."""
+        rate = self.read_meta().get("config", {}).get("world", {}).get("tick_rate")
+        return float(rate) if isinstance(rate, (int, float)) else default
+
     def write_meta(self, meta: dict[str, Any]) -> None:
         write_atomic(self.meta_path, orjson.dumps(meta, option=orjson.OPT_INDENT_2) + b"\n")
 

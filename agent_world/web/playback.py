@@ -370,11 +370,9 @@ async def serve_recording(folder: SaveFolder, config: Config, setup: Setup, *, t
     """Serve ``folder``'s recording to the viewer until stopped (Ctrl-C, /quit) or forked.
     ``start_console`` starts the terminal's console on the session and returns what stops
     it."""
-    meta = folder.read_meta()
-    saved_rate = meta.get("config", {}).get("world", {}).get("tick_rate")
-    rate = float(saved_rate) if isinstance(saved_rate, (int, float)) else config.world.tick_rate
-    last = max(int(meta.get("last_tick", -1) or -1), state_file_tick(folder) or -1,
-               final_tick(folder))
+    rate = folder.recorded_tick_rate(config.world.tick_rate)
+    last = max(int(folder.read_meta().get("last_tick", -1) or -1),
+               state_file_tick(folder) or -1, final_tick(folder))
     world = load_first_snapshot(folder, config).world
     setup(world)
     logs = Path(tempfile.mkdtemp(prefix="agent-world-replay-log-"))
