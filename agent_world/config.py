@@ -521,6 +521,15 @@ class PersistenceConfig:
         10, "older snapshots kept (gzipped) besides the first one, which is always kept",
         low=1, high=100_000,
     )
+    seek_interval_ticks: int = setting(
+        100, "a seek point (a gzipped snapshot in seek/) is written this often, so a "
+        "replay, a fork or the viewer's timeline never has to replay more than this many "
+        "ticks to reach any tick; 0 writes none", low=0, high=10**9,
+    )
+    seek_budget_mb: int = setting(
+        1024, "disk space seek points may take; past it every other one in the older half "
+        "is deleted, so recent ticks stay dense and old ones thin out", low=1, high=10**7,
+    )
     hash_interval_ticks: int = setting(
         50, "a state hash is logged this often; replay and resume verify every one (each "
         "costs a fork or a serialisation of the world: thousands of agents make it dear)",

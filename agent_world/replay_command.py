@@ -18,8 +18,8 @@ from agent_world.core.world import World
 from agent_world.persistence import DivergenceError, SaveError, SaveFolder, replay
 from agent_world.persistence.eventlog import final_tick
 from agent_world.persistence.lock import lock_holder
-from agent_world.persistence.replay import ReplayResult, SnapshotMismatch, state_file_tick
-from agent_world.persistence.snapshots import load_first_snapshot
+from agent_world.persistence.replay import ReplayResult, SnapshotMismatch
+from agent_world.persistence.snapshots import load_first_snapshot, state_file_tick
 from agent_world.persistence.worlds import Setup
 from agent_world.types import TickReport
 from agent_world.worldlog import ROUTINE, format_event

@@ -35,12 +35,13 @@ from bench.machine import describe_machine, load_average
 from bench.profile import profile_world
 from bench.report import build_tables, render_markdown, render_text
 from bench.scenario import saved_session
+from bench.seek_bench import measure_seek
 from bench.web_bench import measure_web
 
 __all__ = ["main"]
 
 SECTIONS = ("flat", "paced", "snapshot", "eventlog", "replay", "memory", "capacity",
-            "snapshot10k", "llm", "mesa", "web", "liveliness")
+            "snapshot10k", "llm", "mesa", "web", "seek", "liveliness")
 LIVELINESS_SEEDS = (913, 4271, 2026)  # 913 and 4271: the seeds issue 12 measured
 LIVELINESS_TICKS, LIVELINESS_WINDOW = 1_000_000, 50_000
 QUICK_LIVELINESS = (913,), 20_000, 10_000
@@ -81,7 +82,8 @@ def build_parser() -> argparse.ArgumentParser:
         prog="python -m bench",
         description="Measure Agent World: ticks/s, paced tick times, the largest population "
                     "at 10 Hz, snapshots, event log, replay, memory, the shared workload "
-                    "beside Mesa, the web viewer under load (20 WebSocket clients), and "
+                    "beside Mesa, the web viewer under load (20 WebSocket clients), seeking "
+                    "a served replay at 1,000 agents, and "
                     "liveliness over 1,000,000 ticks on three seeds "
                     "(--only liveliness). 'python -m bench mesa' runs only the Mesa "
                     "comparison; 'python -m bench profile N' profiles an N-agent world.")
@@ -211,6 +213,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             results["capacity"] = _capacity(results, sizes, quick)
         if "snapshot10k" in sections:
             results["snapshot_10k_entities"] = _snapshot_10k(results, budget)
+        if "seek" in sections:
+            results["seek"] = measure_seek(quick=quick, log=_log, root=root / "seek")
     if "llm" in sections:
         results["llm_load"] = ({"skipped": "not run in --quick (run without it)"} if quick
                                else measure_llm_load(log=_log))

@@ -185,6 +185,11 @@ def _summary_tables(results: dict[str, Any]) -> list[Table]:
                               f"{modes['clients']['tick']['p99_ms']:.1f} vs "
                               f"{modes['none']['tick']['p99_ms']:.1f} ms "
                               f"({paced_web['p99_ratio']:.2f}x)", "<= 1.10x"])
+    seek = results.get("seek")
+    if seek is not None:
+        headline.rows.append([f"replay --serve at {seek['agents']:,} agents: /seek, slowest "
+                              f"of {len(seek['seeks'])}", f"{seek['max_s']:.2f} s",
+                              f"<= {seek['goal_s']:g} s"])
     if headline.rows:
         tables.append(headline)
     if load is not None and "skipped" not in load:
@@ -226,10 +231,28 @@ def _summary_tables(results: dict[str, Any]) -> list[Table]:
     web = results.get("web")
     if web is not None:
         tables.extend(_web_tables(web))
+    if seek is not None:
+        tables.append(_seek_table(seek))
     live = results.get("liveliness")
     if live is not None:
         tables.extend(_liveliness_tables(live))
     return tables
+
+
+def _seek_table(seek: dict[str, Any]) -> Table:
+    rec = seek["recorded"]
+    t = Table(f"Seeking a served replay: {seek['agents']:,} agents, {rec['ticks']:,} ticks "
+              f"recorded, {rec['seek_points']} seek points of "
+              f"{_n(rec['seek_point_kb_mean'])} KB on average",
+              ["/seek TICK", "seconds", "started from"])
+    for row in seek["seeks"]:
+        t.rows.append([_n(row["tick"]), f"{row['seconds']:.2f}",
+                       row["from"].split("(from ", 1)[-1].rstrip(")")])
+    t.notes.append(f"p50 {seek['p50_s']:.2f} s, slowest {seek['max_s']:.2f} s, "
+                   f"{seek['over_goal']} over {seek['goal_s']:g} s; in falling order, so no "
+                   "seek starts from the world on screen; no indexer (only the save folder "
+                   f"helps); a seek point every {rec['seek_interval_ticks']} ticks.")
+    return t
 
 
 _WEB_CLIENTS = 20

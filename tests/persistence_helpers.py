@@ -93,10 +93,15 @@ def event_files(folder: Path) -> list[str]:
     return sorted(p.name for p in (folder / "events").iterdir())
 
 
+def _files(directory: Path) -> list[Path]:
+    return list(directory.iterdir()) if directory.is_dir() else []
+
+
 def use_snapshot(folder: Path, tick: int) -> None:
-    """Make the snapshot of ``tick`` the latest (as if the later ones were never written)."""
+    """Make the snapshot of ``tick`` the latest (as if the later ones, and the later seek
+    points, were never written)."""
     snapshots = folder / "snapshots"
-    for path in snapshots.iterdir():
+    for path in [*snapshots.iterdir(), *_files(folder / "seek")]:
         if int(path.name.split(".")[0]) > tick:
             path.unlink()
     data = gzip.decompress((snapshots / f"{tick:010d}.json.gz").read_bytes())

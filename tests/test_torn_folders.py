@@ -290,10 +290,11 @@ def test_a_damaged_last_file_before_the_snapshot_leaves_a_gap_marker(
     assert code == EXIT_PARTIAL, out
     assert out.startswith(f"PARTLY VERIFIED: replayed ticks 1..{good} of 1..500 ")
     assert f"not verified: ticks {good + 1}..500: the log lost ticks {good + 1}..200" in out
-    # Should every snapshot after the gap be lost too, no resume can cross it: it says how
-    # to carry on from the last tick the log reaches.
+    # Should every snapshot and seek point but the first be lost too, no resume can cross
+    # the gap: it says how to carry on from the last tick the log reaches.
     (root / "world_state.json").unlink()
-    for tick, path in SaveFolder(root).history()[1:]:
+    saved = SaveFolder(root)
+    for tick, path in [*saved.history()[1:], *saved.seek_points()]:
         assert tick > 0
         path.unlink()
     with pytest.raises(SaveError, match=rf"cannot resume world 'w': its newest usable "

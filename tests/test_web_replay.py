@@ -143,25 +143,44 @@ def test_a_served_replay_plays_seeks_steps_and_refuses_changes(tmp_path: Path) -
             assert (await viewer.command("/pause"))["ok"]
             assert (await viewer.state())["tick"] >= 200
 
-            # The indexer replays ahead in its own process; a seek then starts from the
-            # checkpoint nearest before the target, and lands on the recorded state.
-            for _ in range(600):
-                if ((await viewer.state())["replay"]["indexed_to"] or 0) >= 300:
-                    break
-                await asyncio.sleep(0.05)
+            # The running world left a seek point every 100 ticks: a seek starts from the
+            # nearest before the target at once, and lands on the recorded state.
             reply = await viewer.command("/seek 355")
-            assert reply["ok"] and "checkpoint of tick 300" in reply["reply"][0], reply
+            assert reply["ok"] and "the seek point of tick 300" in reply["reply"][0], reply
             assert viewer.session.world.state_hash() == want[355]
 
-            # Back again: from the first snapshot or a checkpoint, never from a later world.
+            # Back again: from a saved state, never from a later world.
             reply = await viewer.command("/seek 150")
-            assert reply["ok"] and viewer.session.world.state_hash() == want[150], reply
+            assert reply["ok"] and "the seek point of tick 100" in reply["reply"][0], reply
+            assert viewer.session.world.state_hash() == want[150]
 
             assert (await viewer.command("/seek 420"))["ok"]
             reply = await viewer.command("/play")
             assert not reply["ok"] and "ends at tick 420" in reply["reply"][0], reply
             await ws.close()
         assert task.result().status == 0 and task.result().fork is None
+
+    asyncio.run(go())
+
+
+def test_without_seek_points_the_indexer_checkpoints_the_recording(tmp_path: Path) -> None:
+    """A folder without seek points (written with none, or before they existed): the
+    indexer replays it once in its own process, leaving checkpoints a seek starts from."""
+    config = web_config(tmp_path).replace(persistence={"seek_interval_ticks": 0})
+    folder = record(config)
+    assert not folder.seek_points()
+    want = hash_at(folder, config, 355)
+
+    async def go() -> None:
+        async with serving(folder, config) as (viewer, _task):
+            for _ in range(600):
+                if ((await viewer.state())["replay"]["indexed_to"] or 0) >= 300:
+                    break
+                await asyncio.sleep(0.05)
+            reply = await viewer.command("/seek 355")
+            assert reply["ok"] and "the indexer's checkpoint of tick 300" in \
+                reply["reply"][0], reply
+            assert viewer.session.world.state_hash() == want
 
     asyncio.run(go())
 

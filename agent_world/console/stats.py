@@ -78,6 +78,10 @@ def _persistence_view(raw: Mapping[str, object]) -> Figures:
                              f"{_value(raw['snapshot_write_ms_last'])} ms)")
     else:
         view["snapshots"] = "none yet this run"
+    if raw["seek_points"] or raw["seek_points_failed"]:
+        view["seek points"] = (f"{raw['seek_points']}, {_size(raw['seek_points_bytes'])}"
+                               + (f" ({raw['seek_points_failed']} not written: the disk "
+                                  "refused)" if raw["seek_points_failed"] else ""))
     lines = raw["lines_written"]
     view["event log"] = (f"{lines} line{'' if lines == 1 else 's'}, "
                          f"{_size(raw['event_bytes_written'])}")

@@ -5,6 +5,7 @@ saves/<world>/
   meta.json               format version, seed, config, created, last tick, origin of a fork
   world_state.json        the latest snapshot
   snapshots/<tick>.json.gz  earlier snapshots (the first one is kept forever)
+  seek/<tick>.json.gz     frequent snapshots within a byte budget, to start a replay near any tick
   events/<start>-<end>.jsonl[.gz]  the event log, one file per tick range
   memories/ abilities/    agent memories and generated abilities
   .lock                   held (flock) by the process running the world; holds its pid
@@ -34,14 +35,15 @@ from agent_world.persistence.files import (
 if TYPE_CHECKING:
     from agent_world.persistence.lock import WorldLock
 
-__all__ = ["FORMAT_VERSION", "LOCK_NAME", "Chunk", "SaveError", "SaveFolder", "now_iso"]
+__all__ = ["FORMAT_VERSION", "LOCK_NAME", "Chunk", "SaveError", "SaveFolder", "now_iso",
+           "snapshot_files"]
 
 FORMAT_VERSION = 1
 _CHUNK = re.compile(r"^(\d+)-(\d+)\.jsonl(\.gz)?$")
 _SNAPSHOT = re.compile(r"^(\d+)\.json\.gz$")
 _ABILITY_NAME = re.compile(r"^[a-z][a-z0-9_]{1,31}$")
 LOCK_NAME = ".lock"
-_SUBFOLDERS = ("snapshots", "events", "memories", "abilities")
+_SUBFOLDERS = ("snapshots", "events", "memories", "abilities", "seek")
 # What creating a world writes before meta.json, the last file it writes: a folder holding
 # nothing else and no meta.json is a creation that was interrupted (it holds nothing to lose).
 _CREATION_FILES = {"snapshots": re.compile(r"^\d+\.json\.gz$"),
@@ -77,6 +79,7 @@ class SaveFolder:
         self.events_dir = self.root / "events"
         self.memories_dir = self.root / "memories"
         self.abilities_dir = self.root / "abilities"
+        self.seek_dir = self.root / "seek"
 
     @property
     def name(self) -> str:
@@ -226,13 +229,22 @@ class SaveFolder:
 
     def history(self) -> list[tuple[int, Path]]:
         """Earlier snapshots, oldest first."""
-        found = []
-        if self.snapshots_dir.exists():
-            for p in self.snapshots_dir.iterdir():
-                m = _SNAPSHOT.match(p.name)
-                if m:
-                    found.append((int(m.group(1)), p))
-        return sorted(found)
+        return snapshot_files(self.snapshots_dir)
+
+    def seek_path(self, tick: int) -> Path:
+        return self.seek_dir / f"{tick:010d}.json.gz"
+
+    def seek_points(self) -> list[tuple[int, Path]]:
+        """Seek points (``persistence.seek_interval_ticks``), oldest first."""
+        return snapshot_files(self.seek_dir)
+
+    def saved_states(self, until: int | None = None) -> list[tuple[int, Path]]:
+        """Every gzipped state a world can be rebuilt from (snapshots and seek points, which
+        share one format), oldest first, up to tick ``until``: where a fork, a seek or a
+        resume starts replaying. A tick held by both lists the snapshot."""
+        found = dict(self.seek_points())
+        found.update(self.history())
+        return sorted((t, p) for t, p in found.items() if until is None or t <= until)
 
     def ability_path(self, name: str) -> Path:
         """Where a generated ability's source is kept for people to read."""
@@ -277,6 +289,17 @@ class SaveFolder:
             except OSError:
                 continue  # removed while counting
         return total
+
+
+def snapshot_files(directory: Path) -> list[tuple[int, Path]]:
+    """The ``<tick>.json.gz`` files in ``directory`` by tick, oldest first."""
+    found = []
+    if directory.is_dir():
+        for entry in os.scandir(directory):
+            m = _SNAPSHOT.match(entry.name)
+            if m:
+                found.append((int(m.group(1)), Path(entry.path)))
+    return sorted(found)
 
 
 def _creation_debris(path: Path) -> bool:

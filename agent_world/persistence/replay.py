@@ -8,7 +8,6 @@ No LLM, no angel, no network: only logged inputs reach the world.
 from __future__ import annotations
 
 import gzip
-import re
 import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -20,13 +19,12 @@ import orjson
 from agent_world.core.world import World, hash_state_bytes
 from agent_world.persistence.eventlog import LogReader
 from agent_world.persistence.folder import SaveError, SaveFolder
-from agent_world.persistence.snapshots import load_snapshot_file
+from agent_world.persistence.snapshots import SNAPSHOT_HEAD, load_snapshot_file, state_file_tick
 from agent_world.types import Input, TickReport
 
 __all__ = ["DivergenceError", "Gap", "LogStepper", "ReplayResult", "SnapshotMismatch",
-           "describe_difference", "replay", "state_file_tick"]
+           "describe_difference", "replay"]
 
-_SNAPSHOT_HEAD = re.compile(rb'^\{"format":\d+,"tick":(\d+),"hash":"([0-9a-f]{32})","state":')
 
 
 class DivergenceError(Exception):
@@ -200,16 +198,6 @@ def _explain(folder: SaveFolder, world: World, tick: int) -> str:
             "divergence happened after the previous state check")
 
 
-def state_file_tick(folder: SaveFolder) -> int | None:
-    """The tick world_state.json says it holds (read from its first bytes), if readable."""
-    try:
-        with folder.state_path.open("rb") as f:
-            head = _SNAPSHOT_HEAD.match(f.read(160))
-    except OSError:
-        return None
-    return int(head.group(1)) if head is not None else None
-
-
 def _snapshot_files(folder: SaveFolder, after: int, until: int | None) -> dict[int, Path]:
     """Snapshot files by tick, for ticks after ``after`` (and up to ``until``)."""
     found = {t: p for t, p in folder.history() if t > after and (until is None or t <= until)}
@@ -227,7 +215,7 @@ def _whole_snapshot_hash(path: Path) -> str | None:
         data = gzip.decompress(raw) if path.suffix == ".gz" else raw
     except (OSError, EOFError, zlib.error):
         return None
-    head = _SNAPSHOT_HEAD.match(data)
+    head = SNAPSHOT_HEAD.match(data)
     if head is None or not data.endswith(b"}"):
         return None
     digest = head.group(2).decode("ascii")

@@ -8,6 +8,7 @@ never again; loading rebuilds the world and checks that its hash is still H.
 from __future__ import annotations
 
 import gzip
+import re
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,8 +19,10 @@ from agent_world.config import Config
 from agent_world.core.world import World, WorldError, hash_state_bytes
 from agent_world.persistence.folder import FORMAT_VERSION, SaveError, SaveFolder
 
-__all__ = ["LoadedSnapshot", "decode_snapshot", "encode_snapshot", "load_latest_snapshot",
-           "load_snapshot_file"]
+__all__ = ["SNAPSHOT_HEAD", "LoadedSnapshot", "decode_snapshot", "encode_snapshot",
+           "load_latest_snapshot", "load_snapshot_file", "state_file_tick"]
+
+SNAPSHOT_HEAD = re.compile(rb'^\{"format":\d+,"tick":(\d+),"hash":"([0-9a-f]{32})","state":')
 
 
 def encode_snapshot(tick: int, state: bytes) -> tuple[bytes, str]:
@@ -69,17 +72,32 @@ def load_snapshot_file(path: Path, config: Config) -> LoadedSnapshot:
     return decode_snapshot(data, config, path)
 
 
+def state_file_tick(folder: SaveFolder) -> int | None:
+    """The tick world_state.json says it holds (read from its first bytes), if readable."""
+    try:
+        with folder.state_path.open("rb") as f:
+            head = SNAPSHOT_HEAD.match(f.read(160))
+    except OSError:
+        return None
+    return int(head.group(1)) if head is not None else None
+
+
 def load_latest_snapshot(folder: SaveFolder, config: Config,
                          warnings: list[str]) -> LoadedSnapshot:
-    """The newest snapshot that loads and checks out, falling back through the history.
+    """The newest state that loads and checks out: world_state.json or a later seek point,
+    falling back through the history and the seek points.
 
-    Each damaged snapshot skipped adds a line to ``warnings``."""
-    candidates = [folder.state_path] + [p for _t, p in reversed(folder.history())]
+    Each damaged file skipped adds a line to ``warnings``."""
+    state_tick = state_file_tick(folder)
+    saved = folder.saved_states()
+    newer = [p for t, p in saved if state_tick is not None and t > state_tick]
+    older = [p for t, p in saved if state_tick is None or t <= state_tick]
+    candidates = [*newer[::-1], folder.state_path, *older[::-1]]
     for path in candidates:
         if not path.exists():
             if path == folder.state_path:
-                warnings.append(f"{path} is missing; using the newest snapshot in "
-                                f"{folder.snapshots_dir.name}/ that loads")
+                warnings.append(f"{path} is missing; using the newest snapshot or seek "
+                                "point that loads")
             continue
         try:
             return load_snapshot_file(path, config)

@@ -28,6 +28,7 @@ from agent_world.persistence.files import disk_problem, write_atomic
 from agent_world.persistence.folder import FORMAT_VERSION, SaveError, SaveFolder, now_iso
 from agent_world.persistence.lock import WorldInUse, WorldLock
 from agent_world.persistence.replay import ReplayResult, replay
+from agent_world.persistence.seekpoints import discard_seek_points_after
 from agent_world.persistence.snapshots import (
     encode_snapshot,
     load_latest_snapshot,
@@ -231,6 +232,10 @@ def _resume(config: Config, root: Path, lock: WorldLock, *, seed_given: bool,
                 f"from there: python main.py replay {root} --to {world.tick} --fork NEW_NAME")
         try:
             notes.extend(_repair(folder, config, world, result))
+            stale = discard_seek_points_after(folder, world.tick)
+            if stale:
+                notes.append(f"deleted {stale} seek point(s) past tick {world.tick}, where the "
+                             "log ends: the world goes on from there anew")
             folder.update_meta(config=config.to_dict(), last_tick=world.tick)
         except OSError as exc:
             raise SaveError(f"cannot resume world '{name}': "
@@ -327,7 +332,7 @@ def fork_world(source: SaveFolder, tick: int, new_name: str, config: Config, *,
 def _replay_to(source: SaveFolder, tick: int, config: Config,
                setup: Setup | None) -> tuple[World, list[str]]:
     notes: list[str] = []
-    starts = [(t, p) for t, p in source.history() if t <= tick]
+    starts = source.saved_states(until=tick)
     if not starts:
         raise SaveError(f"{source.root} has no snapshot at or before tick {tick}")
     snap = None

@@ -37,6 +37,7 @@ from agent_world.persistence.forked import (
     fork_state,
     read_forked_state,
 )
+from agent_world.persistence.seekpoints import SeekPoints
 from agent_world.persistence.snapshots import encode_snapshot
 from agent_world.types import Input, TickReport
 
@@ -58,6 +59,7 @@ class _State:
     data: bytes | None  # None while a forked child is still serialising
     check: bool
     snapshot: bool
+    seek: bool
     child: ForkedState | None = None
     done: Future[Saved] | None = None  # told once the snapshot is on disk (/save)
 
@@ -100,7 +102,7 @@ class Persistence:
         self.world = world
         self._report = report
         self._queue: queue.SimpleQueue[_Job] = queue.SimpleQueue()
-        self._state_due: tuple[bool, bool] | None = None  # (hash, snapshot) at between_ticks
+        self._state_due: tuple[bool, bool, bool] | None = None  # (hash, snapshot, seek point)
         # Main-thread figures.
         self.main_ms_last = 0.0
         self.main_ms_max = 0.0
@@ -128,10 +130,12 @@ class Persistence:
             lines = [dumps({"tick": tick, "seq": i, "kind": "event", **event})
                      for i, event in enumerate(report.events)]
             self._queue.put(_Lines(tick, b"\n".join(lines) + b"\n"))
-        check = tick % self.cfg.hash_interval_ticks == 0
-        snapshot = tick % self.cfg.snapshot_interval_ticks == 0
-        if check or snapshot:
-            self._state_due = (check, snapshot)
+        cfg = self.cfg
+        check = tick % cfg.hash_interval_ticks == 0
+        snapshot = tick % cfg.snapshot_interval_ticks == 0
+        seek = cfg.seek_interval_ticks > 0 and tick % cfg.seek_interval_ticks == 0
+        if check or snapshot or seek:
+            self._state_due = (check, snapshot, seek)
 
     def between_ticks(self) -> bool:
         """Hand a due state hash or snapshot over, after the tick's observers and before the
@@ -140,12 +144,12 @@ class Persistence:
         Returns whether there was one."""
         if self._state_due is None:
             return False
-        check, snapshot = self._state_due
+        check, snapshot, seek = self._state_due
         self._state_due = None
-        self._queue_state(check=check, snapshot=snapshot)
+        self._queue_state(check=check, snapshot=snapshot, seek=seek)
         return True
 
-    def _queue_state(self, *, check: bool, snapshot: bool,
+    def _queue_state(self, *, check: bool, snapshot: bool, seek: bool = False,
                      done: Future[Saved] | None = None) -> None:
         started = time.perf_counter()
         # Children still serialising earlier states: past a few, serialise here instead
@@ -155,11 +159,11 @@ class Persistence:
             lock = self.folder.lock
             # The child must not keep the world's lock alive should this process die.
             close = (lock.fd,) if lock is not None and lock.held else ()
-            job = _State(self.world.tick, None, check, snapshot,
+            job = _State(self.world.tick, None, check, snapshot, seek,
                          fork_state(self.world, close_in_child=close), done)
             self._forked += 1
         else:
-            job = _State(self.world.tick, self.world.state_bytes(), check, snapshot,
+            job = _State(self.world.tick, self.world.state_bytes(), check, snapshot, seek,
                          done=done)
             self.serialized_inline += 1
         self._queue.put(job)
@@ -241,6 +245,9 @@ class Persistence:
             "serialized_in": "forked child" if self.use_fork else "main thread",
             "serialized_inline": self.serialized_inline,
             "snapshot_write_ms_last": round(w.snapshot_write_ms, 2),
+            "seek_points": len(w.seek_points.sizes),
+            "seek_points_bytes": w.seek_points.total,
+            "seek_points_failed": w.seek_points.failed,
             "flush": self.cfg.flush,
             "error": w.last_error,
             "errors": w.errors,
@@ -257,6 +264,7 @@ class _Writer(threading.Thread):
         self.queue = jobs
         self.chunks = ChunkWriter(folder, cfg.events_chunk_ticks,
                                   report=lambda text: report(f"persistence: {text}"))
+        self.seek_points = SeekPoints(folder, cfg.seek_budget_mb * 1_000_000)
         self.children_collected = 0
         self._pending: deque[_Lines] = deque()
         self._snapshots: deque[_State] = deque()
@@ -332,7 +340,9 @@ class _Writer(threading.Thread):
                                  "type": "state_hash", "hash": hash_state_bytes(job.data)})
             self._pending.append(_Lines(job.tick, line + b"\n"))
             self.pending_bytes += len(line) + 1
-        if job.snapshot:
+        if job.seek and not job.snapshot and self.last_error is not None:
+            self.seek_points.failed += 1  # the disk refuses: skip it, keep no state for it
+        elif job.snapshot or job.seek:
             self._snapshots.append(job)
 
     def _work(self, *, force: bool) -> bool:
@@ -383,8 +393,18 @@ class _Writer(threading.Thread):
             self.chunks.fsync()
 
     def _write_snapshot(self, job: _State) -> None:
-        started = time.perf_counter()
+        """Write the snapshot, the seek point, or both, that ``job`` asks for (a snapshot
+        only once the log before it is fsynced, so it never holds an input the log lacks)."""
         assert job.data is not None
+        if job.seek:
+            job.seek = False  # a convenience: tried once, never kept in memory for a retry
+            try:
+                self.seek_points.add(job.tick, job.data)
+            except OSError:
+                self.seek_points.failed += 1
+        if not job.snapshot:
+            return
+        started = time.perf_counter()
         data, _digest = encode_snapshot(job.tick, job.data)
         history = self.folder.history()
         write_atomic(self.folder.snapshot_path(job.tick), gzip.compress(data, 3))

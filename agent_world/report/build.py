@@ -7,7 +7,7 @@ from typing import Any
 
 from agent_world.persistence import SaveFolder
 from agent_world.persistence.eventlog import LogReader, final_tick
-from agent_world.persistence.replay import state_file_tick
+from agent_world.persistence.snapshots import state_file_tick
 from agent_world.report.figures import Report, Window, WorldInfo
 from agent_world.report.reader import ReportError, open_save, start_point, world_info
 from agent_world.report.summary import Baseline, summarise

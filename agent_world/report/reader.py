@@ -19,7 +19,7 @@ from typing import Any
 import orjson
 
 from agent_world.persistence import SaveError, SaveFolder
-from agent_world.persistence.replay import state_file_tick
+from agent_world.persistence.snapshots import state_file_tick
 from agent_world.report.figures import WorldInfo
 
 __all__ = ["ReportError", "StartPoint", "open_save", "start_point", "world_info"]
@@ -47,8 +47,9 @@ def open_save(path: Path) -> SaveFolder:
 
 
 def _snapshots(folder: SaveFolder) -> list[tuple[int, Path]]:
-    """Every snapshot file by tick, oldest first (world_state.json among them)."""
-    found = dict(folder.history())
+    """Every snapshot file by tick, oldest first (world_state.json and the seek points
+    among them)."""
+    found = dict(folder.saved_states())
     tick = state_file_tick(folder)
     if tick is not None:
         found.setdefault(tick, folder.state_path)

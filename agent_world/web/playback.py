@@ -9,8 +9,8 @@ to 100), /seek TICK and /fork NAME. Commands that would change the world are ref
 recording changes only as it was recorded; /fork starts a new world that can change.
 
 A seek starts from the latest of: the world on screen (if it is not past the target), a
-checkpoint the background indexer wrote (``checkpoints.py``), or a snapshot in the save
-folder; it then replays to the target, yielding to the event loop as it goes.
+snapshot or seek point in the save folder, or a checkpoint the background indexer wrote
+(``checkpoints.py``); it then replays to the target, yielding to the event loop as it goes.
 """
 
 from __future__ import annotations
@@ -35,18 +35,22 @@ from agent_world.core.loop import LoopError, TickLoop
 from agent_world.core.world import World
 from agent_world.persistence import DivergenceError, SaveFolder
 from agent_world.persistence.eventlog import final_tick
-from agent_world.persistence.replay import LogStepper, state_file_tick
-from agent_world.persistence.snapshots import load_first_snapshot, load_snapshot_file
+from agent_world.persistence.folder import snapshot_files
+from agent_world.persistence.replay import LogStepper
+from agent_world.persistence.snapshots import (
+    load_first_snapshot,
+    load_snapshot_file,
+    state_file_tick,
+)
 from agent_world.persistence.worlds import Setup
 from agent_world.types import TickReport
-from agent_world.web.checkpoints import load_checkpoint, nearest_checkpoint
 from agent_world.web.server import WebError, WebServer
 
 if TYPE_CHECKING:
     from agent_world.console.commands import Console
 
 __all__ = ["MAX_SPEED", "MIN_SPEED", "ForkRequest", "Playback", "ReplayLoop", "Served",
-           "serve_recording"]
+           "open_recording", "serve_recording"]
 
 MIN_SPEED = 0.25
 MAX_SPEED = 100.0
@@ -164,6 +168,8 @@ class Playback:
         await proc.wait()
 
     async def close(self) -> None:
+        """Stop the indexer and the session, close the world on screen (unless a fork
+        takes it over), and remove the temporary folders."""
         proc = self._indexer
         if proc is not None and proc.returncode is None:
             proc.terminate()
@@ -173,32 +179,30 @@ class Playback:
             self._reader.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._reader
+        self.session.close()
+        if self.fork is None:
+            self.session.world.close()
         shutil.rmtree(self.checkpoints, ignore_errors=True)
+        shutil.rmtree(self.config.paths.logs, ignore_errors=True)
 
     # -- seeking ----------------------------------------------------------------------------
 
-    def _start_for(self, tick: int) -> tuple[int, str]:
-        """Where a seek to ``tick`` starts: the latest usable tick and what holds it."""
-        best = (-1, "")
+    def _start_for(self, tick: int) -> tuple[int, Path | None]:
+        """Where a seek to ``tick`` starts: the latest state at or before it, the world on
+        screen (no path) or a file: the folder's snapshots and seek points, and the
+        indexer's checkpoints."""
+        files = self.folder.saved_states(until=tick) + [
+            (t, p) for t, p in snapshot_files(self.checkpoints) if t <= tick]
+        best = max(files, default=(-1, None))
         here = self.session.world.tick
-        if here <= tick:
-            best = (here, "here")
-        at = nearest_checkpoint(self.checkpoints, tick)
-        if at is not None and at > best[0]:
-            best = (at, "checkpoint")
-        for snap_tick, _path in self.folder.history():
-            if best[0] < snap_tick <= tick:
-                best = (snap_tick, "snapshot")
-        return best
+        return (here, None) if best[0] <= here <= tick else best
 
-    def _load(self, tick: int, source: str) -> World:
-        if source == "checkpoint":
-            world = load_checkpoint(self.checkpoints, tick, self.config)
-        else:
-            path = dict(self.folder.history())[tick]
-            world = load_snapshot_file(path, self.config).world
-        self.setup(world)
-        return world
+    def _describe(self, start: int, path: Path | None) -> str:
+        if path is None:
+            return f"the world on screen at tick {start}"
+        kind = {self.checkpoints: "the indexer's checkpoint",
+                self.folder.seek_dir: "the seek point"}.get(path.parent, "the snapshot")
+        return f"{kind} of tick {start}"
 
     async def seek(self, tick: int) -> str:
         if not self.first_tick <= tick <= self.last_tick:
@@ -212,8 +216,11 @@ class Playback:
         self.seeking = tick
         loop.hold("seek")
         try:
-            start, source = self._start_for(tick)
-            world = self.session.world if source == "here" else self._load(start, source)
+            start, path = self._start_for(tick)
+            world = self.session.world
+            if path is not None:
+                world = load_snapshot_file(path, self.config).world
+                self.setup(world)
             stepper = LogStepper(world, self.folder, end=self.last_tick)
             try:
                 while world.tick < tick and stepper.more():
@@ -233,8 +240,7 @@ class Playback:
             loop.release("seek")
         if was_playing and not loop.at_end():
             loop.resume()
-        return (f"at tick {self.session.world.tick} (from the {source} of tick {start}"
-                f"{'' if source != 'here' else ', on screen'})")
+        return f"at tick {self.session.world.tick} (from {self._describe(start, path)})"
 
     def _replace(self, world: World) -> None:
         """Show ``world`` (another object, or the one on screen moved on by a seek): the
@@ -267,8 +273,8 @@ class Playback:
         table["seek"] = Command(
             name="seek", usage="/seek TICK", summary="jump to a tick of the recording",
             parse=_parse_tick, run=self._seek,
-            details=("Starts from the nearest checkpoint or snapshot at or before TICK and "
-                     "replays the rest, verifying it.",))
+            details=("Starts from the nearest snapshot, seek point or checkpoint at or "
+                     "before TICK and replays the rest, verifying it.",))
         table["fork"] = Command(
             name="fork", usage="/fork NAME", summary="continue from this tick as a new "
             "world NAME (as replay --fork)", parse=_parse_name, run=self._fork,
@@ -361,6 +367,27 @@ class Served:
     port: int = 0
 
 
+def open_recording(folder: SaveFolder, config: Config, setup: Setup) -> Playback:
+    """The recording of ``folder`` as a paused session at its first tick, with its timeline
+    (``await playback.close()`` ends it all)."""
+    rate = folder.recorded_tick_rate(config.world.tick_rate)
+    last = max(int(folder.read_meta().get("last_tick", -1) or -1),
+               state_file_tick(folder) or -1, final_tick(folder))
+    world = load_first_snapshot(folder, config).world
+    setup(world)
+    # No model is asked (decisions come from the log), and the replay's world log stays out
+    # of the live worlds' log.
+    logs = tempfile.mkdtemp(prefix="agent-world-replay-log-")
+    replaying = config.replace(llm={"provider": "none"}, paths={"logs": logs},
+                               world={"tick_rate": rate})
+    session = Session(replaying, world)
+    session.loop = ReplayLoop(session.loop, LogStepper(world, folder, end=last), rate)
+    session.loop.pause()
+    playback = Playback(session, folder, replaying, setup, last_tick=max(last, world.tick))
+    session.commands = playback.commands()
+    return playback
+
+
 ConsoleStarter = Callable[[Session], Awaitable[Callable[[], Awaitable[None]]]]
 
 
@@ -370,21 +397,8 @@ async def serve_recording(folder: SaveFolder, config: Config, setup: Setup, *, t
     """Serve ``folder``'s recording to the viewer until stopped (Ctrl-C, /quit) or forked.
     ``start_console`` starts the terminal's console on the session and returns what stops
     it."""
-    rate = folder.recorded_tick_rate(config.world.tick_rate)
-    last = max(int(folder.read_meta().get("last_tick", -1) or -1),
-               state_file_tick(folder) or -1, final_tick(folder))
-    world = load_first_snapshot(folder, config).world
-    setup(world)
-    logs = Path(tempfile.mkdtemp(prefix="agent-world-replay-log-"))
-    # No model is asked (decisions come from the log), and the replay's world log stays out
-    # of the live worlds' log.
-    replaying = config.replace(llm={"provider": "none"}, paths={"logs": str(logs)},
-                               world={"tick_rate": rate})
-    session = Session(replaying, world)
-    session.loop = ReplayLoop(session.loop, LogStepper(world, folder, end=last), rate)
-    session.loop.pause()
-    playback = Playback(session, folder, replaying, setup, last_tick=max(last, world.tick))
-    session.commands = playback.commands()
+    playback = open_recording(folder, config, setup)
+    session, rate = playback.session, playback.loop.recorded_rate
     viewer: WebServer | None = None
     stop_console = None
     try:
@@ -403,7 +417,8 @@ async def serve_recording(folder: SaveFolder, config: Config, setup: Setup, *, t
                 print(f"error: --to: {exc}", file=sys.stderr)
                 return Served(2)
         print(f"replaying world '{folder.name}' ({folder.root}): ticks {playback.first_tick}.."
-              f"{playback.last_tick}, recorded at {rate:g} Hz; paused at tick {world.tick}\n"
+              f"{playback.last_tick}, recorded at {rate:g} Hz; paused at tick "
+              f"{session.world.tick}\n"
               f"  viewer: {url}" + (f"  ({viewer.note})" if viewer.note else "")
               + "\n  /play, /pause, /step N, /speed X, /seek TICK, /fork NAME; Ctrl-C stops",
               file=out, flush=True)
@@ -417,7 +432,3 @@ async def serve_recording(folder: SaveFolder, config: Config, setup: Setup, *, t
         if viewer is not None:
             await viewer.close()
         await playback.close()
-        session.close()
-        if playback.fork is None:
-            session.world.close()
-        shutil.rmtree(logs, ignore_errors=True)

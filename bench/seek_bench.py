@@ -1,0 +1,96 @@
+"""Seeking a recorded world (``python -m bench --only seek``): how long ``/seek TICK`` takes
+in ``python main.py replay saves/NAME --serve`` at 1,000 agents, from the seek points the
+running world left in its save folder, before the background indexer has run at all.
+
+A 1,000-agent world is recorded as ``python main.py`` records one (persistence on, its
+default seek points), flat out; its recording is then opened as the served replay opens it
+(``open_recording``: same session, loop and seek code, without the HTTP server and the
+indexer, so only the save folder helps) and sought to targets in falling order, so no seek
+can start from the world on screen. The targets include the worst case for seek points:
+the tick before each one (the most ticks to replay).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from agent_world.persistence import SaveFolder
+from agent_world.sandbox import Sandbox
+from agent_world.web.playback import open_recording
+from bench.engine import build_world
+from bench.scenario import saved_session
+
+__all__ = ["measure_seek"]
+
+AGENTS = 1000
+GOAL_S = 2.0
+
+
+def _record(root: Path, ticks: int) -> tuple[SaveFolder, Any, dict[str, Any]]:
+    world, config, _info = build_world(AGENTS, root, warmup_ticks=20)
+    session = saved_session(world, config, f"seek-{AGENTS}")
+    started = time.perf_counter()
+    asyncio.run(session.run(max_ticks=ticks, paced=False))
+    assert session.persistence is not None
+    folder = session.persistence.folder
+    session.close()
+    stats = session.persistence.stats()
+    points = folder.seek_points()
+    sizes = [path.stat().st_size for _tick, path in points]
+    return folder, config, {
+        "ticks": ticks, "record_s": round(time.perf_counter() - started, 1),
+        "seek_points": len(points),
+        "seek_point_kb_mean": round(sum(sizes) / len(sizes) / 1024, 1) if sizes else None,
+        "seek_interval_ticks": config.persistence.seek_interval_ticks,
+        "state_main_ms_max": stats["state_main_ms_max"],
+    }
+
+
+def _targets(first: int, last: int, interval: int, count: int) -> list[int]:
+    """Random ticks, and the tick before each seek point (the longest replays)."""
+    rng = random.Random(13)
+    worst = [t - 1 for t in range(first + interval, last + 1, interval)]
+    rng.shuffle(worst)
+    chosen = set(worst[: count // 2])
+    while len(chosen) < count:
+        chosen.add(rng.randint(first + 1, last))
+    return sorted(chosen, reverse=True)
+
+
+async def _seeks(folder: SaveFolder, config: Any, targets: list[int]) -> list[dict[str, Any]]:
+    sandbox = Sandbox(config, wait=False)
+    playback = open_recording(folder, config, sandbox.install)
+    rows = []
+    try:
+        for tick in targets:
+            started = time.perf_counter()
+            said = await playback.seek(tick)
+            rows.append({"tick": tick, "seconds": round(time.perf_counter() - started, 3),
+                         "from": said})
+    finally:
+        await playback.close()
+        sandbox.close()
+    return rows
+
+
+def measure_seek(*, quick: bool = False, log: Callable[[str], None] = print,
+                 root: Path) -> dict[str, Any]:
+    ticks, count = (400, 6) if quick else (3000, 24)
+    log(f"seek: recording {AGENTS:,} agents for {ticks:,} ticks")
+    folder, config, recorded = _record(root, ticks)
+    meta_first = folder.history()[0][0]
+    targets = _targets(meta_first, meta_first + ticks,
+                       config.persistence.seek_interval_ticks, count)
+    log(f"seek: {len(targets)} seeks into the recording")
+    rows = asyncio.run(_seeks(folder, config, targets))
+    seconds = sorted(r["seconds"] for r in rows)
+    return {
+        "agents": AGENTS, "recorded": recorded, "seeks": rows,
+        "p50_s": seconds[len(seconds) // 2], "max_s": seconds[-1],
+        "over_goal": sum(s > GOAL_S for s in seconds), "goal_s": GOAL_S,
+    }
