@@ -54,7 +54,8 @@ def _record(root: Path, ticks: int) -> tuple[SaveFolder, Any, dict[str, Any]]:
 def _targets(first: int, last: int, interval: int, count: int) -> list[int]:
     """Random ticks, and the tick before each seek point (the longest replays)."""
     rng = random.Random(13)
-    worst = [t - 1 for t in range(first + interval, last + 1, interval)]
+    worst = [t - 1 for t in range(first - first % interval + interval, last + 1, interval)
+             if t - 1 > first]
     rng.shuffle(worst)
     chosen = set(worst[: count // 2])
     while len(chosen) < count:
@@ -79,8 +80,10 @@ async def _seeks(folder: SaveFolder, config: Any, targets: list[int]) -> list[di
 
 
 def measure_seek(*, quick: bool = False, log: Callable[[str], None] = print,
-                 root: Path) -> dict[str, Any]:
-    ticks, count = (400, 6) if quick else (3000, 24)
+                 root: Path, ticks: int | None = None) -> dict[str, Any]:
+    """``ticks``: how long a recording to make (default 3,000; 400 with ``quick``)."""
+    count = 6 if quick else 24
+    ticks = ticks or (400 if quick else 3000)
     log(f"seek: recording {AGENTS:,} agents for {ticks:,} ticks")
     folder, config, recorded = _record(root, ticks)
     meta_first = folder.history()[0][0]

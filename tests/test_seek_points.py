@@ -4,6 +4,7 @@ starts from them (resume, fork, a served replay's seek). Real files and threads.
 from __future__ import annotations
 
 import gzip
+import itertools
 from pathlib import Path
 
 import orjson
@@ -125,7 +126,7 @@ def test_past_the_budget_old_seek_points_thin_out_and_recent_ones_stay_dense(
     assert kept == sorted(points.sizes) and points.deleted == 60 - len(kept)
     newest = kept[len(kept) // 2:]
     assert newest == list(range(newest[0], 6_100, 100))  # the recent half: every point
-    gaps = [b - a for a, b in zip(kept, kept[1:], strict=False)]
+    gaps = [b - a for a, b in itertools.pairwise(kept)]
     assert max(gaps) > 100 and gaps == sorted(gaps, reverse=True)  # sparser with age
     # A later writer of the same folder counts what is there.
     again = SeekPoints(folder, budget_bytes=one * 12)

@@ -15,6 +15,7 @@ import orjson
 
 from agent_world.app import Session
 from agent_world.config import Config
+from agent_world.console.recent import RecentEvents
 from agent_world.persistence import SaveFolder, open_world, replay
 from agent_world.persistence.snapshots import load_first_snapshot
 from agent_world.persistence.worlds import fork_world
@@ -153,6 +154,9 @@ def test_a_served_replay_plays_seeks_steps_and_refuses_changes(tmp_path: Path) -
             reply = await viewer.command("/seek 150")
             assert reply["ok"] and "the seek point of tick 100" in reply["reply"][0], reply
             assert viewer.session.world.state_hash() == want[150]
+            # The consoles' recent events (what /debug shows) are of no later tick.
+            recent = [o for o in viewer.session.loop.observers if isinstance(o, RecentEvents)]
+            assert recent and all(t <= 150 for o in recent for t, _e in o.events)
 
             assert (await viewer.command("/seek 420"))["ok"]
             reply = await viewer.command("/play")

@@ -31,6 +31,7 @@ from agent_world.app import Session
 from agent_world.config import Config, ConfigError
 from agent_world.console.commands import COMMANDS, Command
 from agent_world.console.parsing import CommandError, NoArgs, parse_no_args
+from agent_world.console.recent import RecentEvents
 from agent_world.core.loop import LoopError, TickLoop
 from agent_world.core.world import World
 from agent_world.persistence import DivergenceError, SaveFolder
@@ -244,8 +245,12 @@ class Playback:
 
     def _replace(self, world: World) -> None:
         """Show ``world`` (another object, or the one on screen moved on by a seek): the
-        viewer's clients start over from a keyframe."""
+        viewer's clients start over from a keyframe, and the consoles forget the events of
+        other ticks."""
         session, old = self.session, self.session.world
+        for observer in session.loop.observers:
+            if isinstance(observer, RecentEvents):
+                observer.events.clear()  # /debug's recent events: of other ticks now
         if world is not old:
             world.inbox.redact = old.inbox.redact
             session.world = world
