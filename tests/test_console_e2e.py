@@ -173,6 +173,39 @@ def test_the_console_in_a_real_terminal(tmp_path: Path, terminal: Terminal) -> N
 
 
 @pytest.mark.skipif(TMUX is None, reason="needs tmux")
+def test_a_served_replay_has_the_console_with_its_own_commands(
+        tmp_path: Path, terminal: Terminal) -> None:
+    config = write_config(tmp_path)
+    done = run_main(tmp_path, "--headless", "--ticks", "250", stdin="")
+    assert done.returncode == 0, done.stderr
+    exit_file = tmp_path / "exit_code"
+    terminal.start(f"cd '{tmp_path}' && '{sys.executable}' '{MAIN}' replay saves/default "
+                   f"--serve --config '{config}'; echo $? > '{exit_file}'; sleep 600")
+    terminal.wait_for(r"replaying world 'default' .*ticks 0\.\.250, recorded at 10 Hz; "
+                      r"paused at tick 0")
+    terminal.wait_for(r"viewer: http://127\.0\.0\.1:\d+/")
+    terminal.wait_for(r"^world>")
+
+    terminal.enter("/seek 150")
+    terminal.wait_for(r"^at tick 150 \(from the seek point of tick 100\)")
+    terminal.enter("/step 3")
+    terminal.wait_for(r"stepped 3 ticks: tick 150 -> 153")
+    terminal.enter("/spawn agent Eve")
+    terminal.wait_for(r"^error: a recorded world changes only as it was recorded; /fork NAME")
+    terminal.enter("/speed 500")
+    terminal.wait_for(r"^error: X must be from 0\.25 to 100, got 500")
+    terminal.type("/see", "Tab")  # the replay's own commands complete too
+    terminal.wait_for(r"^world> /seek\s*$")
+    terminal.type("", "C-u")
+
+    terminal.enter("/quit")
+    poll(lambda: (exit_file.exists() and exit_file.read_text().strip()) or None,
+         terminal.screen)
+    assert exit_file.read_text().strip() == "0"
+    assert "Traceback" not in terminal.screen()
+
+
+@pytest.mark.skipif(TMUX is None, reason="needs tmux")
 def test_log_lines_print_above_a_half_typed_command(tmp_path: Path, terminal: Terminal) -> None:
     # A crowded map of aggressive agents: the world log has news every few ticks.
     config = write_config(tmp_path, echo=True, world="size: [24, 24], starting_agents: 40, "
