@@ -6,7 +6,8 @@ saved world from its first snapshot, verifying it, and can fork it into a new wo
 ``python main.py ability check FILE.py`` validates an ability source and dry-runs it.
 ``python main.py worlds [list | delete NAME]`` lists or deletes saved worlds
 (``worlds_command``); ``python main.py report saves/NAME`` reports how a saved world lived
-(``report_command``).
+(``report_command``); ``python main.py schema`` prints the brain API's JSON Schema
+(``schema_command``).
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ from agent_world.replay_command import resolve_world_path, run_replay
 from agent_world.report_command import main as report_main
 from agent_world.sandbox import AbilityChecker, Sandbox
 from agent_world.sandbox.pool import WorkerDied
+from agent_world.schema_command import main as schema_main
 from agent_world.types import ProviderError
 from agent_world.web import WebError, WebServer, check_web, web_token
 from agent_world.web.playback import serve_recording
@@ -81,7 +83,9 @@ OTHER_COMMANDS = """other commands (each has --help):
   python main.py ability check FILE.py check an ability file (gate, sandbox, dry runs)
   python main.py worlds [list | delete NAME]
                                        the saved worlds: list them, or delete one
-  python main.py report saves/NAME     liveliness per window of ticks, from the event log"""
+  python main.py report saves/NAME     liveliness per window of ticks, from the event log
+  python main.py schema [--part P]     JSON Schema of observations, decisions, actions and
+                                       abilities (for your own agents: docs/agents.md)"""
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -479,6 +483,8 @@ def _main(argv: Sequence[str] | None) -> int:
             return worlds_main(argv[1:])
         if argv[:1] == ["report"]:
             return report_main(argv[1:])
+        if argv[:1] == ["schema"]:
+            return schema_main(argv[1:])
         args = build_parser().parse_args(argv)
         config = _configure(args)
         sandbox = Sandbox(config, wait=False)

@@ -9,13 +9,13 @@ from pathlib import Path
 import orjson
 import pytest
 
+from agent_world.agents import observe
 from agent_world.core import components as c
 from agent_world.llm.breaker import CircuitBreaker
 from agent_world.llm.budget import Budget
 from agent_world.llm.cache import ResponseCache, cache_key
 from agent_world.llm.decision import DecisionError, decide_from_text, extract_json
 from agent_world.llm.memory import AgentMemory, MemoryBook
-from agent_world.llm.observation import observe
 from agent_world.llm.prompts import PromptBuilder
 from agent_world.llm.redact import MASK, Redactor
 from agent_world.llm.requests import NORMAL, URGENT, Job, RequestQueue
@@ -271,7 +271,7 @@ def test_observation_is_compact_json_of_what_the_agent_perceives() -> None:
     world.spawn_item("apple", 1, 6, 6)
     for _ in range(5):
         world.step()
-    obs = observe(world, me)
+    obs = observe(world, me).prompt_view()
     assert orjson.loads(orjson.dumps(obs)) == obs
     assert obs["you"]["name"] == "Brin" and obs["you"]["items"] == {"berries": 2}
     seen = [a["id"] for a in obs.get("agents", [])]
@@ -279,7 +279,7 @@ def test_observation_is_compact_json_of_what_the_agent_perceives() -> None:
     assert any(i["kind"] == "apple" for i in obs["items"])
     world.store.get(me, c.Combat).last_attacked = world.tick
     world.store.get(me, c.Combat).last_attacker = other
-    assert observe(world, me)["you"]["attacked_by"]["id"] == other
+    assert observe(world, me).prompt_view()["you"]["attacked_by"]["id"] == other
     prompts = PromptBuilder(max_actions=3, temperature=0.7, max_tokens=200, seed=None,
                             structured="schema")
     user = prompts.user(personality="trader", name="Brin", observation=obs,

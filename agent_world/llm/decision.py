@@ -11,6 +11,7 @@ from typing import Any
 
 import orjson
 
+from agent_world.agents.decision import DecisionError
 from agent_world.core.actions import Action, ActionError, action_schema, parse_action
 
 __all__ = ["MAX_THOUGHT", "Decision", "DecisionError", "decide_from_text", "decision_schema",
@@ -18,10 +19,6 @@ __all__ = ["MAX_THOUGHT", "Decision", "DecisionError", "decide_from_text", "deci
 
 MAX_THOUGHT = 200
 _FENCE = re.compile(r"```(?:json|JSON)?\s*(.*?)```", re.DOTALL)
-
-
-class DecisionError(ValueError):
-    """An answer that is not a valid decision (no JSON, wrong shape, invalid action)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

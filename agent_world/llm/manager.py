@@ -16,6 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from agent_world.agents.observation import observe
 from agent_world.config import LLMConfig
 from agent_world.core import components as c
 from agent_world.core.inbox import Inbox
@@ -28,7 +29,6 @@ from agent_world.llm.http import estimate_tokens
 from agent_world.llm.memory import MemoryBook
 from agent_world.llm.metrics import Metrics, percentile
 from agent_world.llm.mind import APPLY_GRACE_TICKS, Mind, triggers
-from agent_world.llm.observation import observe
 from agent_world.llm.prompts import PROMPT_VERSION, PromptBuilder
 from agent_world.llm.redact import Redactor
 from agent_world.llm.requests import NORMAL, URGENT, Job, RequestQueue
@@ -191,7 +191,8 @@ class LLMManager:
         memory = {} if mind.trim_next else self.memory.of(eid).render(world.tick)
         mind.trim_next = False
         prompt = self.prompts.user(
-            personality=agent.personality, name=agent.name, observation=observe(world, eid),
+            personality=agent.personality, name=agent.name,
+            observation=observe(world, eid).prompt_view(),
             memory=memory, correction=mind.last_error)
         key = cache_key(self.identity, self.prompts.request(prompt), PROMPT_VERSION)
         rid = self._next_rid

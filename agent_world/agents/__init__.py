@@ -1,0 +1,39 @@
+"""The API for bringing your own agent: what a brain reads and what it answers.
+
+    from agent_world.agents import Decision, Observation
+
+    def decide(obs: Observation) -> Decision:
+        if obs.me.hunger > 60 and "apple" in obs.me.items:
+            return Decision("eat", {"item": "apple"}, reasoning="hungry")
+        return Decision("wander")
+
+``Observation`` is frozen, typed, plain data: the agent itself (``obs.me``: position, needs,
+goods, cooldowns, abilities), what it sees (agents, items, objects, nearest first, with
+distances), what it heard, the offers made to it, prices, its recent memory and a ``custom``
+mapping a scenario fills. The LLM's prompt is rendered from the same object. ``Decision`` is
+an action, its arguments and optionally why; a brain may answer a short plan of several.
+``python main.py schema`` prints JSON Schema for all of it (docs/agents.md).
+"""
+
+from agent_world.agents.decision import Decision, DecisionError, as_plan
+from agent_world.agents.observation import (
+    AttackedBy,
+    Heard,
+    Observation,
+    Offer,
+    Seen,
+    SeenAgent,
+    Self,
+    observe,
+)
+from agent_world.agents.schema import (
+    ability_schema,
+    action_schemas,
+    decision_schema,
+    every_schema,
+    observation_schema,
+)
+
+__all__ = ["AttackedBy", "Decision", "DecisionError", "Heard", "Observation", "Offer", "Seen",
+           "SeenAgent", "Self", "ability_schema", "action_schemas", "as_plan",
+           "decision_schema", "every_schema", "observation_schema", "observe"]

@@ -1,0 +1,257 @@
+"""``Observation``: what one agent perceives at one tick, as frozen, typed, plain data.
+
+It is built on the main thread (the only thread that reads the world) and handed to a brain
+wherever that brain runs: a worker thread, a process, a remote client (``to_dict()`` is its
+JSON form). The LLM prompt is rendered from it (``prompt_view``), so a user's brain and the
+LLM see the same world. Lists are nearest first; distances are in tiles (Chebyshev: a
+diagonal step is one tile).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from agent_world.core import components as c
+from agent_world.core.world import World
+
+__all__ = ["AttackedBy", "Heard", "Observation", "Offer", "Seen", "SeenAgent", "Self",
+           "observe"]
+
+RECENT_ATTACK_TICKS = 20  # an attack this recent is part of what the agent knows
+PROMPT_SEEN = 5  # agents, items, objects and offers a prompt lists
+PROMPT_HEARD = 4
+PROMPT_REMEMBERED = 3
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AttackedBy:
+    """Who hit the agent last, within the last ``RECENT_ATTACK_TICKS`` ticks."""
+
+    id: int
+    name: str
+    ticks_ago: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Self:
+    """The agent itself."""
+
+    id: int
+    name: str
+    personality: str
+    x: int
+    y: int
+    health: float
+    max_health: float
+    hunger: float  # 0 fed .. 100 starving
+    energy: float  # 0 exhausted .. 100 rested
+    gold: int
+    items: Mapping[str, int]  # carried goods by kind
+    reputation: float  # -1 .. 1
+    doing: str | None  # the action under way, e.g. "move_to(x=3, y=4)"
+    plan: tuple[str, ...]  # the actions queued after it
+    last_result: str | None  # how the last action ended, when it did not succeed
+    attacked_by: AttackedBy | None
+    cooldowns: Mapping[str, int]  # ability name -> ticks until it may be used again
+    abilities: tuple[str, ...]  # abilities it may use (built-in and granted, not disabled)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SeenAgent:
+    id: int
+    name: str
+    x: int
+    y: int
+    distance: int
+    health_pct: int
+    feeling: float | None  # this agent's relationship to it, -1 .. 1 (None: no feeling)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Seen:
+    """An item on the ground (``qty``) or an object (``stock``) in sight."""
+
+    id: int
+    kind: str
+    x: int
+    y: int
+    distance: int
+    qty: int = 0  # items
+    stock: int = 0  # objects: what is left to harvest
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Heard:
+    tick: int
+    speaker: int
+    speaker_name: str
+    text: str
+    to_me: bool
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Offer:
+    """A trade offer made to this agent: accept or decline it by ``id``."""
+
+    id: int
+    sender: int
+    sender_name: str
+    gives: Mapping[str, int]  # what the agent would get
+    wants: Mapping[str, int]  # what it would give
+    expires_in: int  # ticks
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Observation:
+    """What one agent perceives at ``tick``: the input of every brain."""
+
+    tick: int
+    me: Self
+    agents: tuple[SeenAgent, ...]
+    items: tuple[Seen, ...]
+    objects: tuple[Seen, ...]
+    heard: tuple[Heard, ...]  # oldest first
+    offers: tuple[Offer, ...]
+    prices: Mapping[str, float]  # market price in gold per kind
+    memory: tuple[str, ...]  # what happened to it lately, oldest first
+    custom: Mapping[str, Any] = field(default_factory=dict)  # a scenario's own data
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-ready data (what ``python main.py schema`` describes)."""
+        return asdict(self)
+
+    def prompt_view(self) -> dict[str, Any]:
+        """The compact form an LLM prompt holds: the nearest few of each list, rounded
+        figures, and prices of what matters here only."""
+        me = self.me
+        you: dict[str, Any] = {
+            "id": me.id, "name": me.name, "at": [me.x, me.y],
+            "health_pct": round(100 * me.health / me.max_health),
+            "energy": round(me.energy), "hunger": round(me.hunger),
+            "gold": me.gold, "items": dict(me.items), "reputation": round(me.reputation, 2),
+            "doing": me.doing or "nothing",
+        }
+        if me.plan:
+            you["plan_left"] = list(me.plan)
+        if me.last_result:
+            you["last_result"] = me.last_result
+        if me.attacked_by is not None:
+            hit = me.attacked_by
+            you["attacked_by"] = {"id": hit.id, "name": hit.name, "ticks_ago": hit.ticks_ago}
+        view: dict[str, Any] = {"you": you}
+        agents = []
+        for a in self.agents[:PROMPT_SEEN]:
+            seen: dict[str, Any] = {"id": a.id, "name": a.name, "at": [a.x, a.y],
+                                    "dist": a.distance, "health_pct": a.health_pct}
+            if a.feeling:
+                seen["feeling"] = round(a.feeling, 2)
+            agents.append(seen)
+        items = [{"id": i.id, "kind": i.kind, "qty": i.qty, "at": [i.x, i.y],
+                  "dist": i.distance} for i in self.items[:PROMPT_SEEN]]
+        objects = [{"id": o.id, "kind": o.kind, "at": [o.x, o.y], "dist": o.distance,
+                    "stock": o.stock} for o in self.objects[:PROMPT_SEEN]]
+        heard = []
+        for h in self.heard[-PROMPT_HEARD:]:
+            said: dict[str, Any] = {"from": f"{h.speaker_name}#{h.speaker}", "text": h.text,
+                                    "ticks_ago": self.tick - h.tick}
+            if h.to_me:
+                said["to_you"] = True
+            heard.append(said)
+        offers = [{"offer": o.id, "from": f"{o.sender_name}#{o.sender}",
+                   "gives_you": dict(o.gives), "wants": dict(o.wants),
+                   "expires_in": o.expires_in} for o in self.offers[:PROMPT_SEEN]]
+        for key, rows in (("agents", agents), ("items", items), ("objects", objects),
+                          ("heard", heard), ("offers_to_you", offers)):
+            if rows:
+                view[key] = rows
+        remembered = list(self.memory[-PROMPT_REMEMBERED:])
+        if remembered:
+            view["happened"] = remembered
+        kinds = {*me.items, *(i.kind for i in self.items[:PROMPT_SEEN]), "gold"}
+        for o in self.offers[:PROMPT_SEEN]:
+            kinds.update(o.gives, o.wants)
+        view["prices"] = {k: round(v, 1) for k, v in self.prices.items() if k in kinds}
+        return view
+
+
+def _distance(pos: c.Position, other: c.Position) -> int:
+    return max(abs(pos.x - other.x), abs(pos.y - other.y))
+
+
+def observe(world: World, eid: int, custom: Mapping[str, Any] | None = None) -> Observation:
+    """The observation of living agent ``eid`` now (main thread only)."""
+    store = world.store
+    agent = store.get(eid, c.Agent)
+    pos = store.get(eid, c.Position)
+    needs = store.get(eid, c.Needs)
+    inv = store.get(eid, c.Inventory)
+    intent = store.get(eid, c.Intent)
+    combat = store.get(eid, c.Combat)
+    perc = store.get(eid, c.Perception)
+    social = store.get(eid, c.Social)
+    memory = store.get(eid, c.Memory)
+    tick = world.tick
+
+    attacked_by = None
+    if tick - combat.last_attacked <= RECENT_ATTACK_TICKS and combat.last_attacker:
+        attacked_by = AttackedBy(id=combat.last_attacker,
+                                 name=world.name_of(combat.last_attacker),
+                                 ticks_ago=tick - combat.last_attacked)
+    book = world.abilities
+    ready_at = book.cooldowns.get(eid, {})
+    me = Self(
+        id=eid, name=agent.name, personality=agent.personality, x=pos.x, y=pos.y,
+        health=needs.health, max_health=needs.max_health, hunger=needs.hunger,
+        energy=needs.energy, gold=inv.gold, items=dict(inv.items),
+        reputation=social.reputation,
+        doing=str(intent.action) if intent.action else None,
+        plan=tuple(str(a) for a in intent.plan),
+        last_result=intent.last_result if intent.last_result not in ("", "ok") else None,
+        attacked_by=attacked_by,
+        cooldowns={name: at - tick for name, at in sorted(ready_at.items()) if at > tick},
+        abilities=tuple(e["name"] for e in book.catalog() if "disabled" not in e),
+    )
+
+    agents = []
+    for other in perc.agents:
+        opos = store.try_get(other, c.Position)
+        oneeds = store.try_get(other, c.Needs)
+        if opos is None or oneeds is None:
+            continue
+        feeling = social.relationships.get(other)
+        agents.append(SeenAgent(
+            id=other, name=world.name_of(other), x=opos.x, y=opos.y,
+            distance=_distance(pos, opos),
+            health_pct=round(100 * oneeds.health / oneeds.max_health),
+            feeling=feeling if feeling else None))
+    items = []
+    for iid in perc.items:
+        item = store.try_get(iid, c.Item)
+        ipos = store.try_get(iid, c.Position)
+        if item is not None and ipos is not None:
+            items.append(Seen(id=iid, kind=item.kind, x=ipos.x, y=ipos.y,
+                              distance=_distance(pos, ipos), qty=item.qty))
+    objects = []
+    for oid in perc.objects:
+        obj = store.try_get(oid, c.StaticObject)
+        opos = store.try_get(oid, c.Position)
+        if obj is not None and opos is not None:
+            objects.append(Seen(id=oid, kind=obj.kind, x=opos.x, y=opos.y,
+                                distance=_distance(pos, opos), stock=obj.stock))
+    heard = tuple(
+        Heard(tick=int(said.get("tick", tick)), speaker=int(said.get("from", 0)),
+              speaker_name=str(said.get("name", "")), text=str(said.get("text", "")),
+              to_me=said.get("to") == eid)
+        for said in perc.heard)
+    offers = []
+    for oid in world.offers_to.get(eid, ()):
+        offer = world.offers[oid]
+        offers.append(Offer(id=oid, sender=offer["from"], sender_name=world.name_of(offer["from"]),
+                            gives=dict(offer["give"]), wants=dict(offer["want"]),
+                            expires_in=offer["expires"] - tick))
+    return Observation(
+        tick=tick, me=me, agents=tuple(agents), items=tuple(items), objects=tuple(objects),
+        heard=heard, offers=tuple(offers), prices=dict(world.prices),
+        memory=tuple(m["text"] for m in memory.recent), custom=dict(custom or {}))
