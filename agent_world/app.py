@@ -144,7 +144,10 @@ class Session:
                 memories=folder.memories_dir if folder is not None else None,
                 report=self.report_problem,
                 note=lambda text: self.world_log.note(self.world.tick, text),
-                factory=llm_provider, redactor=self.redactor)
+                factory=llm_provider, redactor=self.redactor,
+                prompt_log=((folder.root / "llm" if folder is not None
+                             else Path(config.paths.logs)) / "prompts.jsonl"
+                            if config.llm.log_prompts else None))
             self.loop.observers.append(self.llm)
         # Asked in turn when the operator presses Ctrl-C; one that returns True handled it
         # (the console cancels a long command), otherwise the world stops.

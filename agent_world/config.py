@@ -384,6 +384,10 @@ class LLMConfig:
     max_response_bytes: int = setting(
         262_144, "larger answers are refused unread", low=1024, high=100_000_000,
     )
+    log_prompts: bool = setting(
+        False, "write every prompt and answer to llm/prompts.jsonl in the save folder (keys "
+        "redacted; the file rolls over at 50 MB, one older kept)",
+    )
     app_url: str = setting("", "OpenRouter attribution: HTTP-Referer header ('' sends none)")
     app_title: str = setting("", "OpenRouter attribution: X-OpenRouter-Title header ('' sends "
                              "none)")

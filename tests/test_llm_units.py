@@ -16,7 +16,7 @@ from agent_world.llm.budget import Budget
 from agent_world.llm.cache import ResponseCache, cache_key
 from agent_world.llm.decision import DecisionError, decide_from_text, extract_json
 from agent_world.llm.memory import AgentMemory, MemoryBook
-from agent_world.llm.prompts import PromptBuilder
+from agent_world.llm.prompts import PromptBuilder, WorldFacts
 from agent_world.llm.redact import MASK, Redactor
 from agent_world.llm.requests import NORMAL, URGENT, Job, RequestQueue
 from agent_world.llm.retry import RetryPolicy
@@ -280,7 +280,8 @@ def test_observation_is_compact_json_of_what_the_agent_perceives() -> None:
     world.store.get(me, c.Combat).last_attacked = world.tick
     world.store.get(me, c.Combat).last_attacker = other
     assert observe(world, me).prompt_view()["you"]["attacked_by"]["id"] == other
-    prompts = PromptBuilder(max_actions=3, temperature=0.7, max_tokens=200, seed=None,
+    prompts = PromptBuilder(facts=WorldFacts.of(world), max_actions=3, temperature=0.7,
+                            max_tokens=200, seed=None,
                             structured="schema")
     user = prompts.user(personality="trader", name="Brin", observation=obs,
                         memory={"recent": ["3 ticks ago: ate"]}, correction="plan[0]: bad")

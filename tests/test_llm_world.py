@@ -317,7 +317,8 @@ def test_a_cached_answer_is_applied_without_a_call(tmp_path: Path,
             deadline -= 1
             if llm.queue.in_flight == 0 and llm.queue.depth == 0:
                 mind = llm.minds[eid]
-                mind.status, mind.asked_tick = "idle", NEVER_ASKED
+                # As never asked: no earlier observation to tell what changed since.
+                mind.status, mind.asked_tick, mind.last_observation = "idle", NEVER_ASKED, None
                 llm._new_minds.add(eid)  # looked at at once, not in its slot of ticks
                 llm.on_tick(report)
             else:
@@ -334,7 +335,8 @@ def test_a_cached_answer_is_applied_without_a_call(tmp_path: Path,
 
 def test_the_key_appears_nowhere(tmp_path: Path, server: FakeLLMServer,
                                  capsys: pytest.CaptureFixture[str]) -> None:
-    session = open_session(llm_config(tmp_path, server, breaker_failures=1000))
+    session = open_session(llm_config(tmp_path, server, breaker_failures=1000,
+                                      log_prompts=True))
     try:
         llm = session.llm
         assert llm is not None
@@ -354,8 +356,45 @@ def test_the_key_appears_nowhere(tmp_path: Path, server: FakeLLMServer,
             texts.append(path.read_bytes().decode("utf-8", "replace"))
     meta = orjson.loads((tmp_path / "saves" / "w" / "meta.json").read_bytes())
     assert meta["config"]["llm"]["api_key_env"] == KEY_ENV
+    logged = (tmp_path / "saves" / "w" / "llm" / "prompts.jsonl").read_text()
+    assert '"error":"auth: ' in logged and "[REDACTED]" in logged  # the echo, masked
     for text in texts:
         assert KEY not in text and KEY[:12] not in text
+
+
+# -- prompts: from the settings, logged, shown -----------------------------------------------
+
+
+def test_prompts_state_the_worlds_numbers_and_are_logged_and_shown(
+        tmp_path: Path, server: FakeLLMServer) -> None:
+    config = llm_config(tmp_path, server, agents=1, log_prompts=True).replace(
+        world={"tick_rate": 4.0}, game={"vision_radius": 12, "hearing_radius": 7})
+    session = open_session(config)
+    try:
+        llm = session.llm
+        assert llm is not None
+        run_until(session, 3000, lambda: llm.metrics.applied >= 2)
+        eid = next(iter(llm.minds))
+        shown = llm.debug(eid)
+    finally:
+        session.close()
+    lines = [orjson.loads(line) for line in
+             (tmp_path / "saves" / "w" / "llm" / "prompts.jsonl").read_bytes().splitlines()]
+    (system,) = [line for line in lines if line["kind"] == "system"]
+    assert "Each tick lasts 250 ms" in system["text"]  # 4 ticks per second
+    assert "You see 12 tiles and hear speech 7 tiles away" in system["text"]
+    calls = [line for line in lines if line["kind"] == "call"]
+    assert len(calls) >= 2 and all(c["system"] == system["sha"] for c in calls)
+    sent = [next(m["content"] for m in r["body"]["messages"] if m["role"] == "user")
+            for r in server.requests if "body" in r]
+    assert [c["prompt"] for c in calls] == sent[:len(calls)]  # exactly what the model saw
+    assert all(c["answer"] == orjson.dumps(server.answer).decode() for c in calls)
+    first, second = (orjson.loads(c["prompt"].split("Now (JSON): ")[1].splitlines()[0])
+                     for c in calls[:2])
+    assert first["tick"] < second["tick"] and "since_last_decision" not in first
+    assert second["since_last_decision"]["ticks"] == second["tick"] - first["tick"]
+    assert any(line.startswith("last prompt (t=") for line in shown)
+    assert any('"you":' in line for line in shown)
 
 
 # -- memories ----------------------------------------------------------------------------------

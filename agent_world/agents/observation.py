@@ -122,9 +122,35 @@ class Observation:
         """Plain JSON-ready data (what ``python main.py schema`` describes)."""
         return asdict(self)
 
-    def prompt_view(self) -> dict[str, Any]:
-        """The compact form an LLM prompt holds: the nearest few of each list, rounded
-        figures, and prices of what matters here only."""
+    def changes_since(self, previous: Observation) -> dict[str, Any]:
+        """What changed for this agent since ``previous`` (its own earlier observation):
+        ticks passed, needs, gold and goods (differences, rounded), and agents that came
+        into sight or left it. Only what changed is listed."""
+        me, was = self.me, previous.me
+        out: dict[str, Any] = {"ticks": self.tick - previous.tick}
+        for key in ("health", "hunger", "energy"):
+            delta = round(getattr(me, key) - getattr(was, key))
+            if delta:
+                out[key] = delta
+        if me.gold != was.gold:
+            out["gold"] = me.gold - was.gold
+        goods = {k: me.items.get(k, 0) - was.items.get(k, 0)
+                 for k in sorted({*me.items, *was.items})}
+        goods = {k: d for k, d in goods.items() if d}
+        if goods:
+            out["items"] = goods
+        now = {a.id for a in self.agents}
+        before = {a.id for a in previous.agents}
+        if now - before:
+            out["agents_new"] = sorted(now - before)
+        if before - now:
+            out["agents_gone"] = sorted(before - now)
+        return out
+
+    def prompt_view(self, previous: Observation | None = None) -> dict[str, Any]:
+        """The compact form an LLM prompt holds: the tick, the nearest few of each list,
+        rounded figures, prices of what matters here only, and (given the observation of
+        its last decision) what changed since."""
         me = self.me
         you: dict[str, Any] = {
             "id": me.id, "name": me.name, "at": [me.x, me.y],
@@ -140,7 +166,11 @@ class Observation:
         if me.attacked_by is not None:
             hit = me.attacked_by
             you["attacked_by"] = {"id": hit.id, "name": hit.name, "ticks_ago": hit.ticks_ago}
-        view: dict[str, Any] = {"you": you}
+        if me.cooldowns:
+            you["cooldowns"] = dict(me.cooldowns)
+        view: dict[str, Any] = {"tick": self.tick, "you": you}
+        if previous is not None:
+            view["since_last_decision"] = self.changes_since(previous)
         agents = []
         for a in self.agents[:PROMPT_SEEN]:
             seen: dict[str, Any] = {"id": a.id, "name": a.name, "at": [a.x, a.y],

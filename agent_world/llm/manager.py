@@ -29,7 +29,8 @@ from agent_world.llm.http import estimate_tokens
 from agent_world.llm.memory import MemoryBook
 from agent_world.llm.metrics import Metrics, percentile
 from agent_world.llm.mind import APPLY_GRACE_TICKS, Mind, triggers
-from agent_world.llm.prompts import PROMPT_VERSION, PromptBuilder
+from agent_world.llm.promptlog import PromptLog
+from agent_world.llm.prompts import PROMPT_VERSION, PromptBuilder, WorldFacts
 from agent_world.llm.redact import Redactor
 from agent_world.llm.requests import NORMAL, URGENT, Job, RequestQueue
 from agent_world.llm.retry import ProviderPause, RetryPolicy
@@ -49,7 +50,8 @@ class LLMManager:
     def __init__(self, cfg: LLMConfig, world: World, *, provider_factory: ProviderFactory,
                  identity: dict[str, Any], redactor: Redactor, clock: Clock | None = None,
                  memories: Path | None = None, report: Callable[[str], None] = print,
-                 note: Callable[[str], None] = lambda _text: None) -> None:
+                 note: Callable[[str], None] = lambda _text: None,
+                 prompt_log: Path | None = None) -> None:
         self.cfg = cfg
         self.world = world
         self.world_inbox: Inbox = world.inbox
@@ -59,7 +61,9 @@ class LLMManager:
         self.report = report
         self.note = note
         self.memories_dir = memories
-        self.prompts = PromptBuilder(max_actions=cfg.plan_actions, temperature=cfg.temperature,
+        self.prompt_log = PromptLog(prompt_log, redactor) if prompt_log is not None else None
+        self.prompts = PromptBuilder(facts=WorldFacts.of(world), max_actions=cfg.plan_actions,
+                                     temperature=cfg.temperature,
                                      max_tokens=cfg.max_tokens, seed=cfg.seed or None,
                                      structured=cfg.structured)
         self._ability_names: tuple[str, ...] = ()
@@ -190,9 +194,10 @@ class LLMManager:
         # After a "context too long" answer the next prompt goes without the memory, once.
         memory = {} if mind.trim_next else self.memory.of(eid).render(world.tick)
         mind.trim_next = False
+        seen = observe(world, eid)
         prompt = self.prompts.user(
             personality=agent.personality, name=agent.name,
-            observation=observe(world, eid).prompt_view(),
+            observation=seen.prompt_view(mind.last_observation),
             memory=memory, correction=mind.last_error)
         key = cache_key(self.identity, self.prompts.request(prompt), PROMPT_VERSION)
         rid = self._next_rid
@@ -213,6 +218,7 @@ class LLMManager:
         mind.asked_tick = world.tick
         mind.reasons = reasons
         mind.last_prompt_tokens = estimate_tokens(self.prompts.system + prompt)
+        mind.last_prompt, mind.last_observation = prompt, seen
 
     def _apply_cached(self, eid: int, mind: Mind, rid: int, reasons: tuple[str, ...],
                       hit: LLMResponse) -> bool:
@@ -332,10 +338,14 @@ class LLMManager:
             "fallbacks": m.fallbacks,
             "prompt tokens/decision": figures["prompt_tokens_per_decision"],
             "main thread p99": f"{percentile(list(self.main_ms), 0.99):.2f} ms",
+            **({"prompt log": f"{self.prompt_log.path} ({self.prompt_log.lines} calls"
+                + (f", {self.prompt_log.failed} not written" if self.prompt_log.failed
+                   else "") + ")"} if self.prompt_log is not None else {}),
         }
 
     def debug(self, agent_id: int) -> list[str]:
-        """Lines for /debug: thinking state, last prompt size, last decision, last error."""
+        """Lines for /debug: thinking state, last prompt size, last decision, last error,
+        memory, and the last prompt itself."""
         mind = self.minds.get(agent_id)
         if mind is None:
             return ["not an LLM agent (spawn one with /spawn agent brain=llm)"]
@@ -362,6 +372,11 @@ class LLMManager:
         summary = self.memory.of(agent_id).summary()
         if summary:
             lines.append(f"memory: {summary}")
+        if mind.last_prompt:
+            rules = estimate_tokens(self.prompts.system)
+            lines.append(f"last prompt (t={mind.asked_tick}), after the rules every agent "
+                         f"shares (~{rules} tokens):")
+            lines.extend(f"  {line}" for line in mind.last_prompt.splitlines())
         return [self.redact(line) for line in lines]
 
     def describe_entity(self, eid: int) -> list[str]:

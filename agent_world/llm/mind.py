@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from agent_world.agents.observation import Observation
 from agent_world.core import components as c
 from agent_world.core.world import World
 
@@ -31,6 +32,8 @@ class Mind:
     heard_seen: int = -1_000_000
     offers_seen: frozenset[int] = frozenset()
     last_prompt_tokens: int = 0
+    last_prompt: str = ""  # the per-decision part of the last prompt (/debug shows it)
+    last_observation: Observation | None = None  # at the last prompt: what changed since
     last_decision: str = ""
     last_decision_tick: int = -1
     last_error: str = ""  # shown in the next prompt, so the model can correct itself

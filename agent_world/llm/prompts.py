@@ -5,6 +5,7 @@ flavour line, the agent's memory, the last error to correct, and the observation
 from __future__ import annotations
 
 import functools
+from dataclasses import dataclass
 from importlib import resources
 from typing import Any
 
@@ -12,13 +13,29 @@ import orjson
 
 from agent_world.core.actions import ACTIONS, Arg
 from agent_world.core.items import ITEMS
+from agent_world.core.world import World
 from agent_world.llm.decision import decision_schema
 from agent_world.types import LLMRequest
 
-__all__ = ["PROMPT_VERSION", "PromptBuilder", "action_lines", "load_prompt"]
+__all__ = ["PROMPT_VERSION", "PromptBuilder", "WorldFacts", "action_lines", "load_prompt"]
 
-PROMPT_VERSION = "1"
+PROMPT_VERSION = "2"
 """Part of every cache key: bump when a template changes."""
+
+
+@dataclass(frozen=True, slots=True)
+class WorldFacts:
+    """The numbers the rules state, from the world's settings (never written in a template)."""
+
+    tick_rate: float  # ticks per second
+    vision: int  # tiles
+    hearing: int  # tiles
+
+    @classmethod
+    def of(cls, world: World) -> WorldFacts:
+        game = world.config.game
+        return cls(tick_rate=world.config.world.tick_rate, vision=game.vision_radius,
+                   hearing=game.hearing_radius)
 
 
 @functools.cache
@@ -56,15 +73,17 @@ def _ability_line(ability: dict[str, Any]) -> str:
 class PromptBuilder:
     """Builds the request for one decision from plain data (any thread)."""
 
-    def __init__(self, *, max_actions: int, temperature: float, max_tokens: int,
-                 seed: int | None, structured: str) -> None:
+    def __init__(self, *, facts: WorldFacts, max_actions: int, temperature: float,
+                 max_tokens: int, seed: int | None, structured: str) -> None:
         self.max_actions = max_actions
         self.temperature = temperature
         self.max_tokens = max_tokens
         self.seed = seed
         self.schema = decision_schema(max_actions) if structured == "schema" else None
-        self._rules = load_prompt("system.txt").format(actions=action_lines(),
-                                                       max_actions=max_actions).strip()
+        self._rules = load_prompt("system.txt").format(
+            actions=action_lines(), max_actions=max_actions,
+            tick_ms=f"{1000 / facts.tick_rate:g}", vision=facts.vision,
+            hearing=facts.hearing).strip()
         self.system = self._rules
 
     def set_abilities(self, catalog: list[dict[str, Any]]) -> None:

@@ -80,9 +80,11 @@ def build_manager(cfg: LLMConfig, world: World, *, clock: Clock | None = None,
                   memories: Path | None = None, report: Callable[[str], None] = print,
                   note: Callable[[str], None] = lambda _t: None,
                   factory: ProviderFactory | None = None,
-                  redactor: Redactor | None = None) -> LLMManager:
+                  redactor: Redactor | None = None,
+                  prompt_log: Path | None = None) -> LLMManager:
     """The manager for a configured provider (``factory`` replaces the configured one).
-    ``redactor`` is shared with the rest of the session; the key is added to it."""
+    ``redactor`` is shared with the rest of the session; the key is added to it.
+    ``prompt_log``: where every prompt and answer is written (``llm.log_prompts``)."""
     redactor = redactor if redactor is not None else Redactor()
     made = factory or provider_factory(cfg, redactor)
     if factory is not None:
@@ -91,4 +93,4 @@ def build_manager(cfg: LLMConfig, world: World, *, clock: Clock | None = None,
             redactor.add(key)
     return LLMManager(cfg, world, provider_factory=made, identity=provider_identity(cfg),
                       redactor=redactor, clock=clock, memories=memories, report=report,
-                      note=note)
+                      note=note, prompt_log=prompt_log)

@@ -144,6 +144,7 @@ class Worker(threading.Thread):
                 m.cache.release(job.key, None)
             m.breaker.success()  # the endpoint works; the model erred
             m.metrics.error(exc.kind)
+            self.log(job, exc.response, error=f"{exc.kind}: {exc}")
             return Outcome(rid=job.rid, agent=job.agent, ok=False, error_kind=exc.kind,
                            error=m.redact(str(exc)), raw=m.redact(exc.response.text[:300]),
                            usage=exc.response.usage, latency_s=exc.response.latency_s)
@@ -200,9 +201,25 @@ class Worker(threading.Thread):
                     max_tokens=request.max_tokens * 2 if exc.kind == "length"
                     else request.max_tokens)
 
+    def log(self, job: Job, response: LLMResponse | None, *, error: str = "",
+            cached: bool = False) -> None:
+        """The call in the prompt log (``llm.log_prompts``), if one is kept."""
+        log = self.manager.prompt_log
+        if log is None:
+            return
+        extra: dict[str, Any] = {"cached": cached} if cached else {}
+        if response is not None:
+            extra |= {"model": response.model, "usage": response.usage.to_dict(),
+                      "latency_ms": round(response.latency_s * 1000, 1)}
+        log.record(tick=job.tick, agent=job.agent, request=job.rid,
+                   system=self.manager.prompts.system, prompt=job.prompt,
+                   answer=response.text if response is not None else None, error=error,
+                   **extra)
+
     def deliver(self, job: Job, decision: Decision, response: LLMResponse, *,
                 cached: bool) -> Outcome:
         m = self.manager
+        self.log(job, response, cached=cached)
         m.world_inbox.submit("plan", plan_input(job.agent, job.rid, job.tick, job.reasons,
                                                 decision, response, cached=cached),
                              source="llm")
@@ -218,6 +235,7 @@ class Worker(threading.Thread):
             m.breaker.stop(f"{exc.kind}: {message}")
         elif exc.kind in ENDPOINT_FAILURES:
             m.breaker.failure(f"{exc.kind}: {message}")
+        self.log(job, None, error=f"{exc.kind}: {message}")
         too_long = exc.kind == "bad_request" and (
             exc.status == 413 or "context" in message.lower() or "too long" in message.lower())
         return Outcome(rid=job.rid, agent=job.agent, ok=False, error_kind=exc.kind,
