@@ -18,8 +18,8 @@ from agent_world.llm.decision import DecisionError, decide_from_text, extract_js
 from agent_world.llm.memory import AgentMemory, MemoryBook
 from agent_world.llm.prompts import PromptBuilder, WorldFacts
 from agent_world.llm.redact import MASK, Redactor
-from agent_world.llm.requests import NORMAL, URGENT, Job, RequestQueue
 from agent_world.llm.retry import RetryPolicy
+from agent_world.thinking.requests import NORMAL, URGENT, Job, RequestQueue
 from agent_world.types import FakeClock, LLMRequest, LLMResponse, LLMUsage, ProviderError
 from tests.helpers import add_agent, small_world
 
@@ -184,7 +184,7 @@ def test_retry_policy_follows_the_table() -> None:
 
 def _job(rid: int, agent: int, priority: int = NORMAL) -> Job:
     return Job(rid=rid, agent=agent, tick=0, priority=priority, reasons=("r",),
-               prompt=f"p{rid}", key=f"k{rid}")
+               payload=f"p{rid}", key=f"k{rid}")
 
 
 def test_queue_serves_urgent_first_and_coalesces_per_agent() -> None:
@@ -199,8 +199,8 @@ def test_queue_serves_urgent_first_and_coalesces_per_agent() -> None:
     assert q.put(_job(5, 12)) == "busy"  # one request per agent in flight
     second, third = q.get(0), q.get(0)
     assert second is not None and third is not None
-    assert (second.agent, second.prompt) == (11, "p2")
-    assert (third.agent, third.prompt) == (10, "p3")
+    assert (second.agent, second.payload) == (11, "p2")
+    assert (third.agent, third.payload) == (10, "p3")
     assert q.get(0) is None and q.in_flight == 3
     q.done(12)
     assert q.put(_job(6, 12)) == "queued"

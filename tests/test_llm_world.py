@@ -17,9 +17,9 @@ from agent_world.cli import main
 from agent_world.config import Config
 from agent_world.core import components as c
 from agent_world.core.world import World
-from agent_world.llm.mind import NEVER_ASKED
 from agent_world.persistence import SaveFolder, open_world, replay
 from agent_world.persistence.snapshots import load_first_snapshot
+from agent_world.thinking.mind import NEVER_ASKED
 from agent_world.types import FakeClock, TickReport
 from tests.llm_helpers import (
     KEY,

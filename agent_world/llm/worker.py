@@ -11,40 +11,21 @@ import random
 import threading
 import traceback
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from agent_world.llm.decision import Decision, DecisionError, decide_from_text
-from agent_world.llm.requests import Job
 from agent_world.llm.retry import call_with_retries
-from agent_world.types import LLMProvider, LLMRequest, LLMResponse, LLMUsage, ProviderError
+from agent_world.thinking.requests import Job, Outcome
+from agent_world.types import LLMProvider, LLMRequest, LLMResponse, ProviderError
 
 if TYPE_CHECKING:
     from agent_world.llm.manager import LLMManager
 
-__all__ = ["MAX_RAW_CHARS", "Outcome", "Worker", "plan_input"]
+__all__ = ["MAX_RAW_CHARS", "Worker", "plan_input"]
 
 MAX_RAW_CHARS = 2000
 ENDPOINT_FAILURES = frozenset({"connect", "timeout", "rate_limited", "server", "overloaded",
                                "malformed", "empty", "too_large", "bad_request"})
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Outcome:
-    """How one request ended, for the main thread's bookkeeping."""
-
-    rid: int
-    agent: int
-    ok: bool
-    decision: str = ""
-    thought: str = ""
-    error_kind: str = ""
-    error: str = ""
-    raw: str = ""
-    usage: LLMUsage | None = None
-    latency_s: float = 0.0
-    cached: bool = False
-    too_long: bool = False  # the server said the prompt is too long: trim the next one
 
 
 class InvalidAnswer(Exception):
@@ -158,7 +139,7 @@ class Worker(threading.Thread):
         """Call (with transport retries inside one deadline), then validate; one more try
         for a malformed, empty, cut-off or schema-breaking answer."""
         m = self.manager
-        request: LLMRequest = m.prompts.request(job.prompt)
+        request: LLMRequest = m.prompts.request(job.payload)
         deadline = m.clock.now() + m.cfg.request_timeout_s
         second_chance = True
 
@@ -212,7 +193,7 @@ class Worker(threading.Thread):
             extra |= {"model": response.model, "usage": response.usage.to_dict(),
                       "latency_ms": round(response.latency_s * 1000, 1)}
         log.record(tick=job.tick, agent=job.agent, request=job.rid,
-                   system=self.manager.prompts.system, prompt=job.prompt,
+                   system=self.manager.prompts.system, prompt=job.payload,
                    answer=response.text if response is not None else None, error=error,
                    **extra)
 

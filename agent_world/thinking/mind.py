@@ -1,6 +1,7 @@
-"""What the LLM layer knows about each LLM agent between decisions (never world state):
-whether it is thinking, what it last decided, its last error, and what it had seen, so that
-events can trigger the next decision instead of every tick."""
+"""What the thinking layer knows about each agent it serves between decisions (never world
+state): whether it is thinking, what it last decided, its last error, and what it had seen,
+so that events can trigger the next decision instead of every tick. ``source`` is the
+``plan_source`` its plans carry: once the agent's plan is another's, its own has ended."""
 
 from __future__ import annotations
 
@@ -44,7 +45,8 @@ class Mind:
     notes: list[str] = field(default_factory=list)
 
 
-def triggers(world: World, mind: Mind, *, interval: int) -> tuple[list[str], bool]:
+def triggers(world: World, mind: Mind, *, interval: int,
+             source: str) -> tuple[list[str], bool]:
     """Why this agent should think now (empty: it need not) and whether it is urgent.
     Updates what the mind has seen, so each event triggers once."""
     store = world.store
@@ -85,7 +87,7 @@ def triggers(world: World, mind: Mind, *, interval: int) -> tuple[list[str], boo
             reasons.append("offer received")
         mind.offers_seen = offers
     intent = store.get(eid, c.Intent)
-    if mind.status == "acting" and intent.plan_source != "llm":
+    if mind.status == "acting" and intent.plan_source != source:
         mind.status = "idle"
         reasons.append("plan finished")
     if mind.asked_tick == NEVER_ASKED:

@@ -1,13 +1,18 @@
 """The request queue: priority (urgent first, then oldest), coalescing (one entry per agent;
-a newer observation replaces the queued one) and at most one request per agent in flight."""
+a newer observation replaces the queued one) and at most one request per agent in flight;
+and ``Outcome``, how a request ended. Any brain that thinks off the tick goes through it."""
 
 from __future__ import annotations
 
+import dataclasses
 import heapq
 import threading
 from dataclasses import dataclass
+from typing import Any
 
-__all__ = ["NORMAL", "URGENT", "Job", "RequestQueue"]
+from agent_world.types import LLMUsage
+
+__all__ = ["NORMAL", "URGENT", "Job", "Outcome", "RequestQueue"]
 
 URGENT = 0
 NORMAL = 1
@@ -22,8 +27,26 @@ class Job:
     tick: int
     priority: int
     reasons: tuple[str, ...]
-    prompt: str
-    key: str
+    payload: Any  # what the brain decides from: the LLM's prompt, a user brain's observation
+    key: str = ""  # identifies identical requests (the LLM's response cache)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Outcome:
+    """How one request ended, for the main thread's bookkeeping."""
+
+    rid: int
+    agent: int
+    ok: bool
+    decision: str = ""
+    thought: str = ""
+    error_kind: str = ""
+    error: str = ""
+    raw: str = ""
+    usage: LLMUsage | None = None
+    latency_s: float = 0.0
+    cached: bool = False
+    too_long: bool = False  # the server said the prompt is too long: trim the next one
 
 
 class RequestQueue:
@@ -45,8 +68,7 @@ class RequestQueue:
                 return "busy"
             old = self._queued.get(job.agent)
             if old is not None and old.priority < job.priority:
-                job = Job(rid=job.rid, agent=job.agent, tick=job.tick, priority=old.priority,
-                          reasons=job.reasons, prompt=job.prompt, key=job.key)
+                job = dataclasses.replace(job, priority=old.priority)
             self._queued[job.agent] = job
             heapq.heappush(self._heap, (job.priority, job.rid, job.agent))
             if wake:

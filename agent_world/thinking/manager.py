@@ -1,0 +1,285 @@
+"""Thinking off the tick: the one way any brain that is not built in decides.
+
+A ``ThinkingManager`` is a ``TickObserver``. After every tick, on the main thread, it keeps a
+``Mind`` for each agent it serves, looks at what happened to it (``triggers``: attacked,
+spoken to, an offer, a plan finished, the interval), and asks for a decision when it should:
+the request goes to a queue (urgent first; one per agent, a newer one replacing a queued
+one; at most one in flight), worker threads take it, and a decision comes back only as a
+``plan`` input through the world's inbox, applied at the first tick after it is ready. A
+failure of any kind leaves the agent on its built-in brain, counted and logged once per
+agent. The world never waits: replay and resume read the ``plan`` inputs from the log and
+never build a manager.
+
+What differs between brains (the LLM, a user's code) is how a request is made and answered:
+a subclass builds the job (``prepare``), runs the workers that answer it, and may say when
+it cannot take requests at all (``unavailable``).
+"""
+
+from __future__ import annotations
+
+import queue
+import time
+from collections import deque
+from collections.abc import Callable
+from typing import Any
+
+from agent_world.core import components as c
+from agent_world.core.inbox import Inbox
+from agent_world.core.world import World
+from agent_world.thinking.metrics import Metrics
+from agent_world.thinking.mind import APPLY_GRACE_TICKS, Mind, triggers
+from agent_world.thinking.requests import NORMAL, URGENT, Job, Outcome, RequestQueue
+from agent_world.types import Clock, MonotonicClock, TickReport
+
+__all__ = ["TRIGGER_CHECK_TICKS", "ThinkingManager", "describe_action"]
+
+TRIGGER_CHECK_TICKS = 5
+QUIET_FAILURES = ("budget", "breaker")  # no request was made: nothing to count against it
+
+
+class ThinkingManager:
+    """The main thread's share of thinking off the tick, for the agents whose brain is one
+    of ``brains``; plan inputs carry ``source``. ``label`` starts its world-log lines."""
+
+    source = "thinking"
+    label = "brain"
+
+    def __init__(self, world: World, *, brains: frozenset[str], interval: int, min_gap: int,
+                 round_size: int, clock: Clock | None = None,
+                 report: Callable[[str], None] = print,
+                 note: Callable[[str], None] = lambda _text: None) -> None:
+        self.world = world
+        self.world_inbox: Inbox = world.inbox
+        self.brains = brains
+        self.interval = interval
+        self.min_gap = min_gap
+        self.clock = clock or MonotonicClock()
+        self.report = report
+        self.note = note
+        self.metrics = Metrics(self.clock)
+        self.queue = RequestQueue()
+        self.outcomes: queue.SimpleQueue[Outcome] = queue.SimpleQueue()
+        self.minds: dict[int, Mind] = {}
+        self.main_ms: deque[float] = deque(maxlen=1000)  # on_tick's cost on the main thread
+        self._round = round_size  # requests that can be answered at once
+        self._next_rid = 1
+        self._available = True
+        for eid, row in world.agents():
+            if row[0].brain in brains:
+                self.minds[eid] = Mind(eid)
+        self._new_minds = set(self.minds)  # considered at the next tick, whatever its slot
+
+    # -- what a brain adds -------------------------------------------------------------------
+
+    def prepare(self, eid: int, mind: Mind, rid: int, reasons: tuple[str, ...],
+                priority: int) -> Job | None:
+        """The request for agent ``eid`` (main thread), or None when it was answered at once
+        (its plan input already submitted)."""
+        raise NotImplementedError
+
+    def unavailable(self) -> str:
+        """Why no request can be made now ('' when they can)."""
+        return ""
+
+    def on_events(self, tick: int, report: TickReport) -> None:
+        """After the minds were updated for spawns and deaths, before triggers run."""
+
+    def after_tick(self, tick: int) -> None:
+        """After every mind was considered."""
+
+    def on_decided(self, eid: int, tick: int, actions: str, thought: str) -> None:
+        """A plan of this brain was applied to agent ``eid``."""
+
+    def on_failed(self, tick: int, outcome: Outcome, mind: Mind) -> None:
+        """A request of agent ``outcome.agent`` failed (the agent falls back)."""
+
+    # -- the main thread's part, after every tick --------------------------------------------
+
+    def on_tick(self, report: TickReport) -> None:
+        started = time.perf_counter()
+        try:
+            self._on_tick(report)
+        finally:
+            self.main_ms.append((time.perf_counter() - started) * 1000)
+            self.queue.wake()
+
+    def _on_tick(self, report: TickReport) -> None:
+        world = self.world
+        tick = report.tick
+        for inp in report.inputs:
+            if inp.type == "plan" and inp.source == self.source:
+                self._applied(tick, inp.data)
+        for event in report.events:
+            kind = event.get("type")
+            if kind == "spawn" and event.get("brain") in self.brains:
+                eid = int(event["agent"])
+                if eid not in self.minds:
+                    self.minds[eid] = Mind(eid)
+                    self._new_minds.add(eid)
+            elif kind == "death" and event.get("agent") in self.minds:
+                eid = int(event["agent"])
+                del self.minds[eid]
+                self._new_minds.discard(eid)
+                self.queue.cancel(eid)
+        self.on_events(tick, report)
+        while True:
+            try:
+                outcome = self.outcomes.get_nowait()
+            except queue.Empty:
+                break
+            self._answered(tick, outcome)
+        available = self._check_available()
+        store = world.store
+        for eid in sorted(self.minds):
+            mind = self.minds[eid]
+            # A new mind and an attack are looked at at once; the rest (what it sees and
+            # hears, offers, the interval) in the agent's slot of every
+            # TRIGGER_CHECK_TICKS: a fifth of the main thread's cost, for at most half a
+            # second added to an answer's 1-3 s.
+            combat = store.try_get(eid, c.Combat)
+            if combat is None:
+                continue
+            if eid in self._new_minds:
+                self._new_minds.discard(eid)
+            elif ((eid + tick) % TRIGGER_CHECK_TICKS
+                  and combat.last_attacked <= mind.attacked_seen):
+                continue
+            if not world.alive(eid):
+                continue
+            self._consider(eid, mind, available)
+        self.after_tick(tick)
+
+    def _consider(self, eid: int, mind: Mind, available: bool) -> None:
+        tick = self.world.tick
+        if mind.status == "applying" and tick - mind.answered_tick > APPLY_GRACE_TICKS:
+            mind.status = "idle"
+        reasons, urgent = triggers(self.world, mind, interval=self.interval,
+                                   source=self.source)
+        if mind.last_error and mind.status == "idle":
+            reasons.append("correcting its last answer")
+        if (not reasons or not available or mind.status == "applying"
+                or self.queue.state_of(eid) == "in flight"):
+            return  # at most one request per agent outstanding
+        if mind.status == "queued" and not urgent:
+            return  # a queued request is replaced only by a more pressing one
+        if not urgent and self.queue.depth >= self._round:
+            # A full round of work already waits: a request built now would be stale by
+            # the time a worker takes it (and built in vain if a newer one replaced it).
+            self.metrics.count("deferred")
+            return
+        if tick - mind.asked_tick < self.min_gap and not urgent:
+            return
+        self._ask(eid, mind, tuple(reasons), URGENT if urgent else NORMAL)
+
+    def _ask(self, eid: int, mind: Mind, reasons: tuple[str, ...], priority: int) -> None:
+        rid = self._next_rid
+        job = self.prepare(eid, mind, rid, reasons, priority)
+        if job is None:
+            mind.status = "applying"
+            mind.answered_tick = self.world.tick
+        else:
+            placed = self.queue.put(job, wake=False)  # woken after the tick (on_tick)
+            if placed == "busy":
+                return
+            if placed == "replaced":
+                self.metrics.count("coalesced")
+            mind.status = "queued"
+        self._next_rid += 1
+        mind.rid = rid
+        mind.asked_tick = self.world.tick
+        mind.reasons = reasons
+
+    def _applied(self, tick: int, data: Any) -> None:
+        eid = data.get("agent")
+        mind = self.minds.get(eid) if isinstance(eid, int) else None
+        if mind is None:
+            return
+        rid = int(data.get("request", 0) or 0)
+        mind.applied_rid = max(mind.applied_rid, rid)
+        if rid >= mind.rid:
+            mind.status = "acting"
+        actions = ", ".join(describe_action(a) for a in data.get("actions", []))
+        thought = str(data.get("thought", ""))
+        mind.last_decision = f"t={tick}: {actions}" + (f" — “{thought}”" if thought else "")
+        mind.last_decision_tick = tick
+        mind.last_error = ""
+        mind.decisions += 1
+        self.metrics.count("applied")
+        self.on_decided(eid, tick, actions, thought)
+        self.note(f"{self.label:<8} {self.world.name_of(eid)}#{eid} decides: {actions}"
+                  + (f" — “{thought}”" if thought else ""))
+
+    def _answered(self, tick: int, outcome: Outcome) -> None:
+        mind = self.minds.get(outcome.agent)
+        if mind is None or outcome.rid != mind.rid:
+            return
+        mind.answered_tick = tick
+        if outcome.ok:
+            if mind.applied_rid < outcome.rid:
+                mind.status = "applying"
+            return
+        self.metrics.count("fallbacks")
+        mind.status = "idle"
+        if outcome.error_kind in QUIET_FAILURES:
+            return
+        mind.errors += 1
+        mind.last_error_tick = tick
+        self.on_failed(tick, outcome, mind)
+        text = f"{outcome.error_kind}: {outcome.error}"
+        mind.notes.append(text)
+        del mind.notes[:-3]
+        self.note(f"{self.label:<8} {self.world.name_of(outcome.agent)}#{outcome.agent} "
+                  f"falls back to its built-in brain: {text}")
+
+    def _check_available(self) -> bool:
+        """Say so once when agents fall back for want of a brain, and once when it is back."""
+        reason = self.unavailable()
+        available = not reason
+        if available != self._available:
+            self._available = available
+            if available:
+                self.note(f"{self.label} available again: {self.label} agents think with it")
+            else:
+                self.report(f"{reason}. {self.label} agents use their built-in brains "
+                            "meanwhile.")
+        return available
+
+    # -- figures -----------------------------------------------------------------------------
+
+    @property
+    def in_flight(self) -> int:
+        return self.queue.in_flight
+
+    def thinking(self) -> int:
+        """Agents waiting for an answer (queued or in flight)."""
+        return self.queue.depth + self.queue.in_flight
+
+    def state_of(self, agent_id: int) -> str:
+        """What agent ``agent_id``'s mind is doing, in words (for /debug)."""
+        mind = self.minds[agent_id]
+        state = self.queue.state_of(agent_id)
+        if state is not None:
+            return (f"thinking ({state}, asked {self.world.tick - mind.asked_tick} ticks ago: "
+                    f"{', '.join(mind.reasons)})")
+        if mind.status == "applying":
+            return "answer arrived; it applies at the next tick"
+        if mind.status == "acting":
+            return f"acting on its {self.label} plan"
+        if not self._available:
+            return f"{self.label} unavailable: built-in brain"
+        return "built-in brain until the next trigger"
+
+    def status_line(self) -> str:
+        """The console status line's part."""
+        if not self._available:
+            return f"{self.label} off: built-in brains"
+        return f"{self.label} {self.thinking()} thinking, {self.in_flight} in flight"
+
+
+def describe_action(action: Any) -> str:
+    """``eat(item=apple)`` from a plan input's action."""
+    if not isinstance(action, dict):
+        return str(action)
+    args = action.get("args") or {}
+    inner = ", ".join(f"{k}={v}" for k, v in args.items())
+    return f"{action.get('name')}({inner})"
