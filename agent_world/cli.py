@@ -107,7 +107,8 @@ def build_parser() -> argparse.ArgumentParser:
 def build_replay_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python main.py replay",
-        description="Replay a saved world from its first snapshot using only its logged "
+        description="Replay a saved world from its first snapshot (with --to, from the "
+                    "nearest snapshot or seek point) using only its logged "
                     "inputs (no LLM, no network), verifying every logged state hash and "
                     "snapshot. Exit status: 0 OK (all verified), 3 PARTLY VERIFIED (damage "
                     "or lost lines: the output names what was not verified), 1 DIVERGED, "
@@ -116,7 +117,11 @@ def build_replay_parser() -> argparse.ArgumentParser:
     parser.add_argument("path", type=Path, help="the save folder (e.g. saves/default), or "
                                                 "the name of a world in paths.saves")
     parser.add_argument("--to", type=tick, metavar="TICK",
-                        help="stop at TICK and print that tick's state hash")
+                        help="stop at TICK and print that tick's state hash (starting from "
+                             "the latest snapshot or seek point at or before it)")
+    parser.add_argument("--from-start", action="store_true",
+                        help="with --to: replay from the first snapshot, verifying the "
+                             "whole log up to TICK")
     parser.add_argument("--playback", type=speed, nargs="?", const=1.0, metavar="SPEED",
                         help="pace the replay (SPEED x real time, default 1) and print the "
                              "world log as it goes")
@@ -358,6 +363,9 @@ def _replay_main(argv: Sequence[str]) -> int:
     args = parser.parse_args(argv)
     if args.fork and args.to is None:
         parser.error("--fork needs --to TICK: the tick to fork at")
+    if args.from_start and args.to is None:
+        parser.error("--from-start goes with --to TICK (without --to the whole log is "
+                     "replayed from the first snapshot anyway)")
     if args.serve and (args.fork or args.playback):
         parser.error("--serve plays the recording in the browser: drop --fork and "
                      "--playback (/fork NAME forks from the page)")
@@ -370,7 +378,7 @@ def _replay_main(argv: Sequence[str]) -> int:
     if not args.fork:
         try:
             return run_replay(path, config, to=args.to, playback=args.playback,
-                              setup=sandbox.install)
+                              setup=sandbox.install, from_start=args.from_start)
         finally:
             sandbox.close()
     try:

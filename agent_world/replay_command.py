@@ -19,7 +19,12 @@ from agent_world.persistence import DivergenceError, SaveError, SaveFolder, repl
 from agent_world.persistence.eventlog import final_tick
 from agent_world.persistence.lock import lock_holder
 from agent_world.persistence.replay import ReplayResult, SnapshotMismatch
-from agent_world.persistence.snapshots import load_first_snapshot, state_file_tick
+from agent_world.persistence.snapshots import (
+    LoadedSnapshot,
+    load_first_snapshot,
+    load_snapshot_file,
+    state_file_tick,
+)
 from agent_world.persistence.worlds import Setup
 from agent_world.types import TickReport
 from agent_world.worldlog import ROUTINE, format_event
@@ -101,9 +106,10 @@ def _unverified(folder: SaveFolder, result: ReplayResult, reached: int, extent: 
 
 
 def run_replay(path: Path, config: Config, *, to: int | None, playback: float | None,
-               setup: Setup | None = None) -> int:
-    """Replay from the first snapshot with logged inputs only, checking every logged hash
-    and every snapshot on the way.
+               setup: Setup | None = None, from_start: bool = False) -> int:
+    """Replay with logged inputs only, checking every logged hash and every snapshot on the
+    way: from the first snapshot, or with ``to`` (and neither ``from_start`` nor
+    ``playback``) from the latest snapshot or seek point at or before it.
 
     Prints the verdict (OK, PARTLY VERIFIED or DIVERGED) with what was and was not
     verified. Returns the exit status (EXIT_*)."""
@@ -114,20 +120,39 @@ def run_replay(path: Path, config: Config, *, to: int | None, playback: float | 
         print(f"note: world '{folder.name}' is running ({who}); replaying what it has "
               "written so far", file=sys.stderr)
     tick_rate = folder.recorded_tick_rate(config.world.tick_rate)
-    start = load_first_snapshot(folder, config)
+    nearest = to is not None and not from_start and not playback
+    start = _nearest_start(folder, config, to) if nearest and to is not None \
+        else load_first_snapshot(folder, config)
     world = start.world
     try:
         if setup is not None:
             setup(world)
         return _verify(folder, start.tick, world, path, to=to,
                        on_tick=_Playback(tick_rate, playback) if playback else None,
-                       tick_rate=tick_rate)
+                       tick_rate=tick_rate,
+                       began_at=start.source if start.tick != _first_tick(folder) else None)
     finally:
         world.close()
 
 
+def _first_tick(folder: SaveFolder) -> int:
+    history = folder.history()
+    return history[0][0] if history else -1
+
+
+def _nearest_start(folder: SaveFolder, config: Config, tick: int) -> LoadedSnapshot:
+    """The latest saved state at or before ``tick`` that loads, a damaged one noted and
+    passed over."""
+    for _at, path in reversed(folder.saved_states(until=tick)):
+        try:
+            return load_snapshot_file(path, config)
+        except SaveError as exc:
+            print(f"note: skipping damaged snapshot: {exc}", file=sys.stderr)
+    return load_first_snapshot(folder, config)
+
+
 def _verify(folder: SaveFolder, first: int, world: World, path: Path, *, to: int | None,
-            on_tick: _Playback | None, tick_rate: float) -> int:
+            on_tick: _Playback | None, tick_rate: float, began_at: Path | None = None) -> int:
     claimed = max(_meta_tick(folder), state_file_tick(folder) or -1)
     began = time.perf_counter()
     try:
@@ -167,14 +192,23 @@ def _verify(folder: SaveFolder, first: int, world: World, path: Path, *, to: int
                + (f", the last at tick {result.last_snapshot_tick}"
                   if result.snapshots_checked else ""))
     span = f"ticks {first + 1}..{reached}" if reached > first else "no ticks"
+    origin = ""
+    if began_at is not None:
+        kind = "seek point" if began_at.parent == folder.seek_dir else "snapshot"
+        origin = (f"  from: the {kind} of tick {first} ({began_at.name}); --from-start "
+                  "replays from the first snapshot")
     if unverified:
         print(f"PARTLY VERIFIED: replayed {span} of {first + 1}..{extent if to is None else to}"
               f" ({counts}) {speed}")
+        if origin:
+            print(origin)
         print(checked)
         for line in unverified:
             print(f"  not verified: {line}")
         return EXIT_PARTIAL
     print(f"OK: replayed {span} ({counts}) {speed}")
+    if origin:
+        print(origin)
     print(checked)
     if to is not None:
         print(f"tick {world.tick} state_hash {world.state_hash()}")

@@ -190,6 +190,11 @@ def _summary_tables(results: dict[str, Any]) -> list[Table]:
         headline.rows.append([f"replay --serve at {seek['agents']:,} agents: /seek, slowest "
                               f"of {len(seek['seeks'])}", f"{seek['max_s']:.2f} s",
                               f"<= {seek['goal_s']:g} s"])
+        if seek.get("replay_to"):
+            slowest = max(r["seconds"] for r in seek["replay_to"])
+            headline.rows.append([f"replay --to T at {seek['agents']:,} agents "
+                                  f"({seek['recorded']['ticks']:,} ticks recorded), slowest",
+                                  f"{slowest:.2f} s", "<= 10 s"])
     if headline.rows:
         tables.append(headline)
     if load is not None and "skipped" not in load:
@@ -248,6 +253,10 @@ def _seek_table(seek: dict[str, Any]) -> Table:
     for row in seek["seeks"]:
         t.rows.append([_n(row["tick"]), f"{row['seconds']:.2f}",
                        row["from"].split("(from ", 1)[-1].rstrip(")")])
+    for row in seek.get("replay_to", ()):
+        t.rows.append([f"replay --to {row['tick']:,}", f"{row['seconds']:.2f}",
+                       "the nearest snapshot or seek point" + (
+                           "" if row["status"] == 0 else f" (exit {row['status']})")])
     t.notes.append(f"p50 {seek['p50_s']:.2f} s, slowest {seek['max_s']:.2f} s, "
                    f"{seek['over_goal']} over {seek['goal_s']:g} s; in falling order, so no "
                    "seek starts from the world on screen; no indexer (only the save folder "

@@ -7,12 +7,15 @@ default seek points), flat out; its recording is then opened as the served repla
 (``open_recording``: same session, loop and seek code, without the HTTP server and the
 indexer, so only the save folder helps) and sought to targets in falling order, so no seek
 can start from the world on screen. The targets include the worst case for seek points:
-the tick before each one (the most ticks to replay).
+the tick before each one (the most ticks to replay). Then ``replay --to T`` (in process)
+for three of the targets: load the nearest saved state, replay and verify to T.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import io
 import random
 import time
 from collections.abc import Callable
@@ -20,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from agent_world.persistence import SaveFolder
+from agent_world.replay_command import run_replay
 from agent_world.sandbox import Sandbox
 from agent_world.web.playback import open_recording
 from bench.engine import build_world
@@ -79,6 +83,23 @@ async def _seeks(folder: SaveFolder, config: Any, targets: list[int]) -> list[di
     return rows
 
 
+def _replay_to(folder: SaveFolder, config: Any, targets: list[int]) -> list[dict[str, Any]]:
+    """``python main.py replay saves/NAME --to T`` in process: load the nearest saved state,
+    replay and verify to T, print the hash."""
+    rows = []
+    for tick in targets:
+        sandbox = Sandbox(config, wait=False)
+        out = io.StringIO()
+        started = time.perf_counter()
+        with contextlib.redirect_stdout(out):
+            status = run_replay(folder.root, config, to=tick, playback=None,
+                                setup=sandbox.install)
+        rows.append({"tick": tick, "seconds": round(time.perf_counter() - started, 2),
+                     "status": status})
+        sandbox.close()
+    return rows
+
+
 def measure_seek(*, quick: bool = False, log: Callable[[str], None] = print,
                  root: Path, ticks: int | None = None) -> dict[str, Any]:
     """``ticks``: how long a recording to make (default 3,000; 400 with ``quick``)."""
@@ -92,8 +113,10 @@ def measure_seek(*, quick: bool = False, log: Callable[[str], None] = print,
     log(f"seek: {len(targets)} seeks into the recording")
     rows = asyncio.run(_seeks(folder, config, targets))
     seconds = sorted(r["seconds"] for r in rows)
+    log("seek: replay --to into the recording")
+    replays = _replay_to(folder, config, targets[:3])
     return {
-        "agents": AGENTS, "recorded": recorded, "seeks": rows,
+        "agents": AGENTS, "recorded": recorded, "seeks": rows, "replay_to": replays,
         "p50_s": seconds[len(seconds) // 2], "max_s": seconds[-1],
         "over_goal": sum(s > GOAL_S for s in seconds), "goal_s": GOAL_S,
     }

@@ -37,8 +37,8 @@ def _saved(tmp_path: Path, ticks: int, name: str = "w",
 
 
 def _replay(root: Path, cfg: Config, capsys: pytest.CaptureFixture[str],
-            to: int | None = None) -> tuple[int, str, str]:
-    code = run_replay(root, cfg, to=to, playback=None)
+            to: int | None = None, *, from_start: bool = False) -> tuple[int, str, str]:
+    code = run_replay(root, cfg, to=to, playback=None, from_start=from_start)
     out = capsys.readouterr()
     return code, out.out, out.err
 
@@ -173,9 +173,13 @@ def test_to_inside_the_damage_is_partial_and_past_the_log_is_usage(
     cfg, root = _saved(tmp_path, 800)
     gz = root / "events" / "0000250-0000499.jsonl.gz"
     gz.write_bytes(gz.read_bytes()[:-400])
-    assert _replay(root, cfg, capsys, to=200)[0] == EXIT_OK  # before the damage: all there
-    code, out, _err = _replay(root, cfg, capsys, to=700)
+    assert _replay(root, cfg, capsys, to=200, from_start=True)[0] == EXIT_OK  # all there
+    code, out, _err = _replay(root, cfg, capsys, to=700, from_start=True)
     assert code == EXIT_PARTIAL and " of 1..700 " in out
+    # From the nearest saved state the damage lies behind: what --to asks for is verified.
+    code, out, _err = _replay(root, cfg, capsys, to=750)
+    assert code == EXIT_OK and out.startswith("OK: replayed ticks 701..750 "), out
+    assert "  from: the snapshot of tick 700 (0000000700.json.gz)" in out
     code, _out, err = _replay(root, cfg, capsys, to=900)
     assert code == 2 and "ends at tick 800" in err
 

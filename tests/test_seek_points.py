@@ -8,10 +8,12 @@ import itertools
 from pathlib import Path
 
 import orjson
+import pytest
 
 from agent_world.persistence import SaveFolder, fork_world, open_world
 from agent_world.persistence.seekpoints import SeekPoints
 from agent_world.persistence.snapshots import load_snapshot_file
+from agent_world.replay_command import run_replay
 from tests.persistence_helpers import (
     records,
     reference_hash,
@@ -131,3 +133,19 @@ def test_past_the_budget_old_seek_points_thin_out_and_recent_ones_stay_dense(
     # A later writer of the same folder counts what is there.
     again = SeekPoints(folder, budget_bytes=one * 12)
     assert again.sizes == points.sizes and again.total == points.total
+
+
+def test_replay_to_a_tick_starts_from_the_nearest_seek_point(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    cfg = saving_config(tmp_path, snapshot_interval_ticks=1000, seek_interval_ticks=100)
+    run_session(cfg, 330, inputs=SPAWN)
+    root = tmp_path / "saves" / "w"
+    assert run_replay(root, cfg, to=250, playback=None) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("OK: replayed ticks 201..250 "), out
+    assert "  from: the seek point of tick 200 (0000000200.json.gz)" in out
+    assert f"tick 250 state_hash {reference_hash(cfg, 250, SPAWN)}" in out
+    assert run_replay(root, cfg, to=250, playback=None, from_start=True) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("OK: replayed ticks 1..250 ") and "from:" not in out
+    assert f"tick 250 state_hash {reference_hash(cfg, 250, SPAWN)}" in out
