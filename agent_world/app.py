@@ -15,6 +15,8 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, TextIO
 
+from agent_world.agents.brains import Brain
+from agent_world.agents.runner import UserBrains
 from agent_world.angel import Angel, Generator, LLMGenerator, TemplateGenerator, TextModel
 from agent_world.angel.link import AngelLink, Sent
 from agent_world.config import Config, ConfigError
@@ -83,7 +85,8 @@ class Session:
                  resumed: bool = False, sandbox: Sandbox | None = None,
                  text_model: TextModel | None = None,
                  llm_provider: ProviderFactory | None = None,
-                 llm_clock: Clock | None = None) -> None:
+                 llm_clock: Clock | None = None,
+                 brains: Mapping[str, type[Brain]] | None = None) -> None:
         """``sandbox`` (owned by the session from here on) lets the world run abilities and
         brings the angel; without one, use_ability fails and nothing is generated.
         ``llm_provider`` and ``llm_clock`` replace the configured provider and the clock the
@@ -149,6 +152,14 @@ class Session:
                              else Path(config.paths.logs)) / "prompts.jsonl"
                             if config.llm.log_prompts else None))
             self.loop.observers.append(self.llm)
+        # Users' brains (brains.registered, imported by the command line): the same path
+        # off the tick as the LLM's. None when none is registered.
+        self.brains: UserBrains | None = None
+        if brains:
+            self.brains = UserBrains(config.brains, world, brains,
+                                     report=self.report_problem,
+                                     note=lambda text: self.world_log.note(self.world.tick, text))
+            self.loop.observers.append(self.brains)
         # Asked in turn when the operator presses Ctrl-C; one that returns True handled it
         # (the console cancels a long command), otherwise the world stops.
         self.interrupt_handlers: list[Callable[[], bool]] = []
@@ -277,6 +288,8 @@ class Session:
                                          lambda: persistence.close(keep_lock=True))
         if self.llm is not None:
             self._stopping("the LLM workers", self.llm.close)
+        if self.brains is not None:
+            self._stopping("the brains' workers", self.brains.close)
         if self.angel is not None:
             angel = self.angel
             if self._stopping("the angel", lambda: angel.close(ANGEL_STOP_S)) is False:

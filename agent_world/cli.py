@@ -27,6 +27,7 @@ from pathlib import Path
 import orjson
 
 from agent_world import __version__
+from agent_world.agents.registry import load_brains, unregistered
 from agent_world.app import Session
 from agent_world.argtypes import positive_int, seed, speed, tick
 from agent_world.config import Config, ConfigError, load_config
@@ -64,6 +65,9 @@ def _add_run_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json-replies", action="store_true",
                         help="without a terminal, answer every piped command with exactly one "
                              "line: a JSON object {\"command\", \"ok\", \"reply\": [lines]}")
+    parser.add_argument("--brains-path", metavar="DIR",
+                        help="import the registered brains (brains: in the config) from "
+                             "this folder too")
     stop = parser.add_mutually_exclusive_group()
     stop.add_argument("--ticks", type=positive_int, metavar="N",
                       help="stop after N more ticks and print a JSON summary line")
@@ -305,8 +309,13 @@ async def _run(config: Config, opened: OpenedWorld, args: argparse.Namespace,
     mode = _console_mode(args)
     # Piped commands get their replies on stdout: world-log lines would be mixed into them.
     echo = None if args.headless or mode == "pipe" or not config.log.echo else sys.stdout
+    brains = load_brains(config.brains, path=args.brains_path)
     session = Session(config, opened.world, echo=echo, folder=opened.folder,
-                      resumed=opened.resumed, sandbox=sandbox)
+                      resumed=opened.resumed, sandbox=sandbox, brains=brains)
+    for brain, count in unregistered(session.world, brains).items():
+        session.report_problem(f"{count} agent(s) have brain {brain!r}, which is not "
+                               "registered (brains: in the config); they use their built-in "
+                               "brains")
     out = sys.stderr if args.headless or mode == "pipe" else sys.stdout
     try:
         sandbox.ready()  # started while the world was opened; before "Ctrl-C stops cleanly"
@@ -495,6 +504,7 @@ def _main(argv: Sequence[str] | None) -> int:
             return schema_main(argv[1:])
         args = build_parser().parse_args(argv)
         config = _configure(args)
+        load_brains(config.brains, path=args.brains_path)  # one line and exit 2 if one fails
         sandbox = Sandbox(config, wait=False)
         opened = open_world(config, seed_given=args.seed is not None, setup=sandbox.install)
     except (ConfigError, SaveError, WorkerDied) as exc:

@@ -488,6 +488,49 @@ class WebConfig:
     )
 
 
+BRAIN_NAME = re.compile(r"^[a-z][a-z0-9_]{1,31}$")
+BRAIN_CLASS = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BrainsConfig:
+    """Your own brains (docs/agents.md): registered by name, they run off the tick on worker
+    threads, each decision within a deadline, falling back to the built-in brain. A name
+    may also be given directly in this section: brains: {forager: "my_agents.forager:Forager"}."""
+
+    registered: dict[str, str] = setting(
+        {}, "brains by name: NAME: \"module:Class\" (a SimpleBrain or Brain subclass), used "
+        "with /spawn agent NAME brain=NAME",
+    )
+    path: str = setting(
+        "", "a folder to import brain modules from (as --brains-path DIR); '' for none",
+    )
+    deadline_ms: int = setting(
+        500, "longest a brain may take for one decision; past it the agent uses its built-in "
+        "brain for that decision", low=1, high=600_000,
+    )
+    workers: int = setting(2, "threads that run brains' decisions", low=1, high=64)
+    think_interval_ticks: int = setting(
+        50, "an agent with a brain of its own asks again after this many ticks even if "
+        "nothing happened", low=1, high=10**7,
+    )
+    min_gap_ticks: int = setting(
+        5, "fewest ticks between two decisions of one agent, whatever happens", low=0,
+        high=10**7,
+    )
+
+    def __post_init__(self) -> None:
+        for name, target in self.registered.items():
+            if not BRAIN_NAME.match(name) or name in ("builtin", "llm"):
+                raise ConfigError(
+                    f"brains.{name}: a brain's name is 2-32 of a-z, 0-9 and _, starting with "
+                    "a letter, and not builtin or llm")
+            if not BRAIN_CLASS.match(target):
+                raise ConfigError(
+                    f"brains.{name} = {target!r}: expected \"module:Class\", e.g. "
+                    "\"my_agents.forager:Forager\"")
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class PathsConfig:
     """Where worlds are saved and logs written (relative paths are from the working folder)."""
@@ -693,6 +736,7 @@ class Config:
     sandbox: SandboxConfig = field(default_factory=SandboxConfig)
     angel: AngelConfig = field(default_factory=AngelConfig)
     web: WebConfig = field(default_factory=WebConfig)
+    brains: BrainsConfig = field(default_factory=BrainsConfig)
 
     def __post_init__(self) -> None:
         if self.angel.generator == "llm" and not self.llm.enabled:
@@ -731,6 +775,7 @@ SECTIONS: dict[str, type[Any]] = {
     "sandbox": SandboxConfig,
     "angel": AngelConfig,
     "web": WebConfig,
+    "brains": BrainsConfig,
 }
 
 
@@ -789,6 +834,8 @@ def _expected(tp: Any, meta: Mapping[str, Any]) -> str:
         return "a string"
     if tp == tuple[int, int]:
         return f"a whole number{bounds} or a list [width, height] of two such numbers"
+    if typing.get_origin(tp) is dict and typing.get_args(tp)[1] is str:
+        return "a mapping of name to text"
     if typing.get_origin(tp) is dict:
         return f"a mapping of name to number{bounds}"
     return str(tp)
@@ -840,6 +887,11 @@ def _coerce(tp: Any, value: Any, meta: Mapping[str, Any]) -> Any:
                 and all(_in_range(v, meta) for v in value)):
             return (value[0], value[1])
         raise ValueError
+    if typing.get_origin(tp) is dict and typing.get_args(tp)[1] is str:
+        if isinstance(value, dict) and all(
+                isinstance(k, str) and isinstance(v, str) for k, v in value.items()):
+            return dict(value)
+        raise ValueError
     if typing.get_origin(tp) is dict:
         if isinstance(value, dict) and all(
             isinstance(k, str) and isinstance(v, (int, float)) and not isinstance(v, bool)
@@ -859,6 +911,13 @@ def _build_section(name: str, cls: type[Any], raw: Any, source: str) -> Any:
         )
     hints = typing.get_type_hints(cls)
     fields_by_name = {f.name: f for f in dataclasses.fields(cls)}
+    if cls is BrainsConfig:  # brains: {forager: "module:Class"} is short for registered:
+        named = {k: v for k, v in raw.items() if k not in fields_by_name and isinstance(v, str)}
+        if named:
+            raw = {k: v for k, v in raw.items() if k not in named}
+            registered = raw.get("registered") or {}
+            raw["registered"] = {**registered, **named} if isinstance(registered, dict) \
+                else registered
     values: dict[str, Any] = {}
     for key, value in raw.items():
         if key not in fields_by_name:

@@ -18,6 +18,9 @@ JSON: TypeAlias = Any
 Event: TypeAlias = dict[str, Any]
 """An output event: ``{"type": ..., ...}`` with JSON-only values; ``tick`` is added on output."""
 
+ENTITY_KEYS = ("agent", "target", "victim", "to", "killer")
+"""Event fields that hold an entity id (see the ``emit`` calls in the core)."""
+
 
 class Clock(abc.ABC):
     """Time as the tick loop sees it. Injected so that tests never sleep."""

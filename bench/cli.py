@@ -18,6 +18,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from bench.brains_bench import measure_brains
 from bench.capacity import find_capacity, short_paced_p99
 from bench.compare import compare, mesa_available
 from bench.engine import (
@@ -41,7 +42,7 @@ from bench.web_bench import measure_web
 __all__ = ["main"]
 
 SECTIONS = ("flat", "paced", "snapshot", "eventlog", "replay", "memory", "capacity",
-            "snapshot10k", "llm", "mesa", "web", "seek", "liveliness")
+            "snapshot10k", "llm", "brains", "mesa", "web", "seek", "liveliness")
 LIVELINESS_SEEDS = (913, 4271, 2026)  # 913 and 4271: the seeds issue 12 measured
 LIVELINESS_TICKS, LIVELINESS_WINDOW = 1_000_000, 50_000
 QUICK_LIVELINESS = (913,), 20_000, 10_000
@@ -81,7 +82,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m bench",
         description="Measure Agent World: ticks/s, paced tick times, the largest population "
-                    "at 10 Hz, snapshots, event log, replay, memory, the shared workload "
+                    "at 10 Hz, snapshots, event log, replay, memory, 100 agents on a user's "
+                    "Python brain, the shared workload "
                     "beside Mesa, the web viewer under load (20 WebSocket clients), seeking "
                     "a served replay at 1,000 agents, and "
                     "liveliness over 1,000,000 ticks on three seeds "
@@ -218,6 +220,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     if "llm" in sections:
         results["llm_load"] = ({"skipped": "not run in --quick (run without it)"} if quick
                                else measure_llm_load(log=_log))
+    if "brains" in sections:
+        results["brains_load"] = measure_brains(seconds=5.0 if quick else 60.0, log=_log)
     if "mesa" in sections:
         results["mesa"] = _mesa(args, quick)
     if "web" in sections:

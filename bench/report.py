@@ -172,6 +172,13 @@ def _summary_tables(results: dict[str, Any]) -> list[Table]:
                               "no LLM", f"{load['llm']['p99_ms']:.1f} vs "
                               f"{load['builtin']['p99_ms']:.1f} ms ({load['p99_ratio']:.2f}x)",
                               "<= 1.10x"])
+    brains = results.get("brains_load")
+    if brains is not None:
+        headline.rows.append([f"{brains['agents']} agents on a user's Python brain: tick p99 "
+                              "vs built-in brains",
+                              f"{brains['brains']['p99_ms']:.1f} vs "
+                              f"{brains['builtin']['p99_ms']:.1f} ms "
+                              f"({brains['p99_ratio']:.2f}x)", "<= 1.10x"])
     mesa = results.get("mesa")
     if mesa is not None and "sizes" in mesa:
         for n, r in mesa["sizes"].items():
@@ -212,6 +219,22 @@ def _summary_tables(results: dict[str, Any]) -> list[Table]:
         tables.append(t)
     elif load is not None:
         tables.append(Table("LLM path under load", ["note"], [[load["skipped"]]]))
+    if brains is not None:
+        t = Table(f"Users' brains under load: {brains['agents']} agents paced at 10 Hz",
+                  ["brains", "ticks", "Hz", "tick p50", "tick p99", "tick max", "overruns",
+                   "decisions/s", "fallbacks", "latency p50", "latency p95",
+                   "main thread p99"])
+        for name, r in (("built-in", brains["builtin"]), ("a user's Python brain",
+                                                          brains["brains"])):
+            t.rows.append([name, _n(r["ticks"]), _n(r["rate_hz"], 2), _n(r["p50_ms"]),
+                           _n(r["p99_ms"]), _n(r["max_ms"]), _n(r["overruns"]),
+                           _n(r.get("decisions_per_s"), 2), _n(r.get("fallbacks")),
+                           r.get("latency_p50", "-"), r.get("latency_p95", "-"),
+                           _n(r.get("main_thread_p99_ms"), 3)])
+        t.notes.append("the same world twice, each agent's brain the only difference; the "
+                       "user's brain (bench/brains_bench.py) answers on 2 worker threads; "
+                       "ticks in ms.")
+        tables.append(t)
     if mesa is not None and "sizes" in mesa:
         t = Table(f"Shared workload beside Mesa {mesa.get('mesa_version')} (ms per step, "
                   f"{mesa['steps']} steps, {mesa['repeats']} runs)",

@@ -12,7 +12,14 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from agent_world.console.lookup import kind_of, resolve
-from agent_world.console.parsing import CommandError, EntityRef, GiveArgs, SpawnArgs
+from agent_world.console.parsing import (
+    BRAINS,
+    CommandError,
+    EntityRef,
+    GiveArgs,
+    SpawnArgs,
+    did_you_mean,
+)
 from agent_world.core.items import ITEMS, OBJECTS
 from agent_world.core.world import World
 
@@ -86,6 +93,14 @@ async def spawn(console: Console, args: SpawnArgs) -> list[str]:
         if args.brain == "llm" and getattr(console.session, "llm", None) is None:
             raise CommandError("brain=llm needs an LLM and this world runs without one "
                                "(llm.provider is none); use brain=builtin")
+        if args.brain is not None and args.brain not in BRAINS:
+            brains = getattr(console.session, "brains", None)
+            known = sorted(brains.classes) if brains is not None else []
+            if args.brain not in known:
+                raise CommandError(
+                    f"unknown brain {args.brain!r} (brains: {', '.join([*BRAINS, *known])}); "
+                    "register yours in the config: brains: {NAME: \"module:Class\"}"
+                    f"{did_you_mean(args.brain, [*BRAINS, *known])}")
         cap = world.settings.max_agents
         if len(world.agents()) + console.pending_agents >= cap:
             raise CommandError(f"the world holds {len(world.agents())} agents and "

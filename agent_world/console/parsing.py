@@ -14,7 +14,7 @@ import shlex
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from agent_world.config import PERSONALITIES
+from agent_world.config import BRAIN_NAME, PERSONALITIES
 from agent_world.core.items import ITEMS, OBJECTS
 
 __all__ = [
@@ -344,8 +344,9 @@ def parse_spawn(argv: Sequence[str]) -> SpawnArgs:
     brain = options.get("brain")
     if brain is not None:
         brain = brain.lower()
-        if brain not in BRAINS:
-            raise CommandError(f"unknown brain {brain!r} (brains: {', '.join(BRAINS)})"
+        if brain not in BRAINS and not BRAIN_NAME.match(brain):
+            raise CommandError(f"unknown brain {brain!r} (brains: {', '.join(BRAINS)}, or "
+                               "one registered in the config's brains: section)"
                                f"{did_you_mean(brain, BRAINS)}")
     qty = gold = None
     if "qty" in options:

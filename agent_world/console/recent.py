@@ -5,13 +5,11 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable
 
-from agent_world.types import Event, TickReport
+from agent_world.types import ENTITY_KEYS, Event, TickReport
 
-__all__ = ["ENTITY_KEYS", "RecentEvents", "involves"]
+__all__ = ["RecentEvents", "involves"]
 
 RECENT_EVENTS = 2000
-ENTITY_KEYS = ("agent", "target", "victim", "to", "killer")
-"""Event fields that hold an entity id (see the ``emit`` calls in the core)."""
 
 
 def involves(event: Event, eid: int) -> bool:

@@ -15,6 +15,7 @@ from typing import Any
 import orjson
 
 from agent_world.config import (
+    BRAIN_NAME,
     PERSONALITIES,
     AbilitiesConfig,
     Config,
@@ -202,8 +203,9 @@ class World:
         if personality is not None and personality not in PERSONALITIES:
             raise WorldError(f"unknown personality {personality!r}; "
                              f"expected one of {', '.join(PERSONALITIES)}")
-        if brain not in BRAINS:
-            raise WorldError(f"unknown brain {brain!r}; expected one of {', '.join(BRAINS)}")
+        if brain not in BRAINS and not BRAIN_NAME.match(brain):
+            raise WorldError(f"unknown brain {brain!r}; expected one of {', '.join(BRAINS)} "
+                             "or a registered brain's name (a-z, 0-9 and _)")
         if name is not None:
             if not name.strip() or len(name) > 32 or not name.isprintable():
                 raise WorldError(f"agent name {name!r} must be 1-32 printable characters")

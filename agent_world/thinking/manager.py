@@ -93,6 +93,10 @@ class ThinkingManager:
     def on_failed(self, tick: int, outcome: Outcome, mind: Mind) -> None:
         """A request of agent ``outcome.agent`` failed (the agent falls back)."""
 
+    def should_note(self, outcome: Outcome) -> bool:
+        """Whether this failure gets a world-log line (every one, unless a brain says)."""
+        return True
+
     # -- the main thread's part, after every tick --------------------------------------------
 
     def on_tick(self, report: TickReport) -> None:
@@ -228,8 +232,9 @@ class ThinkingManager:
         text = f"{outcome.error_kind}: {outcome.error}"
         mind.notes.append(text)
         del mind.notes[:-3]
-        self.note(f"{self.label:<8} {self.world.name_of(outcome.agent)}#{outcome.agent} "
-                  f"falls back to its built-in brain: {text}")
+        if self.should_note(outcome):
+            self.note(f"{self.label:<8} {self.world.name_of(outcome.agent)}#"
+                      f"{outcome.agent} falls back to its built-in brain: {text}")
 
     def _check_available(self) -> bool:
         """Say so once when agents fall back for want of a brain, and once when it is back."""

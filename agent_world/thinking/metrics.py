@@ -65,10 +65,12 @@ class Metrics:
             if kind in ("schema", "length"):
                 self.invalid += 1
 
-    def answered(self, latency_s: float, usage: LLMUsage) -> None:
+    def answered(self, latency_s: float, usage: LLMUsage | None = None) -> None:
         now = self.clock.now()
         with self._lock:
             self._latencies.append(latency_s)
+            if usage is None:  # a brain that spends no tokens
+                return
             self._prompt_tokens.append(usage.prompt_tokens)
             self.tokens += usage.total
             self.cost += usage.cost or 0.0

@@ -21,10 +21,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from agent_world.console.recent import ENTITY_KEYS
 from agent_world.core import components as c
 from agent_world.core.world import World
-from agent_world.types import Event, TickReport
+from agent_world.types import ENTITY_KEYS, Event, TickReport
 
 __all__ = ["AGENT_FIELDS", "FIELDS", "ITEM_FIELDS", "LAYERS", "OBJECT_FIELDS", "BBox", "Delta",
            "LiveFeed", "agent_record", "event_position"]

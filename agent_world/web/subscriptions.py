@@ -14,8 +14,8 @@ from typing import Any
 
 import orjson
 
-from agent_world.console.recent import ENTITY_KEYS
 from agent_world.core.components import COMPONENTS
+from agent_world.types import ENTITY_KEYS
 from agent_world.web.feed import (
     FIELDS,
     LAYERS,

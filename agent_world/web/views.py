@@ -144,6 +144,8 @@ def agent_detail(server: WebServer, eid: int) -> dict[str, Any] | None:
     }
     describe = getattr(llm, "describe_entity", None)
     detail["llm"] = describe(eid) if callable(describe) else []
+    if session.brains is not None:  # a user's brain: its state, as /debug shows it
+        detail["llm"] = detail["llm"] + session.brains.describe_entity(eid)
     events = [e for e in reversed(server.feed.ring) if involves(e, eid)][:DETAIL_EVENTS]
     detail["recent_events"] = events[::-1]
     return detail

@@ -1,0 +1,65 @@
+"""Registered brains: ``brains: {forager: "my_agents.forager:Forager"}`` imported at start-up.
+
+Importing runs the user's module, once, before the world opens; a brain that cannot be
+imported (no such module, no such class, not a ``Brain``, an exception at import) stops
+start-up with one line naming it.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+
+from agent_world.agents.brains import Brain
+from agent_world.config import BrainsConfig, ConfigError
+from agent_world.core.world import World
+
+__all__ = ["BrainError", "load_brains", "unregistered"]
+
+
+class BrainError(ConfigError):
+    """A registered brain that cannot be used; the message names it and why."""
+
+
+def load_brains(cfg: BrainsConfig, *, path: str | Path | None = None
+                ) -> Mapping[str, type[Brain]]:
+    """The registered brain classes by name. ``path`` (``--brains-path``) and
+    ``brains.path`` are put first on the import path."""
+    for folder in (cfg.path, path):
+        if folder:
+            where = Path(folder).resolve()
+            if not where.is_dir():
+                raise BrainError(f"brains path {folder} is not a folder; give the folder "
+                                 "that holds your brain modules")
+            if str(where) not in sys.path:
+                sys.path.insert(0, str(where))
+    loaded: dict[str, type[Brain]] = {}
+    for name, target in cfg.registered.items():
+        module_name, _, class_name = target.partition(":")
+        label = f"brains.{name} = {target!r}"
+        try:
+            module = importlib.import_module(module_name)
+        except Exception as exc:  # the user's module: anything can go wrong in it
+            raise BrainError(f"{label}: cannot import {module_name} ({type(exc).__name__}: "
+                             f"{exc}); check the module name and --brains-path") from None
+        cls = getattr(module, class_name, None)
+        if cls is None:
+            raise BrainError(f"{label}: {module_name} has no {class_name}")
+        if not (isinstance(cls, type) and issubclass(cls, Brain)):
+            raise BrainError(f"{label}: {class_name} is not a Brain or SimpleBrain subclass "
+                             "(from agent_world.agents import Brain)")
+        loaded[name] = cls
+    return loaded
+
+
+def unregistered(world: World, registered: Mapping[str, object]) -> dict[str, int]:
+    """Agents whose brain is neither built in nor registered now (a world resumed without
+    its brains), counted by brain: they think with their built-in brains."""
+    counts: dict[str, int] = {}
+    for _eid, row in world.agents():
+        brain = row[0].brain
+        if brain not in ("builtin", "llm") and brain not in registered:
+            counts[brain] = counts.get(brain, 0) + 1
+    return dict(sorted(counts.items()))

@@ -1,0 +1,309 @@
+"""Users' brains on the thinking path (``agent_world.thinking``): the same triggers, queue,
+coalescing, fallback, world-log lines and figures as LLM agents, with a user's ``Brain``
+answering on worker threads.
+
+The main thread builds each request's ``Observation`` and the hooks due (events that name
+the agent, how its last decided action ended); a worker makes the agent's brain on first
+use (``on_spawn``), delivers the hooks, calls ``decide`` and checks the answer with
+``as_plan``. A valid answer within ``brains.deadline_ms`` becomes a ``plan`` input (source
+``brain``), applied at the next tick and logged, so replay never needs the user's code.
+An exception, an invalid answer or a late one leaves the agent on its built-in brain for
+that decision. A ``decide`` that never returns cannot be stopped (threads cannot be
+killed): its request is given up at the deadline, its agent thinks no more with its brain
+until it returns, and a new worker thread takes the stuck one's place (at most
+``MAX_STUCK`` extra threads; a stuck one that comes back leaves if the pool is full).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import queue
+import threading
+import time
+import traceback
+from collections.abc import Callable, Mapping
+from types import MappingProxyType
+from typing import Any
+
+from agent_world.agents.brains import Brain
+from agent_world.agents.decision import DecisionError, as_plan
+from agent_world.agents.observation import observe
+from agent_world.agents.schema import action_schemas
+from agent_world.config import BrainsConfig
+from agent_world.core import components as c
+from agent_world.core.inputs import MAX_PLAN
+from agent_world.core.world import World
+from agent_world.thinking.manager import ThinkingManager
+from agent_world.thinking.mind import Mind
+from agent_world.thinking.requests import Job, Outcome
+from agent_world.types import ENTITY_KEYS, Clock, TickReport
+
+__all__ = ["MAX_HOOKS", "MAX_STUCK", "UserBrains"]
+
+MAX_HOOKS = 50  # events kept for one agent's next decision (the newest)
+MAX_STUCK = 8  # worker threads that may hang in a brain before no more are started
+POLL_S = 0.2
+
+
+class UserBrains(ThinkingManager):
+    source = "brain"
+    label = "brain"
+
+    def __init__(self, cfg: BrainsConfig, world: World, classes: Mapping[str, type[Brain]],
+                 *, clock: Clock | None = None, report: Callable[[str], None] = print,
+                 note: Callable[[str], None] = lambda _text: None) -> None:
+        super().__init__(world, brains=frozenset(classes), interval=cfg.think_interval_ticks,
+                         min_gap=cfg.min_gap_ticks, round_size=cfg.workers, clock=clock,
+                         report=report, note=note)
+        self.cfg = cfg
+        self.classes = dict(classes)
+        self.deadline_s = cfg.deadline_ms / 1000
+        self.actions: Mapping[str, Any] = MappingProxyType(action_schemas())
+        self.faults: dict[tuple[str, str], int] = {}  # (brain, kind) -> count
+        self._hooks: dict[int, list[tuple[str, Any]]] = {}  # main thread: due for the next
+        self._last_action: dict[int, str] = {}  # main thread: the last decided action
+        self._lock = threading.Lock()
+        self._brains: dict[int, Brain] = {}  # agent -> its brain (worker threads)
+        self._running: dict[int, tuple[int, str, float]] = {}  # rid -> agent, brain, start
+        self._expired: set[int] = set()
+        self._deaths: queue.SimpleQueue[int] = queue.SimpleQueue()
+        self._closed = False
+        self.replaced = 0  # workers started in place of stuck ones, in all
+        self._stuck = 0  # workers inside a decision given up on, now
+        self.workers: list[threading.Thread] = []
+        for _ in range(cfg.workers):
+            self._start_worker()
+
+    def _start_worker(self) -> None:
+        worker = threading.Thread(target=self._work, name=f"brain-{len(self.workers)}",
+                                  daemon=True)
+        with self._lock:
+            self.workers.append(worker)
+        worker.start()
+
+    # -- the thinking layer's hooks (main thread) ----------------------------------------------
+
+    def on_events(self, tick: int, report: TickReport) -> None:
+        for event in report.events:
+            if event.get("type") == "death" and event.get("agent") in self._hooks_or_brains():
+                dead = int(event["agent"])
+                self._deaths.put(dead)
+                self._hooks.pop(dead, None)
+                self._last_action.pop(dead, None)
+                continue
+            for key in ENTITY_KEYS:
+                named = event.get(key)
+                if isinstance(named, int) and named in self.minds:
+                    due = self._hooks.setdefault(named, [])
+                    due.append(("event", dict(event)))
+                    del due[:-MAX_HOOKS]
+        self._give_up_late()
+
+    def _hooks_or_brains(self) -> set[int]:
+        with self._lock:
+            return set(self._brains) | set(self._hooks)
+
+    def prepare(self, eid: int, mind: Mind, rid: int, reasons: tuple[str, ...],
+                priority: int) -> Job | None:
+        world = self.world
+        name = world.store.get(eid, c.Agent).brain
+        obs = observe(world, eid)
+        hooks = self._hooks.pop(eid, [])
+        last = self._last_action.pop(eid, None)
+        if last is not None:
+            hooks.append(("result", (last, obs.me.last_result or "ok")))
+        mind.last_observation = obs
+        return Job(rid=rid, agent=eid, tick=world.tick, priority=priority, reasons=reasons,
+                   payload=(name, obs, tuple(hooks)))
+
+    def on_decided(self, eid: int, tick: int, actions: str, thought: str) -> None:
+        self._last_action[eid] = actions.rsplit(", ", 1)[-1].split("(", 1)[0]
+
+    def on_failed(self, tick: int, outcome: Outcome, mind: Mind) -> None:
+        key = (self._brain_of(outcome.agent), outcome.error_kind)
+        with self._lock:
+            self.faults[key] = self.faults.get(key, 0) + 1
+
+    def should_note(self, outcome: Outcome) -> bool:
+        """One world-log line per brain and kind of fault (the rest are counted)."""
+        with self._lock:
+            return self.faults.get((self._brain_of(outcome.agent), outcome.error_kind),
+                                   0) <= 1
+
+    def _brain_of(self, eid: int) -> str:
+        agent = self.world.store.try_get(eid, c.Agent)
+        return agent.brain if agent is not None else "?"
+
+    def _give_up_late(self) -> None:
+        """Requests past the deadline are answered as timed out now (their agents fall back
+        at once); a worker stuck in one is replaced."""
+        now = time.perf_counter()
+        late = []
+        with self._lock:
+            for rid, (agent, brain, started) in self._running.items():
+                if rid not in self._expired and now - started > self.deadline_s:
+                    self._expired.add(rid)
+                    late.append((rid, agent, brain, now - started))
+        for rid, agent, brain, waited in late:
+            self.outcomes.put(Outcome(
+                rid=rid, agent=agent, ok=False, error_kind="timeout",
+                error=f"{brain}.decide() took over {self.cfg.deadline_ms} ms "
+                      "(brains.deadline_ms)", latency_s=waited))
+            with self._lock:
+                self._stuck += 1
+                working = len(self.workers) - self._stuck
+                room = len(self.workers) < self.cfg.workers + MAX_STUCK
+            if working < self.cfg.workers and room:
+                self.replaced += 1
+                self._start_worker()
+                self.report(f"brain {brain}: decide() has not returned after "
+                            f"{waited:.1f} s (agent #{agent}); a new worker thread takes the "
+                            "stuck one's place")
+
+    # -- worker threads ------------------------------------------------------------------------
+
+    def _work(self) -> None:
+        while not self._closed:
+            self._deliver_deaths()
+            job = self.queue.get(timeout=POLL_S)
+            if job is None:
+                continue
+            try:
+                outcome = self._decide(job)
+            except Exception:  # a bug of ours, not the user's: say so, keep the worker
+                self.report(f"brain worker bug (the agent falls back; please report it):\n"
+                            f"{traceback.format_exc()}")
+                outcome = Outcome(rid=job.rid, agent=job.agent, ok=False,
+                                  error_kind="internal", error="internal error")
+            finally:
+                self.queue.done(job.agent)
+            if outcome is not None:
+                self.outcomes.put(outcome)
+            elif self._spare():
+                return  # back from a decision given up on, and another took its place
+
+    def _spare(self) -> bool:
+        """A worker back from a decision given up on: leave if the pool is full without
+        it (the one started in its place stays)."""
+        with self._lock:
+            self._stuck -= 1
+            if len(self.workers) - self._stuck > self.cfg.workers:
+                self.workers.remove(threading.current_thread())
+                return True
+            return False
+
+    def _deliver_deaths(self) -> None:
+        while True:
+            try:
+                eid = self._deaths.get_nowait()
+            except queue.Empty:
+                return
+            with self._lock:
+                if any(agent == eid for agent, _b, _t in self._running.values()):
+                    self._deaths.put(eid)  # its last decision is still running: later
+                    return
+                brain = self._brains.pop(eid, None)
+            if brain is not None:
+                # The agent is gone; what its brain does about it changes nothing.
+                with contextlib.suppress(Exception):
+                    brain.on_death()
+
+    def _decide(self, job: Job) -> Outcome | None:
+        name, obs, hooks = job.payload
+        started = time.perf_counter()
+        with self._lock:
+            self._running[job.rid] = (job.agent, name, started)
+            brain = self._brains.get(job.agent)
+        try:
+            if brain is None:
+                brain = self.classes[name]()
+                brain.on_spawn(job.agent)
+                with self._lock:
+                    self._brains[job.agent] = brain
+            for kind, item in hooks:
+                if kind == "event":
+                    brain.on_event(item)
+                else:
+                    brain.on_result(*item)
+            answer = brain.decide(obs, self.actions)
+            actions, reasoning = as_plan(answer, max_actions=MAX_PLAN)
+        except DecisionError as exc:
+            return self._fault(job, started, "invalid", str(exc))
+        except Exception as exc:  # the user's code: anything can go wrong in it
+            return self._fault(job, started, "exception",
+                               f"{type(exc).__name__}: {str(exc)[:200]}")
+        finally:
+            with self._lock:
+                self._running.pop(job.rid, None)
+        elapsed = time.perf_counter() - started
+        with self._lock:
+            expired = job.rid in self._expired
+            self._expired.discard(job.rid)
+        if expired:
+            return None  # already answered as timed out; the late decision is dropped
+        self.metrics.answered(elapsed)
+        self.world_inbox.submit("plan", {
+            "agent": job.agent, "actions": [a.to_dict() for a in actions],
+            "source": self.source, "brain": name, "thought": reasoning, "request": job.rid,
+            "asked_tick": job.tick, "reasons": list(job.reasons),
+            "latency_ms": round(elapsed * 1000, 1)}, source=self.source)
+        return Outcome(rid=job.rid, agent=job.agent, ok=True,
+                       decision=", ".join(str(a) for a in actions), thought=reasoning,
+                       latency_s=elapsed)
+
+    def _fault(self, job: Job, started: float, kind: str, error: str) -> Outcome | None:
+        with self._lock:
+            expired = job.rid in self._expired
+            self._expired.discard(job.rid)
+        if expired:
+            return None
+        self.metrics.error(kind)
+        return Outcome(rid=job.rid, agent=job.agent, ok=False, error_kind=kind, error=error,
+                       latency_s=time.perf_counter() - started)
+
+    # -- figures and lifecycle -------------------------------------------------------------------
+
+    def stats(self) -> dict[str, Any]:
+        m = self.metrics
+        figures = m.figures()
+        with self._lock:
+            faults = {f"{b} {k}": n for (b, k), n in sorted(self.faults.items())}
+        return {
+            "brains": ", ".join(sorted(self.classes)),
+            "agents": len(self.minds),
+            "decisions applied": m.applied,
+            "fallbacks": m.fallbacks,
+            "faults": faults or "none",
+            "coalesced": m.coalesced,
+            "deferred": m.deferred,
+            "in flight": self.in_flight,
+            "queue": self.queue.depth,
+            "p50": f"{figures['p50_ms']:g} ms",
+            "p95": f"{figures['p95_ms']:g} ms",
+            "deadline": f"{self.cfg.deadline_ms} ms",
+            "workers": f"{len(self.workers)} ({self._stuck} stuck in a brain; "
+                       f"{self.replaced} started in place of stuck ones)",
+        }
+
+    def describe_entity(self, eid: int) -> list[str]:
+        """The console's /debug seam: the agent's brain, its state and last decision."""
+        mind = self.minds.get(eid)
+        if mind is None:
+            return []
+        lines = [f"brain {self._brain_of(eid)}: {self.state_of(eid)}; "
+                 f"{mind.decisions} decisions, {mind.errors} faults"]
+        if mind.last_decision:
+            lines.append(f"last decision {mind.last_decision}")
+        if mind.notes:
+            lines.append(f"last fault (t={mind.last_error_tick}): {mind.notes[-1]}")
+        return lines
+
+    def close(self, timeout: float = 2.0) -> None:
+        """Stop taking work; a worker in the middle of a decision finishes or is abandoned
+        (daemon threads: a brain that hangs cannot hold up the shutdown)."""
+        if self._closed:
+            return
+        self._closed = True
+        self.queue.close()
+        for worker in self.workers:
+            worker.join(timeout / max(1, len(self.workers)))
