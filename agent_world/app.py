@@ -29,7 +29,7 @@ from agent_world.llm.textmodel import ProviderTextModel
 from agent_world.persistence.folder import SaveFolder
 from agent_world.persistence.writer import Persistence
 from agent_world.sandbox import Sandbox
-from agent_world.types import Clock, MonotonicClock, TickReport
+from agent_world.types import Clock, MonotonicClock, TickObserver, TickReport
 from agent_world.worldlog import WorldLog
 
 __all__ = ["EventCounter", "Session", "choose_generator", "known_secrets"]
@@ -77,6 +77,16 @@ class EventCounter:
             by_type[kind] = by_type.get(kind, 0) + 1
             if kind != "overrun":
                 self.total += 1
+
+
+class _LastReport:
+    """Keeps the latest tick's report for the work done between ticks."""
+
+    def __init__(self) -> None:
+        self.report: TickReport | None = None
+
+    def on_tick(self, report: TickReport) -> None:
+        self.report = report
 
 
 class Session:
@@ -138,6 +148,12 @@ class Session:
             self.angel_link.angel = self.angel
             self.loop.observers.append(self.angel_link)
             self.angel_link.reopen()  # a resumed world's open requests are asked again
+        # The thinking layers (the LLM's, users' brains') read each tick's report after the
+        # tick, while the loop waits for the next one: never inside a tick's time, always
+        # before the next tick (the world is as the tick left it).
+        self._thinkers: list[TickObserver] = []
+        self._last_report = _LastReport()
+        self.loop.observers.append(self._last_report)
         # LLM agents: decisions come back only as plan inputs through the inbox. None when
         # no provider is configured (LLM agents then use their built-in brains).
         self.llm: LLMManager | None = None
@@ -151,7 +167,7 @@ class Session:
                 prompt_log=((folder.root / "llm" if folder is not None
                              else Path(config.paths.logs)) / "prompts.jsonl"
                             if config.llm.log_prompts else None))
-            self.loop.observers.append(self.llm)
+            self._thinkers.append(self.llm)
         # Users' brains (brains.registered, imported by the command line): the same path
         # off the tick as the LLM's. None when none is registered.
         self.brains: UserBrains | None = None
@@ -159,7 +175,7 @@ class Session:
             self.brains = UserBrains(config.brains, world, brains,
                                      report=self.report_problem,
                                      note=lambda text: self.world_log.note(self.world.tick, text))
-            self.loop.observers.append(self.brains)
+            self._thinkers.append(self.brains)
         # Asked in turn when the operator presses Ctrl-C; one that returns True handled it
         # (the console cancels a long command), otherwise the world stops.
         self.interrupt_handlers: list[Callable[[], bool]] = []
@@ -176,6 +192,10 @@ class Session:
         self._saved = True
 
     def _between_ticks(self) -> None:
+        report, self._last_report.report = self._last_report.report, None
+        if report is not None:
+            for thinker in self._thinkers:
+                thinker.on_tick(report)
         forked = self.persistence.between_ticks() if self.persistence is not None else False
         self.gc.between_ticks(busy=forked)
 

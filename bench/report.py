@@ -233,7 +233,9 @@ def _summary_tables(results: dict[str, Any]) -> list[Table]:
                            _n(r.get("main_thread_p99_ms"), 3)])
         t.notes.append("the same world twice, each agent's brain the only difference; the "
                        "user's brain (bench/brains_bench.py) answers on 2 worker threads; "
-                       "ticks in ms.")
+                       "main thread p99 is the thinking layer's work after each tick (the "
+                       "observations, triggers and bookkeeping), done while the loop waits, "
+                       "outside the tick's time; ms.")
         tables.append(t)
     if mesa is not None and "sizes" in mesa:
         t = Table(f"Shared workload beside Mesa {mesa.get('mesa_version')} (ms per step, "

@@ -1,6 +1,8 @@
 """Thinking off the tick: the one way any brain that is not built in decides.
 
-A ``ThinkingManager`` is a ``TickObserver``. After every tick, on the main thread, it keeps a
+A ``ThinkingManager`` is a ``TickObserver`` that the session runs after each tick, while the
+loop waits for the next one (so its work never lengthens a tick, and the world is still as
+the tick left it). On the main thread it keeps a
 ``Mind`` for each agent it serves, looks at what happened to it (``triggers``: attacked,
 spoken to, an offer, a plan finished, the interval), and asks for a decision when it should:
 the request goes to a queue (urgent first; one per agent, a newer one replacing a queued
