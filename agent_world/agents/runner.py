@@ -112,7 +112,6 @@ class UserBrains(ThinkingManager):
         last = self._last_action.pop(eid, None)
         if last is not None:
             hooks.append(("result", (last, obs.me.last_result or "ok")))
-        mind.last_observation = obs
         return Job(rid=rid, agent=eid, tick=world.tick, priority=priority, reasons=reasons,
                    payload=(name, obs, tuple(hooks)))
 
