@@ -509,6 +509,10 @@ class BrainsConfig:
         500, "longest a brain may take for one decision; past it the agent uses its built-in "
         "brain for that decision", low=1, high=600_000,
     )
+    mix: dict[str, float] = setting(
+        {}, "share of a new world's starting agents given to each registered brain, e.g. "
+        "{forager: 0.5} (the rest are built-in, or LLM agents per llm.agents)", low=0, high=1,
+    )
     workers: int = setting(2, "threads that run brains' decisions", low=1, high=64)
     think_interval_ticks: int = setting(
         50, "an agent with a brain of its own asks again after this many ticks even if "
@@ -529,6 +533,13 @@ class BrainsConfig:
                 raise ConfigError(
                     f"brains.{name} = {target!r}: expected \"module:Class\", e.g. "
                     "\"my_agents.forager:Forager\"")
+        unknown = sorted(set(self.mix) - set(self.registered))
+        if unknown:
+            raise ConfigError(f"brains.mix: {unknown[0]!r} is not a registered brain; "
+                              "register it first: brains: {NAME: \"module:Class\"}")
+        if sum(self.mix.values()) > 1 + 1e-9:
+            raise ConfigError(f"brains.mix: the shares add up to {sum(self.mix.values()):g}; "
+                              "they may add up to 1 at most (the rest are built-in)")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

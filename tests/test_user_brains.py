@@ -13,11 +13,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from prompt_toolkit.completion import CompleteEvent
+from prompt_toolkit.document import Document
 
 from agent_world.agents import Decision, SimpleBrain, observe, sensible_args
 from agent_world.agents.registry import BrainError, load_brains
 from agent_world.app import Session
 from agent_world.config import Config, ConfigError
+from agent_world.console.commands import COMMANDS
+from agent_world.console.completion import WorldCompleter
 from agent_world.persistence import open_world
 from agent_world.replay_command import run_replay
 from tests.helpers import add_agent, small_world
@@ -247,3 +251,30 @@ def test_spawn_with_a_registered_brain_from_the_console(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert ("1 agent(s) have brain 'forager', which is not registered (brains: in the "
             "config); they use their built-in brains") in done.stderr
+
+
+def test_a_mix_gives_a_new_worlds_agents_to_brains_and_completion_knows_them(
+        tmp_path: Path) -> None:
+    config = brains_config(tmp_path, "ub_mix", forager="Forager", resting="Resting")
+    config = config.replace(world={"starting_agents": 8},
+                            brains={"mix": {"forager": 0.5, "resting": 0.25}})
+    session = session_with(config)
+    try:
+        counts: dict[str, int] = {}
+        for _eid, row in session.world.agents():
+            counts[row[0].brain] = counts.get(row[0].brain, 0) + 1
+        assert counts == {"forager": 4, "resting": 2, "builtin": 2}
+        brains = session.brains
+        assert brains is not None and len(brains.minds) == 6
+        run(session, 2000, lambda: brains.metrics.applied >= 6)
+        assert brains.metrics.applied >= 6
+        completer = WorldCompleter(session, COMMANDS)
+        got = [c.text for c in completer.get_completions(
+            Document("/spawn agent Zed brain="), CompleteEvent())]
+        assert got == ["brain=builtin", "brain=llm", "brain=forager", "brain=resting"]
+    finally:
+        session.close()
+    for bad, message in (({"mix": {"farmer": 0.5}}, "'farmer' is not a registered brain"),
+                         ({"mix": {"forager": 0.7, "resting": 0.5}}, "add up to 1.2")):
+        with pytest.raises(ConfigError, match=message):
+            config.replace(brains=bad)

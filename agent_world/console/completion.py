@@ -95,5 +95,9 @@ class WorldCompleter(Completer):
         family = "agent" if kind == "agent" else "item" if kind in ITEMS else ""
         key, eq, _value = current.partition("=")
         if eq:
-            return ((f"{key}={v}", "") for v in _OPTION_VALUES.get(key.lower(), ()))
+            values = _OPTION_VALUES.get(key.lower(), ())
+            brains = getattr(self.session, "brains", None)
+            if key.lower() == "brain" and brains is not None:
+                values = (*values, *sorted(brains.classes))  # the registered ones too
+            return ((f"{key}={v}", "") for v in values)
         return ((o, "option") for o in _SPAWN_OPTIONS.get(family, ()))

@@ -147,9 +147,13 @@ class World:
         # With an LLM configured, the first llm.agents newcomers think with it (a label in
         # the state: the decisions themselves arrive as plan inputs).
         thinkers = self.config.llm.agents if self.config.llm.enabled else 0
-        for i, personality in enumerate(self._starting_personalities()):
+        personalities = self._starting_personalities()
+        brains = ["llm"] * min(thinkers, len(personalities))
+        for name, count in self._brain_counts(len(personalities) - len(brains)):
+            brains += [name] * count  # users' brains (brains.mix), after the LLM's
+        for i, personality in enumerate(personalities):
             self.spawn_agent(personality=personality,
-                             brain="llm" if i < thinkers else "builtin")
+                             brain=brains[i] if i < len(brains) else "builtin")
         if self.rules.lifespan_ticks:
             # The first agents are of all ages, so that they do not all grow old at once.
             for _eid, row in self.agents():
@@ -158,6 +162,23 @@ class World:
             self.spawn_random_item()
         for eid, row in self.agents():  # everyone sees the world as it was created
             self._perceive(eid, row[1], row[6])
+
+    def _brain_counts(self, room: int) -> list[tuple[str, int]]:
+        """How many of the ``room`` starting agents left each registered brain of
+        ``brains.mix`` gets: its share of all starting agents, largest remainders first."""
+        n = self.settings.starting_agents
+        mix = self.config.brains.mix
+        exact = {name: share * n for name, share in mix.items() if share > 0}
+        counts = {name: int(v) for name, v in exact.items()}
+        spare = min(round(sum(exact.values())), room) - sum(counts.values())
+        for name in sorted(exact, key=lambda k: (counts[k] - exact[k], k))[:max(0, spare)]:
+            counts[name] += 1
+        out, left = [], room
+        for name in sorted(counts):
+            take = min(counts[name], left)
+            out.append((name, take))
+            left -= take
+        return out
 
     def _starting_personalities(self) -> list[str]:
         """The configured mix apportioned exactly (largest remainder), in shuffled order."""

@@ -142,8 +142,9 @@ class WebServer:
         tick = self.session.world.tick
         if tick != self._thinking_at:
             self._thinking_at = tick
-            llm = self.session.llm
-            self._thinking = llm.queue.agents() if llm is not None else frozenset()
+            parts = (self.session.llm, self.session.brains)  # the LLM's and users' brains
+            self._thinking = frozenset().union(
+                *(part.queue.agents() for part in parts if part is not None))
         return self._thinking
 
     def _tick_ms(self) -> tuple[float, float]:
