@@ -9,9 +9,7 @@ a short plan, as a user's would; the two worlds differ only in each agent's brai
 
 from __future__ import annotations
 
-import asyncio
 import tempfile
-import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -21,6 +19,8 @@ from agent_world.agents.registry import load_brains
 from agent_world.app import Session
 from agent_world.config import Config
 from agent_world.core.world import World
+from bench.llm_load import paced_figures
+from bench.scenario import side_for
 
 __all__ = ["BenchForager", "measure_brains"]
 
@@ -52,34 +52,25 @@ def _run(config: Config, ticks: int, *, brain: str) -> dict[str, Any]:
             row[0].brain = brain  # the same world, each agent given to the user's brain
     session = Session(config, world,
                       brains=load_brains(config.brains) if brain != "builtin" else None)
-    began = time.perf_counter()
-    try:
-        asyncio.run(session.loop.run(max_ticks=ticks, paced=True))
-        wall = time.perf_counter() - began
-        stats = session.loop.stats()
-        out: dict[str, Any] = {"ticks": session.loop.ticks_run,
-                               "rate_hz": round(session.loop.ticks_run / wall, 2),
-                               "p50_ms": round(stats.p50_ms, 2), "p99_ms": round(stats.p99_ms, 2),
-                               "max_ms": round(stats.max_ms, 2), "overruns": stats.overruns,
-                               "alive": sum(1 for _ in session.world.agents())}
+
+    def brain_figures(wall: float) -> dict[str, Any]:
+        out: dict[str, Any] = {"alive": len(session.world.agents())}
         if session.brains is not None:
             figures = session.brains.stats()
             out |= {"decisions": figures["decisions applied"],
                     "decisions_per_s": round(figures["decisions applied"] / wall, 2),
                     "fallbacks": figures["fallbacks"], "faults": figures["faults"],
                     "latency_p50": figures["p50"], "latency_p95": figures["p95"],
-                    "main_thread_p99_ms": round(sorted(session.brains.main_ms)[
-                        int(0.99 * (len(session.brains.main_ms) - 1))], 3)
-                    if session.brains.main_ms else 0.0}
+                    "main_thread_p99": figures["main thread p99"]}
         return out
-    finally:
-        session.close()
+
+    return paced_figures(session, ticks, brain_figures)
 
 
 def measure_brains(*, agents: int = 100, seconds: float = 60.0,
                    log: Callable[[str], None] = print) -> dict[str, Any]:
     ticks = max(20, int(seconds * 10))
-    side = round((agents * 64 * 64 / 20) ** 0.5)
+    side = side_for(agents)
     with tempfile.TemporaryDirectory(prefix="bench-brains-") as tmp:
         config = Config().replace(
             world={"size": [side, side], "starting_agents": agents, "seed": 7},

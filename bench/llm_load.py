@@ -17,38 +17,49 @@ from agent_world.app import Session
 from agent_world.config import Config
 from agent_world.core.world import World
 from bench.llm_bench import start_server
+from bench.scenario import side_for
 
-__all__ = ["measure_llm_load"]
+__all__ = ["measure_llm_load", "paced_figures"]
 
 
-def _run(config: Config, ticks: int) -> dict[str, Any]:
-    session = Session(config, World.create(config))
+def paced_figures(session: Session, ticks: int,
+                  extra: Callable[[float], dict[str, Any]]) -> dict[str, Any]:
+    """Run ``session`` paced at its rate for ``ticks`` ticks, then close it: the tick
+    figures, and what ``extra(wall seconds)`` adds before the session closes."""
     began = time.perf_counter()
     try:
         asyncio.run(session.loop.run(max_ticks=ticks, paced=True))
         wall = time.perf_counter() - began
         stats = session.loop.stats()
-        out: dict[str, Any] = {"ticks": session.loop.ticks_run,
-                               "rate_hz": round(session.loop.ticks_run / wall, 2),
-                               "p50_ms": round(stats.p50_ms, 2), "p99_ms": round(stats.p99_ms, 2),
-                               "max_ms": round(stats.max_ms, 2), "overruns": stats.overruns}
-        if session.llm is not None:
-            llm = session.llm.stats()
-            out |= {"decisions": llm["applied"], "decisions_per_s": round(llm["applied"] / wall, 2),
-                    "requests": llm["requests"], "cache_hit_rate": llm["cache hit rate"],
-                    "latency_p50": llm["p50"], "latency_p95": llm["p95"],
-                    "errors": llm["errors"], "llm_main_thread_p99": llm["main thread p99"],
-                    "prompt_tokens_per_decision": llm["prompt tokens/decision"]}
-        return out
+        return {"ticks": session.loop.ticks_run,
+                "rate_hz": round(session.loop.ticks_run / wall, 2),
+                "p50_ms": round(stats.p50_ms, 2), "p99_ms": round(stats.p99_ms, 2),
+                "max_ms": round(stats.max_ms, 2), "overruns": stats.overruns, **extra(wall)}
     finally:
         session.close()
+
+
+def _run(config: Config, ticks: int) -> dict[str, Any]:
+    session = Session(config, World.create(config))
+
+    def llm_figures(wall: float) -> dict[str, Any]:
+        if session.llm is None:
+            return {}
+        llm = session.llm.stats()
+        return {"decisions": llm["applied"], "decisions_per_s": round(llm["applied"] / wall, 2),
+                "requests": llm["requests"], "cache_hit_rate": llm["cache hit rate"],
+                "latency_p50": llm["p50"], "latency_p95": llm["p95"],
+                "errors": llm["errors"], "llm_main_thread_p99": llm["main thread p99"],
+                "prompt_tokens_per_decision": llm["prompt tokens/decision"]}
+
+    return paced_figures(session, ticks, llm_figures)
 
 
 def measure_llm_load(*, agents: int = 200, seconds: float = 60.0,
                      log: Callable[[str], None] = print) -> dict[str, Any]:
     """Both worlds paced for ``seconds``; the LLM one with every agent on the model."""
     ticks = max(20, int(seconds * 10))
-    side = round((agents * 64 * 64 / 20) ** 0.5)
+    side = side_for(agents)
     os.environ.pop("OPENROUTER_API_KEY", None)
     with tempfile.TemporaryDirectory(prefix="bench-llm-") as tmp:
         base = Config().replace(

@@ -230,7 +230,7 @@ def _summary_tables(results: dict[str, Any]) -> list[Table]:
                            _n(r["p99_ms"]), _n(r["max_ms"]), _n(r["overruns"]),
                            _n(r.get("decisions_per_s"), 2), _n(r.get("fallbacks")),
                            r.get("latency_p50", "-"), r.get("latency_p95", "-"),
-                           _n(r.get("main_thread_p99_ms"), 3)])
+                           r.get("main_thread_p99", "-")])
         t.notes.append("the same world twice, each agent's brain the only difference; the "
                        "user's brain (bench/brains_bench.py) answers on 2 worker threads; "
                        "main thread p99 is the thinking layer's work after each tick (the "

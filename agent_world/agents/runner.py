@@ -34,6 +34,7 @@ from agent_world.core import components as c
 from agent_world.core.inputs import MAX_PLAN
 from agent_world.core.world import World
 from agent_world.thinking.manager import ThinkingManager
+from agent_world.thinking.metrics import percentile
 from agent_world.thinking.mind import Mind
 from agent_world.thinking.requests import Job, Outcome
 from agent_world.types import ENTITY_KEYS, Clock, TickReport
@@ -280,6 +281,7 @@ class UserBrains(ThinkingManager):
             "p50": f"{figures['p50_ms']:g} ms",
             "p95": f"{figures['p95_ms']:g} ms",
             "deadline": f"{self.cfg.deadline_ms} ms",
+            "main thread p99": f"{percentile(list(self.main_ms), 0.99):.2f} ms",
             "workers": f"{len(self.workers)} ({self._stuck} stuck in a brain; "
                        f"{self.replaced} started in place of stuck ones)",
         }
