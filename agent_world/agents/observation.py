@@ -213,15 +213,10 @@ def _distance(pos: c.Position, other: c.Position) -> int:
 def observe(world: World, eid: int, custom: Mapping[str, Any] | None = None) -> Observation:
     """The observation of living agent ``eid`` now (main thread only)."""
     store = world.store
-    agent = store.get(eid, c.Agent)
-    pos = store.get(eid, c.Position)
-    needs = store.get(eid, c.Needs)
-    inv = store.get(eid, c.Inventory)
-    intent = store.get(eid, c.Intent)
-    combat = store.get(eid, c.Combat)
-    perc = store.get(eid, c.Perception)
-    social = store.get(eid, c.Social)
-    memory = store.get(eid, c.Memory)
+    row = world.agent_row(eid)
+    if row is None:
+        raise ValueError(f"{eid} is not an agent")
+    agent, pos, needs, inv, intent, combat, perc, social, memory = row[:9]
     tick = world.tick
 
     attacked_by = None
@@ -241,7 +236,8 @@ def observe(world: World, eid: int, custom: Mapping[str, Any] | None = None) -> 
         last_result=intent.last_result if intent.last_result not in ("", "ok") else None,
         attacked_by=attacked_by,
         cooldowns={name: at - tick for name, at in sorted(ready_at.items()) if at > tick},
-        abilities=tuple(e["name"] for e in book.catalog() if "disabled" not in e),
+        abilities=tuple(name for name in (*book.builtins, *book.generated)
+                        if name not in book.disabled),
     )
 
     agents = []
