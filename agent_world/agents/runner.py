@@ -68,10 +68,8 @@ class UserBrains(ThinkingManager):
         self._running: dict[int, tuple[int, str, float]] = {}  # rid -> agent, brain, start
         self._expired: set[int] = set()
         self._deaths: queue.SimpleQueue[int] = queue.SimpleQueue()
-        self._closed = False
         self.replaced = 0  # workers started in place of stuck ones, in all
         self._stuck = 0  # workers inside a decision given up on, now
-        self.workers: list[threading.Thread] = []
         for _ in range(cfg.workers):
             self._start_worker()
 
@@ -300,11 +298,4 @@ class UserBrains(ThinkingManager):
         return lines
 
     def close(self, timeout: float = 2.0) -> None:
-        """Stop taking work; a worker in the middle of a decision finishes or is abandoned
-        (daemon threads: a brain that hangs cannot hold up the shutdown)."""
-        if self._closed:
-            return
-        self._closed = True
-        self.queue.close()
-        for worker in self.workers:
-            worker.join(timeout / max(1, len(self.workers)))
+        self.stop_workers(timeout)

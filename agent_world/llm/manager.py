@@ -76,7 +76,6 @@ class LLMManager(ThinkingManager):
         self.cache = ResponseCache(cfg.cache_size)
         self.concurrency = threading.BoundedSemaphore(cfg.max_concurrent)
         self.memory = MemoryBook(cfg.memory_window)
-        self._closed = False
         if memories is not None:
             self.memory.load(memories, self.minds)
         self._factory = provider_factory
@@ -234,12 +233,8 @@ class LLMManager(ThinkingManager):
     def close(self, timeout: float = 2.0) -> None:
         """Stop taking work; workers finish or are abandoned (daemon threads: a hung
         endpoint cannot hold up the shutdown). Answers that arrive later are dropped."""
-        if self._closed:
+        if not self.stop_workers(timeout):
             return
-        self._closed = True
-        self.queue.close()
-        for w in self.workers:
-            w.join(timeout / max(1, len(self.workers)))
         close = getattr(self._factory, "close", None)
         if callable(close):
             close()

@@ -20,6 +20,7 @@ it cannot take requests at all (``unavailable``).
 from __future__ import annotations
 
 import queue
+import threading
 import time
 from collections import deque
 from collections.abc import Callable
@@ -63,6 +64,8 @@ class ThinkingManager:
         self.outcomes: queue.SimpleQueue[Outcome] = queue.SimpleQueue()
         self.minds: dict[int, Mind] = {}
         self.main_ms: deque[float] = deque(maxlen=1000)  # on_tick's cost on the main thread
+        self.workers: list[threading.Thread] = []  # a subclass's, answering the queue
+        self._closed = False
         self._round = round_size  # requests that can be answered at once
         self._next_rid = 1
         self._available = True
@@ -250,6 +253,19 @@ class ThinkingManager:
                 self.report(f"{reason}. {self.label} agents use their built-in brains "
                             "meanwhile.")
         return available
+
+    def stop_workers(self, timeout: float) -> bool:
+        """Stop taking work and give the workers ``timeout`` in all to finish; one in the
+        middle of an answer finishes or is abandoned (daemon threads: a brain or an
+        endpoint that hangs cannot hold up the shutdown). False if already stopped."""
+        if self._closed:
+            return False
+        self._closed = True
+        self.queue.close()
+        workers = list(self.workers)
+        for worker in workers:
+            worker.join(timeout / max(1, len(workers)))
+        return True
 
     # -- figures -----------------------------------------------------------------------------
 
