@@ -22,7 +22,7 @@ from agent_world.persistence.replay import ReplayResult, SnapshotMismatch
 from agent_world.persistence.snapshots import (
     LoadedSnapshot,
     load_first_snapshot,
-    load_snapshot_file,
+    load_nearest_snapshot,
     state_file_tick,
 )
 from agent_world.persistence.worlds import Setup
@@ -141,14 +141,16 @@ def _first_tick(folder: SaveFolder) -> int:
 
 
 def _nearest_start(folder: SaveFolder, config: Config, tick: int) -> LoadedSnapshot:
-    """The latest saved state at or before ``tick`` that loads, a damaged one noted and
-    passed over."""
-    for _at, path in reversed(folder.saved_states(until=tick)):
-        try:
-            return load_snapshot_file(path, config)
-        except SaveError as exc:
-            print(f"note: skipping damaged snapshot: {exc}", file=sys.stderr)
-    return load_first_snapshot(folder, config)
+    """The latest saved state at or before ``tick`` that loads (the first snapshot if
+    none does); a damaged one skipped is noted."""
+    warnings: list[str] = []
+    try:
+        return load_nearest_snapshot(folder, config, tick, warnings)
+    except SaveError:
+        return load_first_snapshot(folder, config)
+    finally:
+        for line in warnings:
+            print(f"note: {line}", file=sys.stderr)
 
 
 def _verify(folder: SaveFolder, first: int, world: World, path: Path, *, to: int | None,

@@ -20,7 +20,8 @@ from agent_world.core.world import World, WorldError, hash_state_bytes
 from agent_world.persistence.folder import FORMAT_VERSION, SaveError, SaveFolder
 
 __all__ = ["SNAPSHOT_HEAD", "LoadedSnapshot", "decode_snapshot", "encode_snapshot",
-           "load_latest_snapshot", "load_snapshot_file", "state_file_tick"]
+           "load_latest_snapshot", "load_nearest_snapshot", "load_snapshot_file",
+           "state_file_tick"]
 
 SNAPSHOT_HEAD = re.compile(rb'^\{"format":\d+,"tick":(\d+),"hash":"([0-9a-f]{32})","state":')
 
@@ -105,6 +106,22 @@ def load_latest_snapshot(folder: SaveFolder, config: Config,
             warnings.append(f"skipping damaged snapshot: {exc}")
     raise SaveError(f"{folder.root} has no usable snapshot (tried {len(candidates)} "
                     "files); the world cannot be restored")
+
+
+def load_nearest_snapshot(folder: SaveFolder, config: Config, tick: int,
+                          warnings: list[str]) -> LoadedSnapshot:
+    """The latest snapshot or seek point at or before ``tick`` that loads and checks out:
+    where a fork or ``replay --to`` starts. Each damaged one skipped adds a line to
+    ``warnings``."""
+    starts = folder.saved_states(until=tick)
+    for _at, path in reversed(starts):
+        try:
+            return load_snapshot_file(path, config)
+        except SaveError as exc:
+            warnings.append(f"skipping damaged snapshot: {exc}")
+    if not starts:
+        raise SaveError(f"{folder.root} has no snapshot at or before tick {tick}")
+    raise SaveError(f"no usable snapshot at or before tick {tick} in {folder.root}")
 
 
 def load_first_snapshot(folder: SaveFolder, config: Config) -> LoadedSnapshot:

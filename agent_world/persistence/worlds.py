@@ -32,7 +32,7 @@ from agent_world.persistence.seekpoints import discard_seek_points_after
 from agent_world.persistence.snapshots import (
     encode_snapshot,
     load_latest_snapshot,
-    load_snapshot_file,
+    load_nearest_snapshot,
 )
 
 __all__ = ["OpenedWorld", "Setup", "fork_world", "open_world", "write_first_snapshot"]
@@ -332,18 +332,7 @@ def fork_world(source: SaveFolder, tick: int, new_name: str, config: Config, *,
 def _replay_to(source: SaveFolder, tick: int, config: Config,
                setup: Setup | None) -> tuple[World, list[str]]:
     notes: list[str] = []
-    starts = source.saved_states(until=tick)
-    if not starts:
-        raise SaveError(f"{source.root} has no snapshot at or before tick {tick}")
-    snap = None
-    for _t, path in reversed(starts):
-        try:
-            snap = load_snapshot_file(path, config)
-            break
-        except SaveError as exc:
-            notes.append(f"skipping damaged snapshot: {exc}")
-    if snap is None:
-        raise SaveError(f"no usable snapshot at or before tick {tick} in {source.root}")
+    snap = load_nearest_snapshot(source, config, tick, notes)
     world = _prepare(snap.world, setup)
     try:
         result = replay(world, source, until=tick)
