@@ -84,12 +84,11 @@ class UserBrains(ThinkingManager):
 
     def on_events(self, tick: int, report: TickReport) -> None:
         for event in report.events:
-            if event.get("type") == "death" and event.get("agent") in self._hooks_or_brains():
-                dead = int(event["agent"])
-                self._deaths.put(dead)
-                self._hooks.pop(dead, None)
+            dead = event.get("agent") if event.get("type") == "death" else None
+            if isinstance(dead, int):  # its mind is gone already; its brain (if any, even
+                self._hooks.pop(dead, None)  # one being made now) hears of it on a worker
                 self._last_action.pop(dead, None)
-                continue
+                self._deaths.put(dead)
             for key in ENTITY_KEYS:
                 named = event.get(key)
                 if isinstance(named, int) and named in self.minds:
@@ -97,10 +96,6 @@ class UserBrains(ThinkingManager):
                     due.append(("event", dict(event)))
                     del due[:-MAX_HOOKS]
         self._give_up_late()
-
-    def _hooks_or_brains(self) -> set[int]:
-        with self._lock:
-            return set(self._brains) | set(self._hooks)
 
     def prepare(self, eid: int, mind: Mind, rid: int, reasons: tuple[str, ...],
                 priority: int) -> Job | None:

@@ -26,7 +26,6 @@ __all__ = ["DivergenceError", "Gap", "LogStepper", "ReplayResult", "SnapshotMism
            "describe_difference", "replay"]
 
 
-
 class DivergenceError(Exception):
     """The replayed world's hash differs from the one the log recorded."""
 
