@@ -182,6 +182,8 @@ class Session:
         # The web viewer, when one serves this session (attached by the command line; the
         # core never imports it): /stats reports it like the other parts.
         self.web: Any = None
+        # External agents over the web server's /agents (attached by it, like ``web``).
+        self.remote: Any = None
         # The console's command table when it is not the usual one (a served replay's).
         self.commands: Mapping[str, Any] | None = None
         self.gc = GcPolicy()
@@ -198,6 +200,22 @@ class Session:
                 thinker.on_tick(report)
         forked = self.persistence.between_ticks() if self.persistence is not None else False
         self.gc.between_ticks(busy=forked)
+
+    def add_thinker(self, thinker: TickObserver, attr: str) -> None:
+        """Another part that thinks off the tick (external agents), run after each tick
+        like the LLM's and users' brains, and found as ``session.<attr>``."""
+        self._thinkers.append(thinker)
+        setattr(self, attr, thinker)
+
+    def remove_thinker(self, thinker: TickObserver, attr: str) -> None:
+        if thinker in self._thinkers:
+            self._thinkers.remove(thinker)
+        if getattr(self, attr, None) is thinker:
+            setattr(self, attr, None)
+
+    def thinking_parts(self) -> list[Any]:
+        """The parts whose agents think off the tick: the LLM's, users' brains, remote."""
+        return [part for part in (self.llm, self.brains, self.remote) if part is not None]
 
     @property
     def save_dir(self) -> Path | None:

@@ -32,6 +32,7 @@ __all__ = [
     "LogConfig",
     "PathsConfig",
     "PersistenceConfig",
+    "RemoteConfig",
     "SandboxConfig",
     "WebConfig",
     "WorldConfig",
@@ -488,6 +489,37 @@ class WebConfig:
     )
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RemoteConfig:
+    """Agents played by programs in any language over the web server's /agents WebSocket
+    (docs/agents.md): a client claims or spawns agents and answers their observations."""
+
+    enabled: bool = setting(
+        True, "take external agents on /agents while the web server runs (it needs the web "
+        "token, or the one printed at start-up when web.token_env is unset)",
+    )
+    deadline_ms: int = setting(
+        2000, "longest a client may take to answer an observation; past it the agent uses "
+        "its built-in brain for that decision", low=10, high=600_000,
+    )
+    think_interval_ticks: int = setting(
+        50, "a claimed agent is observed again after this many ticks even if nothing "
+        "happened (a client may ask for a shorter interval per agent)", low=1, high=10**7,
+    )
+    min_gap_ticks: int = setting(
+        5, "fewest ticks between two observations of one agent, whatever happens (also the "
+        "shortest interval a client may ask for)", low=1, high=10**7,
+    )
+    max_clients: int = setting(16, "external-agent connections at once; more are refused",
+                               low=1, high=10_000)
+    max_agents_per_client: int = setting(100, "agents one connection may hold", low=1,
+                                         high=100_000)
+    messages_per_s: int = setting(
+        50, "messages one connection may send per second on average (bursts of twice that); "
+        "a client over it is told so, then disconnected", low=1, high=100_000,
+    )
+
+
 BRAIN_NAME = re.compile(r"^[a-z][a-z0-9_]{1,31}$")
 BRAIN_CLASS = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
 
@@ -525,10 +557,10 @@ class BrainsConfig:
 
     def __post_init__(self) -> None:
         for name, target in self.registered.items():
-            if not BRAIN_NAME.match(name) or name in ("builtin", "llm"):
+            if not BRAIN_NAME.match(name) or name in ("builtin", "llm", "remote"):
                 raise ConfigError(
                     f"brains.{name}: a brain's name is 2-32 of a-z, 0-9 and _, starting with "
-                    "a letter, and not builtin or llm")
+                    "a letter, and not builtin, llm or remote")
             if not BRAIN_CLASS.match(target):
                 raise ConfigError(
                     f"brains.{name} = {target!r}: expected \"module:Class\", e.g. "
@@ -748,6 +780,7 @@ class Config:
     angel: AngelConfig = field(default_factory=AngelConfig)
     web: WebConfig = field(default_factory=WebConfig)
     brains: BrainsConfig = field(default_factory=BrainsConfig)
+    remote: RemoteConfig = field(default_factory=RemoteConfig)
 
     def __post_init__(self) -> None:
         if self.angel.generator == "llm" and not self.llm.enabled:
@@ -787,6 +820,7 @@ SECTIONS: dict[str, type[Any]] = {
     "angel": AngelConfig,
     "web": WebConfig,
     "brains": BrainsConfig,
+    "remote": RemoteConfig,
 }
 
 

@@ -14,7 +14,7 @@ from typing import Any
 
 from agent_world.core.actions import Action, ActionError, parse_action
 
-__all__ = ["MAX_REASONING", "Decision", "DecisionError", "as_plan"]
+__all__ = ["MAX_REASONING", "Decision", "DecisionError", "as_plan", "from_json"]
 
 MAX_REASONING = 200  # characters kept of a decision's reasoning
 
@@ -58,6 +58,20 @@ class Decision:
         if reasoning is not None and not isinstance(reasoning, str):
             raise DecisionError(f"'reasoning' must be text, got {type(reasoning).__name__}")
         return cls(action, dict(args), reasoning)
+
+
+def from_json(doc: object) -> Decision | list[Decision]:
+    """A decision as JSON gives it (an object, or a list of them) as ``Decision``s for
+    ``as_plan``; DecisionError naming the step that is not one."""
+    if isinstance(doc, Sequence) and not isinstance(doc, (str, bytes)):
+        out = []
+        for i, step in enumerate(doc):
+            try:
+                out.append(Decision.from_dict(step))
+            except DecisionError as exc:
+                raise DecisionError(f"plan[{i}]: {exc}") from None
+        return out
+    return Decision.from_dict(doc)
 
 
 def as_plan(answer: object, *, max_actions: int) -> tuple[tuple[Action, ...], str]:

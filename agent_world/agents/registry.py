@@ -60,6 +60,6 @@ def unregistered(world: World, registered: Mapping[str, object]) -> dict[str, in
     counts: dict[str, int] = {}
     for _eid, row in world.agents():
         brain = row[0].brain
-        if brain not in ("builtin", "llm") and brain not in registered:
+        if brain not in ("builtin", "llm", "remote") and brain not in registered:
             counts[brain] = counts.get(brain, 0) + 1
     return dict(sorted(counts.items()))

@@ -93,7 +93,11 @@ async def spawn(console: Console, args: SpawnArgs) -> list[str]:
         if args.brain == "llm" and getattr(console.session, "llm", None) is None:
             raise CommandError("brain=llm needs an LLM and this world runs without one "
                                "(llm.provider is none); use brain=builtin")
-        if args.brain is not None and args.brain not in BRAINS:
+        if args.brain == "remote" and getattr(console.session, "remote", None) is None:
+            raise CommandError("brain=remote is for agents played over the web server's "
+                               "/agents WebSocket, and this world takes none (no web server, "
+                               "or remote.enabled: false)")
+        if args.brain is not None and args.brain not in (*BRAINS, "remote"):
             brains = getattr(console.session, "brains", None)
             known = sorted(brains.classes) if brains is not None else []
             if args.brain not in known:

@@ -25,7 +25,7 @@ LIST_ROWS = 40
 DEBUG_EVENTS = 10
 DEBUG_MEMORY = 8
 LONG_LIST = 8
-SEAM_ATTRS = ("llm", "brains", "angel")
+SEAM_ATTRS = ("llm", "brains", "remote", "angel")
 """Session parts that may describe an entity: ``describe_entity(eid) -> list[str]``."""
 
 

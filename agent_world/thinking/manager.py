@@ -162,7 +162,7 @@ class ThinkingManager:
         tick = self.world.tick
         if mind.status == "applying" and tick - mind.answered_tick > APPLY_GRACE_TICKS:
             mind.status = "idle"
-        reasons, urgent = triggers(self.world, mind, interval=self.interval,
+        reasons, urgent = triggers(self.world, mind, interval=mind.interval or self.interval,
                                    source=self.source)
         if mind.last_error and mind.status == "idle":
             reasons.append("correcting its last answer")

@@ -43,6 +43,7 @@ class Mind:
     decisions: int = 0
     errors: int = 0
     notes: list[str] = field(default_factory=list)
+    interval: int = 0  # ticks between unprompted decisions for this agent (0: the brain's)
 
 
 def triggers(world: World, mind: Mind, *, interval: int,

@@ -25,6 +25,7 @@ from aiohttp import WSMsgType, web
 
 from agent_world.config import ConfigError, WebConfig
 from agent_world.console.commands import Console
+from agent_world.remote.endpoint import AgentsEndpoint
 from agent_world.web import api
 from agent_world.web.clients import Client
 from agent_world.web.feed import Delta, LiveFeed
@@ -134,6 +135,7 @@ class WebServer:
         self._watchdog: asyncio.Task[None] | None = None
         self.closed_slow = 0
         self.playback: Playback | None = None  # set by a served replay
+        self.agents: AgentsEndpoint | None = None  # /agents, in a live world (start)
 
     # -- parts the handlers use ---------------------------------------------------------------
 
@@ -142,9 +144,8 @@ class WebServer:
         tick = self.session.world.tick
         if tick != self._thinking_at:
             self._thinking_at = tick
-            parts = (self.session.llm, self.session.brains)  # the LLM's and users' brains
             self._thinking = frozenset().union(
-                *(part.queue.agents() for part in parts if part is not None))
+                *(part.queue.agents() for part in self.session.thinking_parts()))
         return self._thinking
 
     def _tick_ms(self) -> tuple[float, float]:
@@ -190,10 +191,18 @@ class WebServer:
         app[SERVER_KEY] = self
         api.add_routes(app, self)
         app.router.add_get("/ws", self._ws)
+        app.router.add_get("/agents", self._agents)
         app.router.add_get("/", self._index)
         app.router.add_static("/static/", STATIC_DIR, follow_symlinks=False,
                               append_version=False)
         return app
+
+    async def _agents(self, request: web.Request) -> web.StreamResponse:
+        if self.agents is None:
+            why = ("a replay plays the decisions it recorded" if self.playback is not None
+                   else "remote.enabled is false")
+            return api.error(409, f"this server takes no external agents: {why}")
+        return await self.agents.handle(request)
 
     async def _index(self, _request: web.Request) -> web.StreamResponse:
         return web.FileResponse(STATIC_DIR / "index.html",
@@ -266,6 +275,9 @@ class WebServer:
         shown = host if ":" not in host else f"[{host}]"
         self.url = f"http://{shown}:{port}/"
         self.session.web = self
+        if self.playback is None and self.session.config.remote.enabled:
+            self.agents = AgentsEndpoint(self.session, self.session.config.remote,
+                                         token=self.token)
         self.series.sample()  # the charts start with the world as it is now
         self._watchdog = asyncio.create_task(self._watch_clients(), name="web-watchdog")
         return self.url
@@ -289,6 +301,9 @@ class WebServer:
                 await self._watchdog
         for client in list(self.clients):
             await client.close("the world is stopping", code=1001)
+        if self.agents is not None:
+            await self.agents.close()
+            self.agents = None
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None

@@ -109,8 +109,7 @@ def agent_detail(server: WebServer, eid: int) -> dict[str, Any] | None:
         return None
     agent, pos, needs, inv, intent, combat, perception, social, memory = row[:9]
     tick = world.tick
-    llm = session.llm
-    thinking = llm is not None and eid in server.feed.thinking()
+    thinking = eid in server.feed.thinking()
     detail: dict[str, Any] = {
         "id": eid, "name": agent.name, "personality": agent.personality,
         "brain": agent.brain, "x": pos.x, "y": pos.y,
@@ -142,10 +141,9 @@ def agent_detail(server: WebServer, eid: int) -> dict[str, Any] | None:
         "heard": perception.heard,
         "memory": memory.recent[-20:],
     }
-    describe = getattr(llm, "describe_entity", None)
-    detail["llm"] = describe(eid) if callable(describe) else []
-    if session.brains is not None:  # a user's brain: its state, as /debug shows it
-        detail["llm"] = detail["llm"] + session.brains.describe_entity(eid)
+    # Its brain's state as /debug shows it: the LLM's, a user's brain's or a remote client's.
+    detail["llm"] = [line for part in session.thinking_parts()
+                     for line in part.describe_entity(eid)]
     events = [e for e in reversed(server.feed.ring) if involves(e, eid)][:DETAIL_EVENTS]
     detail["recent_events"] = events[::-1]
     return detail

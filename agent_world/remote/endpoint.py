@@ -1,0 +1,285 @@
+"""``/agents``: the WebSocket where programs in any language play agents.
+
+A connection authenticates with the token (the ``Authorization: Bearer`` header when it
+connects, or a first ``auth`` message within ``AUTH_WAIT_S``), then claims or spawns agents
+and answers their observations (``RemoteBrains``). The world never waits on a client: what
+it sends waits in a bounded queue written by the connection's own task, a client that reads
+too slowly or sends too much is told why and disconnected, and a bad message gets an
+``error`` reply while the connection stays open. Spawning goes through a console of its own
+(source ``remote``), the same command surface as the terminal's and the web's.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hmac
+import secrets
+import shlex
+from collections import deque
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import orjson
+from aiohttp import WSCloseCode, WSMsgType, web
+
+from agent_world.config import RemoteConfig
+from agent_world.console.commands import Console
+from agent_world.console.parsing import AGENT_NAME
+from agent_world.core.inputs import MAX_PLAN
+from agent_world.remote.manager import RemoteBrains
+from agent_world.remote.protocol import (
+    PROTOCOL,
+    Auth,
+    Claim,
+    ClientMessage,
+    Decide,
+    Ping,
+    ProtocolError,
+    Release,
+    Spawn,
+    parse_message,
+)
+
+if TYPE_CHECKING:
+    from agent_world.app import Session
+
+__all__ = ["AUTH_CLOSE", "AUTH_WAIT_S", "FLOOD_CLOSE", "AgentsEndpoint", "Connection"]
+
+AUTH_WAIT_S = 10.0
+MAX_MESSAGE = 64 * 1024
+AUTH_CLOSE = 4401  # the token was missing or wrong
+FLOOD_CLOSE = 4429  # more messages than remote.messages_per_s allows
+SLOW_CLOSE = 4408  # the client does not read what it is sent
+CLOSE_WAIT_S = 1.0
+
+
+def only_spawn(name: str, _words: list[str]) -> str | None:
+    """A client's console takes /spawn only (sent as a ``spawn`` message)."""
+    return None if name == "spawn" else "an external agent's connection may only spawn"
+
+
+class Connection:
+    """One client: its messages out (a bounded queue and the task writing it) and its
+    allowance of messages in (a token bucket)."""
+
+    def __init__(self, ws: web.WebSocketResponse, request: web.Request, name: str, *,
+                 queue_size: int, rate: float, clock: Callable[[], float]) -> None:
+        self.ws = ws
+        self.name = name
+        self.transport = request.transport
+        self.queue_size = queue_size
+        self.rate = rate
+        self.burst = 2 * rate
+        self.allowance = self.burst
+        self.clock = clock
+        self.checked_at = clock()
+        self.frames: deque[bytes] = deque()
+        self.closing: str | None = None
+        self.received = 0
+        self.sent = 0
+        self._ready = asyncio.Event()
+        self._writer = asyncio.create_task(self._write(), name=f"agents-{name}")
+
+    def send(self, message: dict[str, Any]) -> None:
+        if self.closing is not None:
+            return
+        if len(self.frames) >= self.queue_size:
+            asyncio.get_running_loop().create_task(self.close(
+                f"too slow: {len(self.frames)} messages wait for you to read them",
+                SLOW_CLOSE))
+            return
+        self.frames.append(orjson.dumps(message, option=orjson.OPT_NON_STR_KEYS))
+        self._ready.set()
+
+    def allowed(self) -> bool:
+        """Take one message from the allowance; False once it is spent."""
+        now = self.clock()
+        self.allowance = min(self.burst, self.allowance + (now - self.checked_at) * self.rate)
+        self.checked_at = now
+        if self.allowance < 1:
+            return False
+        self.allowance -= 1
+        return True
+
+    async def _write(self) -> None:
+        while True:
+            await self._ready.wait()
+            self._ready.clear()
+            while self.frames:
+                frame = self.frames.popleft()
+                try:
+                    await self.ws.send_frame(frame, WSMsgType.TEXT)
+                except (ConnectionError, RuntimeError):
+                    return  # gone; the reader notices and cleans up
+                self.sent += 1
+
+    async def close(self, reason: str, code: int) -> None:
+        """Say why, then close (cut off if the client does not take the close frame)."""
+        if self.closing is not None:
+            return
+        self.closing = reason
+        self._writer.cancel()
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await self._writer
+        try:
+            await asyncio.wait_for(self.ws.send_frame(
+                orjson.dumps({"type": "error", "message": reason}), WSMsgType.TEXT),
+                CLOSE_WAIT_S)
+            await asyncio.wait_for(self.ws.close(code=code, message=reason.encode()[:120],
+                                                 drain=False), CLOSE_WAIT_S)
+        except (TimeoutError, ConnectionError, RuntimeError):
+            if self.transport is not None:
+                self.transport.abort()
+
+    async def stop(self) -> None:
+        if not self._writer.done():
+            self._writer.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._writer
+
+
+class AgentsEndpoint:
+    """The ``/agents`` route of a live world's web server."""
+
+    def __init__(self, session: Session, cfg: RemoteConfig, *, token: str | None,
+                 max_message: int = MAX_MESSAGE) -> None:
+        self.session = session
+        self.cfg = cfg
+        # Without the web's token (web.token_env) the run makes its own, shown at start-up:
+        # an external agent always needs one, loopback or not.
+        self.token = token or secrets.token_urlsafe(24)
+        self.generated_token = token is None
+        self.max_message = max_message
+        self.brains = RemoteBrains(cfg, session.world, report=session.report_problem,
+                                   note=session.note)
+        self.console = Console(session, source="remote", refuse=only_spawn)
+        self.connections: set[Connection] = set()
+        self._serial = 0
+        session.add_thinker(self.brains, "remote")
+
+    async def close(self) -> None:
+        for conn in list(self.connections):
+            await conn.close("the world is stopping", WSCloseCode.GOING_AWAY)
+        self.brains.close()
+        self.session.remove_thinker(self.brains, "remote")
+        self.console.close()
+
+    def _authorized(self, token: str) -> bool:
+        return hmac.compare_digest(token.encode(), self.token.encode())
+
+    async def handle(self, request: web.Request) -> web.StreamResponse:
+        if len(self.connections) >= self.cfg.max_clients:
+            raise web.HTTPServiceUnavailable(
+                reason=f"{len(self.connections)} external-agent clients are connected, the "
+                       "most remote.max_clients allows; try again later")
+        ws = web.WebSocketResponse(compress=False, max_msg_size=self.max_message,
+                                   heartbeat=30)
+        if not ws.can_prepare(request).ok:
+            raise web.HTTPBadRequest(reason="/agents is a WebSocket: connect with a "
+                                            "WebSocket client (docs/agents.md)")
+        scheme, _, header_token = request.headers.get("Authorization", "").partition(" ")
+        await ws.prepare(request)
+        loop = asyncio.get_running_loop()
+        self._serial += 1
+        conn = Connection(ws, request, f"client-{self._serial}",
+                          queue_size=4 * self.cfg.max_agents_per_client + 16,
+                          rate=self.cfg.messages_per_s, clock=loop.time)
+        authed = scheme.lower() == "bearer" and self._authorized(header_token.strip())
+        try:
+            if not authed and not await self._await_auth(ws, conn):
+                self.brains.refused_auth += 1
+                return ws
+            self.connections.add(conn)
+            self.brains.connect(conn)
+            world = self.session.world
+            conn.send({"type": "welcome", "protocol": PROTOCOL, "client": conn.name,
+                       "world": self.session.config.world.name, "tick": world.tick,
+                       "tick_rate": self.session.config.world.tick_rate,
+                       "deadline_ms": self.cfg.deadline_ms, "max_actions": MAX_PLAN,
+                       "max_agents": self.cfg.max_agents_per_client,
+                       "messages_per_s": self.cfg.messages_per_s})
+            async for msg in ws:
+                if conn.closing is not None:
+                    break
+                if not conn.allowed():
+                    self.brains.closed_flooding += 1
+                    await conn.close(f"flooding: more than {self.cfg.messages_per_s} messages "
+                                     "a second (remote.messages_per_s)", FLOOD_CLOSE)
+                    break
+                if msg.type != WSMsgType.TEXT:
+                    conn.send({"type": "error", "message": "send JSON text messages"})
+                    continue
+                conn.received += 1
+                await self._on_message(conn, msg.data)
+        finally:
+            self.connections.discard(conn)
+            self.brains.disconnect(conn)
+            await conn.stop()
+        return ws
+
+    async def _await_auth(self, ws: web.WebSocketResponse, conn: Connection) -> bool:
+        """The first message must be ``auth`` with the token (when the header had none)."""
+        reason = (f"send {{\"type\": \"auth\", \"token\": ...}} first (or the header "
+                  f"'Authorization: Bearer TOKEN'); none came within {AUTH_WAIT_S:g} s")
+        try:
+            msg = await ws.receive(timeout=AUTH_WAIT_S)
+        except TimeoutError:
+            await conn.close(reason, AUTH_CLOSE)
+            return False
+        if msg.type == WSMsgType.TEXT:
+            try:
+                first = parse_message(msg.data)
+            except ProtocolError:
+                first = None
+            if isinstance(first, Auth) and self._authorized(first.token):
+                return True
+            reason = ("wrong token" if isinstance(first, Auth) else
+                      "the first message must be {\"type\": \"auth\", \"token\": ...}")
+        await conn.close(f"unauthorized: {reason}", AUTH_CLOSE)
+        return False
+
+    async def _on_message(self, conn: Connection, text: str) -> None:
+        try:
+            msg: ClientMessage = parse_message(text)
+            reply = await self._dispatch(conn, msg)
+        except ProtocolError as exc:
+            reply = {"type": "error", "message": str(exc)}
+        if reply is not None:
+            conn.send(reply)
+
+    async def _dispatch(self, conn: Connection, msg: ClientMessage) -> dict[str, Any] | None:
+        brains = self.brains
+        if isinstance(msg, Decide):
+            return brains.decide(conn, msg)
+        if isinstance(msg, Claim):
+            return brains.claim(conn, msg.agent, msg.every_ticks)
+        if isinstance(msg, Spawn):
+            return await self._spawn(conn, msg)
+        if isinstance(msg, Release):
+            brains.release(conn, msg.agent)
+            return None
+        if isinstance(msg, Ping):
+            return {"type": "pong", "tick": self.session.world.tick}
+        return {"type": "error", "message": "already authenticated"}
+
+    async def _spawn(self, conn: Connection, msg: Spawn) -> dict[str, Any]:
+        if not AGENT_NAME.match(msg.name):
+            raise ProtocolError(f"spawn: {msg.name[:40]!r} is not a usable name: 1-24 "
+                                "letters, digits, _ ' or -, starting with a letter")
+        held = self.brains.links.get(conn, set())
+        if len(held) >= self.cfg.max_agents_per_client:
+            raise ProtocolError(f"spawn: you hold {len(held)} agents, the most "
+                                "remote.max_agents_per_client allows")
+        words = ["/spawn", "agent", msg.name]
+        if msg.x is not None:
+            words += [str(msg.x), str(msg.y)]
+        if msg.personality is not None:
+            words.append(f"personality={msg.personality}")
+        words.append("brain=remote")
+        reply = await self.console.execute(shlex.join(words))
+        if not self.console.last_ok:
+            raise ProtocolError("spawn: " + " ".join(reply).removeprefix("error: "))
+        self.brains.expect_spawn(conn, msg.name, msg.every_ticks)
+        return {"type": "spawning", "name": msg.name,
+                "reply": " ".join(reply)}

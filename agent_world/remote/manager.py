@@ -1,0 +1,291 @@
+"""External agents on the thinking path (``agent_world.thinking``): the same triggers, queue,
+coalescing, deadline, fallback, world-log lines and figures as LLM agents and users' brains,
+with a program on the far side of a WebSocket answering.
+
+A client *claims* an agent (a built-in one, or one it spawned with ``brain=remote``). When
+the agent should decide, the observation goes to the client as an ``observe`` message with a
+request id; the client's ``decide`` for that request, checked by ``as_plan`` like any
+brain's answer, becomes a ``plan`` input (source ``remote``), applied at the next tick and
+logged, so replay never needs the client. No answer within ``remote.deadline_ms``, or an
+invalid one, leaves the agent on its built-in brain for that decision. A disconnect or a
+death releases the agent.
+
+Everything here runs on the main thread: the tick loop's between-ticks hook and the web
+server's handlers share the asyncio loop, so no lock is needed.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any, Protocol
+
+from agent_world.agents.decision import DecisionError, as_plan, from_json
+from agent_world.agents.observation import observe
+from agent_world.config import RemoteConfig
+from agent_world.core import components as c
+from agent_world.core.inputs import MAX_PLAN
+from agent_world.core.world import World
+from agent_world.remote.protocol import Decide, ProtocolError
+from agent_world.thinking.manager import ThinkingManager
+from agent_world.thinking.metrics import percentile
+from agent_world.thinking.mind import Mind
+from agent_world.thinking.requests import Job, Outcome
+from agent_world.types import ENTITY_KEYS, Clock, TickReport
+
+__all__ = ["CLAIMABLE", "Link", "RemoteBrains"]
+
+CLAIMABLE = ("builtin", "remote")  # an LLM's or a user brain's agent has a brain already
+MAX_EVENTS = 50  # events kept for one agent's next observation (the newest)
+UNBOUNDED = 1 << 30  # the queue is emptied every tick: a deep one is never stale
+
+
+class Link(Protocol):
+    """One client connection, as the manager sees it."""
+
+    name: str
+
+    def send(self, message: dict[str, Any]) -> None:
+        """Queue a message for the client (never blocks)."""
+
+
+class RemoteBrains(ThinkingManager):
+    source = "remote"
+    label = "remote"
+
+    def __init__(self, cfg: RemoteConfig, world: World, *, clock: Clock | None = None,
+                 report: Callable[[str], None] = print,
+                 note: Callable[[str], None] = lambda _text: None) -> None:
+        super().__init__(world, brains=frozenset(), interval=cfg.think_interval_ticks,
+                         min_gap=cfg.min_gap_ticks, round_size=UNBOUNDED, clock=clock,
+                         report=report, note=note)
+        self.cfg = cfg
+        self.deadline_s = cfg.deadline_ms / 1000
+        self.claims: dict[int, Link] = {}
+        self.links: dict[Link, set[int]] = {}
+        self._pending: dict[int, tuple[int, float]] = {}  # agent -> (request, sent at)
+        self._events: dict[int, list[dict[str, Any]]] = {}
+        self._spawning: dict[str, tuple[Link, int | None]] = {}  # name (lower) -> asker
+        self.faults: dict[str, int] = {}  # kind -> count
+        self.connections = 0  # in all, since start
+        self.refused_auth = 0  # connections closed for a missing or wrong token
+        self.closed_flooding = 0  # connections closed for sending too much
+
+    # -- connections and claims (the endpoint calls these) ---------------------------------------
+
+    def connect(self, link: Link) -> None:
+        self.links[link] = set()
+        self.connections += 1
+
+    def disconnect(self, link: Link) -> None:
+        """The client went away: its agents return to their built-in brains."""
+        for eid in sorted(self.links.pop(link, set())):
+            self._release(eid)
+        for name in [n for n, (asker, _e) in self._spawning.items() if asker is link]:
+            del self._spawning[name]
+
+    def _interval(self, every_ticks: int | None) -> int:
+        return max(every_ticks, self.cfg.min_gap_ticks) if every_ticks else 0
+
+    def claim(self, link: Link, agent: int, every_ticks: int | None) -> dict[str, Any]:
+        """Give ``agent`` to ``link``: the ``claimed`` message; ProtocolError why not."""
+        world = self.world
+        row = world.store.try_get(agent, c.Agent)
+        if row is None or not world.alive(agent):
+            raise ProtocolError(f"claim: no living agent #{agent}; /list agents on the "
+                                "console (or GET /api/agents) shows them")
+        owner = self.claims.get(agent)
+        if owner is link:
+            raise ProtocolError(f"claim: agent #{agent} is yours already")
+        if owner is not None:
+            raise ProtocolError(f"claim: agent #{agent} is claimed by another client")
+        if row.brain not in CLAIMABLE:
+            raise ProtocolError(f"claim: agent #{agent} thinks with {row.brain}; claim a "
+                                "built-in agent, or spawn one")
+        held = self.links.setdefault(link, set())
+        if len(held) >= self.cfg.max_agents_per_client:
+            raise ProtocolError(f"claim: you hold {len(held)} agents, the most "
+                                "remote.max_agents_per_client allows; release one first")
+        held.add(agent)
+        self.claims[agent] = link
+        mind = self.minds[agent] = Mind(agent, interval=self._interval(every_ticks))
+        self._new_minds.add(agent)
+        self.note(f"remote   {link.name} claims {world.name_of(agent)}#{agent}")
+        return {"type": "claimed", "agent": agent, "name": row.name, "tick": world.tick,
+                "every_ticks": mind.interval or self.interval}
+
+    def expect_spawn(self, link: Link, name: str, every_ticks: int | None) -> None:
+        """``name`` is being spawned for ``link``: claim it when it appears."""
+        self._spawning[name.lower()] = (link, every_ticks)
+
+    def release(self, link: Link, agent: int) -> None:
+        if self.claims.get(agent) is not link:
+            raise ProtocolError(f"release: agent #{agent} is not yours")
+        self._release(agent)
+        link.send({"type": "released", "agent": agent, "reason": "you released it"})
+
+    def _release(self, agent: int) -> None:
+        link = self.claims.pop(agent, None)
+        if link is not None:
+            self.links.get(link, set()).discard(agent)
+        self.minds.pop(agent, None)
+        self._new_minds.discard(agent)
+        self._events.pop(agent, None)
+        self.queue.cancel(agent)
+        if self._pending.pop(agent, None) is not None:
+            self.queue.done(agent)
+        if link is not None:
+            self.note(f"remote   {link.name} lets go of {self.world.name_of(agent)}#{agent}")
+
+    # -- decisions in --------------------------------------------------------------------------
+
+    def decide(self, link: Link, msg: Decide) -> dict[str, Any]:
+        """A client's answer: ``accepted`` (a plan input for the next tick) or ``rejected``
+        with the reason (the agent then keeps its built-in brain for that decision)."""
+        agent, rid = msg.agent, msg.request
+        if self.claims.get(agent) is not link:
+            raise ProtocolError(f"decide: agent #{agent} is not yours; claim it first")
+        pending = self._pending.get(agent)
+        if pending is None or pending[0] != rid:
+            return {"type": "rejected", "agent": agent, "request": rid,
+                    "reason": "no open request with that id (it was answered, or given up "
+                              f"at the {self.cfg.deadline_ms} ms deadline); answer the "
+                              "newest observe"}
+        del self._pending[agent]
+        self.queue.done(agent)
+        elapsed = time.perf_counter() - pending[1]
+        try:
+            actions, reasoning = as_plan(from_json(msg.decision), max_actions=MAX_PLAN)
+        except DecisionError as exc:
+            self.metrics.error("invalid")
+            self.outcomes.put(Outcome(rid=rid, agent=agent, ok=False, error_kind="invalid",
+                                      error=str(exc), latency_s=elapsed))
+            return {"type": "rejected", "agent": agent, "request": rid, "reason": str(exc)}
+        self.metrics.answered(elapsed)
+        self.world_inbox.submit("plan", {
+            "agent": agent, "actions": [a.to_dict() for a in actions], "source": self.source,
+            "client": link.name, "thought": reasoning, "request": rid,
+            "reasons": list(self.minds[agent].reasons),
+            "latency_ms": round(elapsed * 1000, 1)}, source=self.source)
+        self.outcomes.put(Outcome(rid=rid, agent=agent, ok=True,
+                                  decision=", ".join(str(a) for a in actions),
+                                  thought=reasoning, latency_s=elapsed))
+        return {"type": "accepted", "agent": agent, "request": rid,
+                "applies_at_tick": self.world.tick + 1}
+
+    # -- the thinking layer's hooks --------------------------------------------------------------
+
+    def on_events(self, tick: int, report: TickReport) -> None:
+        for event in report.events:
+            kind = event.get("type")
+            if kind == "spawn" and event.get("brain") == "remote":
+                self._spawned(event)
+            elif kind == "death" and event.get("agent") in self.claims:
+                eid = int(event["agent"])
+                link = self.claims[eid]
+                self._release(eid)
+                link.send({"type": "released", "agent": eid, "reason": "died", "tick": tick})
+                continue
+            for key in ENTITY_KEYS:
+                named = event.get(key)
+                if isinstance(named, int) and named in self.claims:
+                    due = self._events.setdefault(named, [])
+                    due.append(dict(event))
+                    del due[:-MAX_EVENTS]
+        self._expire()
+
+    def _spawned(self, event: dict[str, Any]) -> None:
+        asker = self._spawning.pop(str(event.get("name", "")).lower(), None)
+        if asker is None or asker[0] not in self.links:
+            return
+        link, every = asker
+        try:
+            link.send(self.claim(link, int(event["agent"]), every))
+        except ProtocolError as exc:
+            link.send({"type": "error", "message": str(exc)})
+
+    def _expire(self) -> None:
+        now = time.perf_counter()
+        late = [(agent, rid, now - sent) for agent, (rid, sent) in self._pending.items()
+                if now - sent > self.deadline_s]
+        for agent, rid, waited in late:
+            del self._pending[agent]
+            self.queue.done(agent)
+            self.metrics.error("timeout")
+            self.outcomes.put(Outcome(
+                rid=rid, agent=agent, ok=False, error_kind="timeout",
+                error=f"no answer within {self.cfg.deadline_ms} ms (remote.deadline_ms)",
+                latency_s=waited))
+            self.claims[agent].send({"type": "expired", "agent": agent, "request": rid,
+                                     "reason": f"no answer within {self.cfg.deadline_ms} ms; "
+                                               "the agent uses its built-in brain for it"})
+
+    def prepare(self, eid: int, mind: Mind, rid: int, reasons: tuple[str, ...],
+                priority: int) -> Job | None:
+        world = self.world
+        message = {"type": "observe", "agent": eid, "request": rid, "tick": world.tick,
+                   "reasons": list(reasons), "deadline_ms": self.cfg.deadline_ms,
+                   "observation": observe(world, eid).to_dict(),
+                   "events": self._events.pop(eid, [])}
+        return Job(rid=rid, agent=eid, tick=world.tick, priority=priority, reasons=reasons,
+                   payload=message)
+
+    def after_tick(self, tick: int) -> None:
+        """Send what was asked this tick (urgent first): the clients are the workers."""
+        while (job := self.queue.get(timeout=0)) is not None:
+            link = self.claims.get(job.agent)
+            if link is None:
+                self.queue.done(job.agent)
+                continue
+            self._pending[job.agent] = (job.rid, time.perf_counter())
+            link.send(job.payload)
+
+    def on_failed(self, tick: int, outcome: Outcome, mind: Mind) -> None:
+        self.faults[outcome.error_kind] = self.faults.get(outcome.error_kind, 0) + 1
+
+    def should_note(self, outcome: Outcome) -> bool:
+        """One world-log line per kind of fault (the rest are counted)."""
+        return self.faults.get(outcome.error_kind, 0) <= 1
+
+    # -- figures -------------------------------------------------------------------------------
+
+    def stats(self) -> dict[str, Any]:
+        m = self.metrics
+        figures = m.figures()
+        return {
+            "clients": len(self.links),
+            "connections": self.connections,
+            "refused (token)": self.refused_auth,
+            "closed (flooding)": self.closed_flooding,
+            "agents": len(self.claims),
+            "observations": self._next_rid - 1,
+            "decisions applied": m.applied,
+            "fallbacks": m.fallbacks,
+            "faults": dict(sorted(self.faults.items())) or "none",
+            "waiting for an answer": len(self._pending),
+            "p50": f"{figures['p50_ms']:g} ms",
+            "p95": f"{figures['p95_ms']:g} ms",
+            "deadline": f"{self.cfg.deadline_ms} ms",
+            "main thread p99": f"{percentile(list(self.main_ms), 0.99):.2f} ms",
+        }
+
+    def describe_entity(self, eid: int) -> list[str]:
+        """The console's /debug seam: who plays the agent, its state and last decision."""
+        link = self.claims.get(eid)
+        mind = self.minds.get(eid)
+        if link is None or mind is None:
+            return []
+        waiting = (f"; waiting for request {self._pending[eid][0]}" if eid in self._pending
+                   else "")
+        lines = [f"played by {link.name}: {self.state_of(eid)}{waiting}; {mind.decisions} "
+                 f"decisions, {mind.errors} faults"]
+        if mind.last_decision:
+            lines.append(f"last decision {mind.last_decision}")
+        if mind.notes:
+            lines.append(f"last fault (t={mind.last_error_tick}): {mind.notes[-1]}")
+        return lines
+
+    def close(self, timeout: float = 0.0) -> None:
+        for link in list(self.links):
+            self.disconnect(link)
+        self.stop_workers(timeout)
