@@ -10,14 +10,18 @@ a thread whose own event loop is running, such as the main thread.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import random
 import threading
+from typing import TYPE_CHECKING
 
 from agent_world.config import LLMConfig
-from agent_world.llm.manager import ProviderFactory
 from agent_world.llm.redact import Redactor
 from agent_world.llm.retry import ProviderPause, RetryPolicy, call_with_retries
-from agent_world.types import LLMProvider, LLMRequest, MonotonicClock
+from agent_world.types import LLMProvider, LLMRequest, LLMResponse, MonotonicClock
+
+if TYPE_CHECKING:
+    from agent_world.llm.manager import ProviderFactory
 
 __all__ = ["ProviderTextModel"]
 
@@ -51,19 +55,24 @@ class ProviderTextModel:
 
     def complete(self, prompt: str) -> str:
         """The model's answer; raises ProviderError when the call finally fails."""
-        self._check_thread("complete()")
+        request = LLMRequest(system=SYSTEM, prompt=prompt, temperature=0.2,
+                             max_tokens=self._max_tokens, seed=self.cfg.seed or None)
+        return self.ask(request).text
+
+    def ask(self, request: LLMRequest) -> LLMResponse:
+        """The model's response (text redacted) to any request; ProviderError when the call
+        finally fails."""
+        self._check_thread("ask()")
         if self._loop is None:
             self._owner = threading.current_thread()
             self._loop = asyncio.new_event_loop()
         if self._provider is None:
             self._provider = self._factory()
-        request = LLMRequest(system=SYSTEM, prompt=prompt, temperature=0.2,
-                             max_tokens=self._max_tokens, seed=self.cfg.seed or None)
         deadline = self._clock.now() + self.cfg.request_timeout_s
         response = self._loop.run_until_complete(call_with_retries(
             self._provider, request, deadline=deadline, clock=self._clock,
             policy=self._policy, rng=self._rng, pause=self._pause))
-        return self._redact(response.text)
+        return dataclasses.replace(response, text=self._redact(response.text))
 
     def close(self) -> None:
         """Release the provider's connections, on the thread that used the model."""
