@@ -174,7 +174,8 @@ class Session:
         if brains:
             self.brains = UserBrains(config.brains, world, brains,
                                      report=self.report_problem,
-                                     note=lambda text: self.world_log.note(self.world.tick, text))
+                                     note=lambda text: self.world_log.note(self.world.tick, text),
+                                     llm=self.llm.for_brains() if self.llm is not None else None)
             self._thinkers.append(self.brains)
         # Asked in turn when the operator presses Ctrl-C; one that returns True handled it
         # (the console cancels a long command), otherwise the world stops.

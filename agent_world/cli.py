@@ -309,7 +309,7 @@ async def _run(config: Config, opened: OpenedWorld, args: argparse.Namespace,
     mode = _console_mode(args)
     # Piped commands get their replies on stdout: world-log lines would be mixed into them.
     echo = None if args.headless or mode == "pipe" or not config.log.echo else sys.stdout
-    brains = load_brains(config.brains, path=args.brains_path)
+    brains = load_brains(config.brains, path=args.brains_path, llm=config.llm.enabled)
     session = Session(config, opened.world, echo=echo, folder=opened.folder,
                       resumed=opened.resumed, sandbox=sandbox, brains=brains)
     for brain, count in unregistered(session.world, brains).items():
@@ -504,7 +504,8 @@ def _main(argv: Sequence[str] | None) -> int:
             return schema_main(argv[1:])
         args = build_parser().parse_args(argv)
         config = _configure(args)
-        load_brains(config.brains, path=args.brains_path)  # one line and exit 2 if one fails
+        # One line and exit 2 if a brain cannot be used.
+        load_brains(config.brains, path=args.brains_path, llm=config.llm.enabled)
         sandbox = Sandbox(config, wait=False)
         opened = open_world(config, seed_given=args.seed is not None, setup=sandbox.install)
     except (ConfigError, SaveError, WorkerDied) as exc:

@@ -14,14 +14,24 @@ mapping a scenario fills. The LLM's prompt is rendered from the same object. ``D
 an action, its arguments and optionally why; a brain may answer a short plan of several.
 ``python main.py schema`` prints JSON Schema for all of it (docs/agents.md).
 
-A brain of your own subclasses ``SimpleBrain`` (name an action) or ``Brain`` (answer
-decisions, with hooks) and is registered in the configuration: ``brains: {forager:
-"my_agents.forager:Forager"}``; ``/spawn agent Zed brain=forager`` gives an agent to it.
+A brain of your own subclasses ``SimpleBrain`` (name an action), ``Brain`` (answer
+decisions, with hooks) or ``LLMBrain`` (ask the configured LLM, with a ``Memory`` of its
+own, a ``reflect()`` on a schedule and a reasoning trace) and is registered in the
+configuration: ``brains: {forager: "my_agents.forager:Forager"}``; ``/spawn agent Zed
+brain=forager`` gives an agent to it.
 It runs on worker threads, off the tick, within ``brains.deadline_ms``.
 """
 
 from agent_world.agents.brains import Brain, SimpleBrain, sensible_args
 from agent_world.agents.decision import Decision, DecisionError, as_plan
+from agent_world.agents.llmbrain import LLMBrain
+from agent_world.agents.memory import (
+    Memory,
+    MemoryEntry,
+    RetrievalMemory,
+    SummaryMemory,
+    WindowMemory,
+)
 from agent_world.agents.observation import (
     AttackedBy,
     Heard,
@@ -40,7 +50,8 @@ from agent_world.agents.schema import (
     observation_schema,
 )
 
-__all__ = ["AttackedBy", "Brain", "Decision", "DecisionError", "Heard", "Observation", "Offer",
-           "Seen", "SeenAgent", "Self", "SimpleBrain", "ability_schema", "action_schemas",
+__all__ = ["AttackedBy", "Brain", "Decision", "DecisionError", "Heard", "LLMBrain", "Memory",
+           "MemoryEntry", "Observation", "Offer", "RetrievalMemory", "Seen", "SeenAgent", "Self",
+           "SimpleBrain", "SummaryMemory", "WindowMemory", "ability_schema", "action_schemas",
            "as_plan", "decision_schema", "every_schema", "observation_schema", "observe",
            "sensible_args"]

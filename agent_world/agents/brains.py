@@ -10,20 +10,35 @@ and shown (``/stats``, ``/debug``, the world log).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agent_world.agents.decision import Decision, DecisionError
 from agent_world.agents.observation import Observation
 from agent_world.core.items import ITEMS
 
-__all__ = ["Brain", "SimpleBrain", "sensible_args"]
+if TYPE_CHECKING:
+    from agent_world.llm.brainllm import BrainLLM
+
+__all__ = ["MAX_TRACE", "Brain", "SimpleBrain", "sensible_args", "take_trace"]
+
+MAX_TRACE = 20  # reasoning-trace lines kept per decision (the newest)
+MAX_TRACE_LINE = 300
 
 
 class Brain:
     """Tier 2: answer a ``Decision`` or a short plan of them from an ``Observation``.
 
     ``actions`` maps every action's name to its JSON Schema (``python main.py schema
-    --part actions``). The hooks are called before the next ``decide``, in order."""
+    --part actions``). The hooks are called before the next ``decide``, in order.
+
+    Class settings: ``deadline_ms`` replaces ``brains.deadline_ms`` for this brain;
+    ``reflect_every_ticks`` (0: never) schedules ``reflect()`` after a decision once that
+    many ticks have passed since the last one. ``llm`` is the configured LLM
+    (``complete(prompt, system=...) -> str``) when the world has one, else None."""
+
+    deadline_ms: int | None = None
+    reflect_every_ticks: int = 0
+    llm: BrainLLM | None = None
 
     def decide(self, obs: Observation, actions: Mapping[str, Any]
                ) -> Decision | Sequence[Decision]:
@@ -41,6 +56,18 @@ class Brain:
     def on_death(self) -> None:
         """The agent died; no ``decide`` follows."""
 
+    def reflect(self) -> None:
+        """Think over what happened (every ``reflect_every_ticks``, after a decision, on the
+        worker, within the deadline): distil memories, revise goals. Its time never delays
+        a decision; an exception in it is counted like a fault of ``decide``."""
+
+    def trace(self, text: str) -> None:
+        """A line of the reasoning trace: ``/debug AGENT`` shows the last decision's trace
+        and the event log keeps it with the decision (the newest ``MAX_TRACE`` lines)."""
+        lines: list[str] = self.__dict__.setdefault("_trace_lines", [])
+        lines.append(" ".join(str(text).split())[:MAX_TRACE_LINE])
+        del lines[:-MAX_TRACE]
+
 
 class SimpleBrain(Brain):
     """Tier 1: name an action; the world picks sensible arguments (``sensible_args``)."""
@@ -54,6 +81,12 @@ class SimpleBrain(Brain):
             raise DecisionError(f"a SimpleBrain answers an action's name, got "
                                 f"{type(name).__name__}")
         return Decision(name, sensible_args(name, obs))
+
+
+def take_trace(brain: Brain) -> list[str]:
+    """The trace lines ``brain`` wrote since the last call."""
+    lines: list[str] = brain.__dict__.pop("_trace_lines", [])
+    return lines
 
 
 def _nearest_food(obs: Observation) -> int | None:

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from agent_world.agents.brains import Brain
+from agent_world.agents.llmbrain import LLMBrain
 from agent_world.config import BrainsConfig, ConfigError
 from agent_world.core.world import World
 
@@ -23,10 +24,11 @@ class BrainError(ConfigError):
     """A registered brain that cannot be used; the message names it and why."""
 
 
-def load_brains(cfg: BrainsConfig, *, path: str | Path | None = None
-                ) -> Mapping[str, type[Brain]]:
+def load_brains(cfg: BrainsConfig, *, path: str | Path | None = None,
+                llm: bool = True) -> Mapping[str, type[Brain]]:
     """The registered brain classes by name. ``path`` (``--brains-path``) and
-    ``brains.path`` are put first on the import path."""
+    ``brains.path`` are put first on the import path; ``llm`` says whether the world has
+    an LLM (an ``LLMBrain`` needs one)."""
     for folder in (cfg.path, path):
         if folder:
             where = Path(folder).resolve()
@@ -50,6 +52,10 @@ def load_brains(cfg: BrainsConfig, *, path: str | Path | None = None
         if not (isinstance(cls, type) and issubclass(cls, Brain)):
             raise BrainError(f"{label}: {class_name} is not a Brain or SimpleBrain subclass "
                              "(from agent_world.agents import Brain)")
+        if issubclass(cls, LLMBrain) and not llm:
+            raise BrainError(f"{label}: {class_name} is an LLMBrain, which needs an LLM, and "
+                             "llm.provider is none; configure one (llm.provider, llm.model) "
+                             "or register another brain")
         loaded[name] = cls
     return loaded
 

@@ -22,11 +22,13 @@ import threading
 import time
 import traceback
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from agent_world.agents.brains import Brain
+from agent_world.agents.brains import Brain, take_trace
 from agent_world.agents.decision import DecisionError, as_plan
+from agent_world.agents.llmbrain import LLMBrain
 from agent_world.agents.observation import observe
 from agent_world.agents.schema import action_schemas
 from agent_world.config import BrainsConfig
@@ -39,11 +41,26 @@ from agent_world.thinking.mind import Mind
 from agent_world.thinking.requests import Job, Outcome
 from agent_world.types import ENTITY_KEYS, Clock, TickReport
 
+if TYPE_CHECKING:
+    from agent_world.llm.brainllm import BrainLLM
+
 __all__ = ["MAX_HOOKS", "MAX_STUCK", "UserBrains"]
 
 MAX_HOOKS = 50  # events kept for one agent's next decision (the newest)
 MAX_STUCK = 8  # worker threads that may hang in a brain before no more are started
 POLL_S = 0.2
+LLM_SLACK_MS = 1000  # an LLMBrain's deadline beyond one call's llm.request_timeout_s
+
+
+@dataclass(frozen=True, slots=True)
+class Running:
+    """A brain call under way on a worker: whose, since when, until when."""
+
+    agent: int
+    brain: str
+    started: float
+    deadline_s: float
+    reflecting: bool = False
 
 
 class UserBrains(ThinkingManager):
@@ -52,26 +69,39 @@ class UserBrains(ThinkingManager):
 
     def __init__(self, cfg: BrainsConfig, world: World, classes: Mapping[str, type[Brain]],
                  *, clock: Clock | None = None, report: Callable[[str], None] = print,
-                 note: Callable[[str], None] = lambda _text: None) -> None:
+                 note: Callable[[str], None] = lambda _text: None,
+                 llm: BrainLLM | None = None) -> None:
+        """``llm`` is the configured LLM, given to every brain as ``brain.llm`` (None: the
+        world has none, and no registered brain is an ``LLMBrain``)."""
         super().__init__(world, brains=frozenset(classes), interval=cfg.think_interval_ticks,
                          min_gap=cfg.min_gap_ticks, round_size=cfg.workers, clock=clock,
                          report=report, note=note)
         self.cfg = cfg
         self.classes = dict(classes)
-        self.deadline_s = cfg.deadline_ms / 1000
+        self.llm = llm
+        self.deadlines = {name: self._deadline_ms(cls) / 1000 for name, cls in classes.items()}
         self.actions: Mapping[str, Any] = MappingProxyType(action_schemas())
         self.faults: dict[tuple[str, str], int] = {}  # (brain, kind) -> count
         self._hooks: dict[int, list[tuple[str, Any]]] = {}  # main thread: due for the next
         self._last_action: dict[int, str] = {}  # main thread: the last decided action
         self._lock = threading.Lock()
         self._brains: dict[int, Brain] = {}  # agent -> its brain (worker threads)
-        self._running: dict[int, tuple[int, str, float]] = {}  # rid -> agent, brain, start
+        self._running: dict[int, Running] = {}  # rid (negative: a reflection) -> call
+        self._reflected: dict[int, int] = {}  # agent -> tick of its last reflection (workers)
+        self._traces: dict[int, tuple[int, list[str]]] = {}  # agent -> tick, its last trace
         self._expired: set[int] = set()
         self._deaths: queue.SimpleQueue[int] = queue.SimpleQueue()
         self.replaced = 0  # workers started in place of stuck ones, in all
         self._stuck = 0  # workers inside a decision given up on, now
         for _ in range(cfg.workers):
             self._start_worker()
+
+    def _deadline_ms(self, cls: type[Brain]) -> float:
+        if cls.deadline_ms is not None:
+            return cls.deadline_ms
+        if issubclass(cls, LLMBrain) and self.llm is not None:
+            return self.llm.cfg.request_timeout_s * 1000 + LLM_SLACK_MS
+        return self.cfg.deadline_ms
 
     def _start_worker(self) -> None:
         worker = threading.Thread(target=self._work, name=f"brain-{len(self.workers)}",
@@ -93,7 +123,7 @@ class UserBrains(ThinkingManager):
                 named = event.get(key)
                 if isinstance(named, int) and named in self.minds:
                     due = self._hooks.setdefault(named, [])
-                    due.append(("event", dict(event)))
+                    due.append(("event", {"tick": tick, **event}))
                     del due[:-MAX_HOOKS]
         self._give_up_late()
 
@@ -117,6 +147,14 @@ class UserBrains(ThinkingManager):
         with self._lock:
             self.faults[key] = self.faults.get(key, 0) + 1
 
+    def _count_fault(self, brain: str, kind: str, agent: int, error: str) -> None:
+        """A fault outside a decision (in ``reflect``): counted, and said once per brain
+        and kind; the agent's decisions go on."""
+        with self._lock:
+            n = self.faults[(brain, kind)] = self.faults.get((brain, kind), 0) + 1
+        if n == 1:
+            self.note(f"{self.label:<8} {brain} (agent #{agent}): {kind}: {error}")
+
     def should_note(self, outcome: Outcome) -> bool:
         """One world-log line per brain and kind of fault (the rest are counted)."""
         with self._lock:
@@ -133,15 +171,21 @@ class UserBrains(ThinkingManager):
         now = time.perf_counter()
         late = []
         with self._lock:
-            for rid, (agent, brain, started) in self._running.items():
-                if rid not in self._expired and now - started > self.deadline_s:
+            for rid, call in self._running.items():
+                if rid not in self._expired and now - call.started > call.deadline_s:
                     self._expired.add(rid)
-                    late.append((rid, agent, brain, now - started))
-        for rid, agent, brain, waited in late:
-            self.outcomes.put(Outcome(
-                rid=rid, agent=agent, ok=False, error_kind="timeout",
-                error=f"{brain}.decide() took over {self.cfg.deadline_ms} ms "
-                      "(brains.deadline_ms)", latency_s=waited))
+                    late.append((rid, call, now - call.started))
+        for rid, call, waited in late:
+            agent, brain = call.agent, call.brain
+            method = "reflect" if call.reflecting else "decide"
+            error = (f"{brain}.{method}() took over {call.deadline_s * 1000:.0f} ms (the "
+                     "brain's deadline_ms, else brains.deadline_ms)")
+            if call.reflecting:  # its decision was applied already: count it, say it once
+                self._count_fault(brain, "reflect timeout", agent, error)
+            else:
+                self.outcomes.put(Outcome(rid=rid, agent=agent, ok=False,
+                                          error_kind="timeout", error=error,
+                                          latency_s=waited))
             with self._lock:
                 self._stuck += 1
                 working = len(self.workers) - self._stuck
@@ -156,24 +200,36 @@ class UserBrains(ThinkingManager):
     # -- worker threads ------------------------------------------------------------------------
 
     def _work(self) -> None:
+        try:
+            self._serve()
+        finally:
+            if self.llm is not None:
+                self.llm.close_thread()
+
+    def _serve(self) -> None:
         while not self._closed:
             self._deliver_deaths()
             job = self.queue.get(timeout=POLL_S)
             if job is None:
                 continue
+            given_up = False
             try:
                 outcome = self._decide(job)
+                if outcome is None:
+                    given_up = True
+                else:
+                    self.outcomes.put(outcome)
+                    # Before the agent's next request can be taken: calls never overlap.
+                    given_up = outcome.ok and self._reflect_if_due(job)
             except Exception:  # a bug of ours, not the user's: say so, keep the worker
                 self.report(f"brain worker bug (the agent falls back; please report it):\n"
                             f"{traceback.format_exc()}")
-                outcome = Outcome(rid=job.rid, agent=job.agent, ok=False,
-                                  error_kind="internal", error="internal error")
+                self.outcomes.put(Outcome(rid=job.rid, agent=job.agent, ok=False,
+                                          error_kind="internal", error="internal error"))
             finally:
                 self.queue.done(job.agent)
-            if outcome is not None:
-                self.outcomes.put(outcome)
-            elif self._spare():
-                return  # back from a decision given up on, and another took its place
+            if given_up and self._spare():
+                return  # back from a call given up on, and another took its place
 
     def _spare(self) -> bool:
         """A worker back from a decision given up on: leave if the pool is full without
@@ -192,10 +248,13 @@ class UserBrains(ThinkingManager):
             except queue.Empty:
                 return
             with self._lock:
-                if any(agent == eid for agent, _b, _t in self._running.values()):
+                if any(call.agent == eid for call in self._running.values()):
                     self._deaths.put(eid)  # its last decision is still running: later
                     return
                 brain = self._brains.pop(eid, None)
+            with self._lock:
+                self._traces.pop(eid, None)
+            self._reflected.pop(eid, None)
             if brain is not None:
                 # The agent is gone; what its brain does about it changes nothing.
                 with contextlib.suppress(Exception):
@@ -205,11 +264,12 @@ class UserBrains(ThinkingManager):
         name, obs, hooks = job.payload
         started = time.perf_counter()
         with self._lock:
-            self._running[job.rid] = (job.agent, name, started)
+            self._running[job.rid] = Running(job.agent, name, started, self.deadlines[name])
             brain = self._brains.get(job.agent)
         try:
             if brain is None:
                 brain = self.classes[name]()
+                brain.llm = self.llm
                 brain.on_spawn(job.agent)
                 with self._lock:
                     self._brains[job.agent] = brain
@@ -228,6 +288,10 @@ class UserBrains(ThinkingManager):
         finally:
             with self._lock:
                 self._running.pop(job.rid, None)
+            trace = take_trace(brain) if brain is not None else []
+            if trace:
+                with self._lock:
+                    self._traces[job.agent] = (job.tick, trace)
         elapsed = time.perf_counter() - started
         with self._lock:
             expired = job.rid in self._expired
@@ -239,10 +303,46 @@ class UserBrains(ThinkingManager):
             "agent": job.agent, "actions": [a.to_dict() for a in actions],
             "source": self.source, "brain": name, "thought": reasoning, "request": job.rid,
             "asked_tick": job.tick, "reasons": list(job.reasons),
-            "latency_ms": round(elapsed * 1000, 1)}, source=self.source)
+            "latency_ms": round(elapsed * 1000, 1),
+            **({"trace": trace} if trace else {})}, source=self.source)
         return Outcome(rid=job.rid, agent=job.agent, ok=True,
                        decision=", ".join(str(a) for a in actions), thought=reasoning,
                        latency_s=elapsed)
+
+    def _reflect_if_due(self, job: Job) -> bool:
+        """``reflect()`` after a decision (already on its way to the world), once
+        ``reflect_every_ticks`` have passed since the last; True if it was given up on at
+        the deadline (this worker was replaced meanwhile)."""
+        name, obs, _hooks = job.payload
+        tick = obs.tick
+        with self._lock:
+            brain = self._brains.get(job.agent)
+        if brain is None or not brain.reflect_every_ticks:
+            return False
+        last = self._reflected.setdefault(job.agent, tick)
+        if tick - last < brain.reflect_every_ticks:
+            return False
+        self._reflected[job.agent] = tick
+        key = -job.rid
+        with self._lock:
+            self._running[key] = Running(job.agent, name, time.perf_counter(),
+                                         self.deadlines[name], reflecting=True)
+        try:
+            brain.reflect()
+        except Exception as exc:  # the user's code
+            self._count_fault(name, "reflect exception", job.agent,
+                              f"{type(exc).__name__}: {str(exc)[:200]}")
+        finally:
+            with self._lock:
+                self._running.pop(key, None)
+                given_up = key in self._expired
+                self._expired.discard(key)
+            trace = take_trace(brain)
+            if trace:
+                with self._lock:
+                    self._traces[job.agent] = (tick, self._traces.get(job.agent, (tick, []))[1]
+                                               + trace)
+        return given_up
 
     def _fault(self, job: Job, started: float, kind: str, error: str) -> Outcome | None:
         with self._lock:
@@ -290,6 +390,11 @@ class UserBrains(ThinkingManager):
             lines.append(f"last decision {mind.last_decision}")
         if mind.notes:
             lines.append(f"last fault (t={mind.last_error_tick}): {mind.notes[-1]}")
+        with self._lock:
+            tick, trace = self._traces.get(eid, (0, []))
+        if trace:
+            lines.append(f"reasoning trace (asked at t={tick}):")
+            lines.extend(f"  {line}" for line in trace)
         return lines
 
     def close(self, timeout: float = 2.0) -> None:

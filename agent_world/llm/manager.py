@@ -18,6 +18,7 @@ from agent_world.agents.observation import observe
 from agent_world.config import LLMConfig
 from agent_world.core import components as c
 from agent_world.core.world import World
+from agent_world.llm.brainllm import BrainLLM
 from agent_world.llm.breaker import CircuitBreaker
 from agent_world.llm.budget import Budget
 from agent_world.llm.cache import ResponseCache, cache_key
@@ -158,6 +159,13 @@ class LLMManager(ThinkingManager):
             mind.last_error = outcome.error  # the model can fix its own mistakes
             self.memory.note(outcome.agent, tick, f"my answer was invalid: {outcome.error}",
                              "invalid answer")
+
+    def for_brains(self) -> BrainLLM:
+        """The LLM as users' brains call it (``Brain.llm``): within this manager's budget
+        and breaker, its calls counted in its figures."""
+        return BrainLLM(self.cfg, self._factory, redactor=self.redact, budget=self.budget,
+                        breaker=self.breaker, metrics=self.metrics,
+                        rules=lambda: self.prompts.system)
 
     # -- figures -----------------------------------------------------------------------------
 

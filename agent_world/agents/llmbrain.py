@@ -1,0 +1,133 @@
+"""Tier 3: ``LLMBrain``, a brain that asks the configured LLM, with a memory of its own, a
+reflection on a schedule and a reasoning trace.
+
+It runs on the same path as every brain that is not built in: the thinking layer's
+triggers, queue, deadline and fallback, its answers checked and logged as ``plan`` inputs
+(so replay never calls the model). What a subclass changes is the thinking itself:
+
+- ``make_memory()``: which ``Memory`` it keeps (BM25 retrieval by default);
+- ``system_prompt()`` and ``build_prompt(obs, recalled)``: what the model reads;
+- ``parse(text)``: how its answer becomes decisions;
+- ``remember(...)``: what goes into memory; ``reflect()``: what it distils from it.
+
+Every step writes a line to the reasoning trace (``/debug AGENT`` shows it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import orjson
+
+from agent_world.agents.brains import Brain
+from agent_world.agents.decision import Decision, DecisionError
+from agent_world.agents.memory import Memory, MemoryEntry, RetrievalMemory
+from agent_world.agents.observation import Observation
+from agent_world.llm.decision import decide_from_text
+from agent_world.worldlog import format_event
+
+__all__ = ["ANSWER_FORMAT", "LLMBrain"]
+
+ANSWER_FORMAT = ('Answer with one JSON object and nothing else: {"thought": "<one short '
+                 'sentence>", "plan": [{"action": "<name>", "args": {...}}]}')
+REFLECTION = ("Here is what happened to {name} lately, oldest first:\n{lines}\n\nIn at most "
+              "two sentences, what has {name} learned that should guide its next choices? "
+              "Plain text, no JSON.")
+
+
+class LLMBrain(Brain):
+    """An agent that thinks with the configured LLM (``llm.provider``); registered like
+    any brain. It needs an LLM: without one, start-up stops naming it."""
+
+    recall = 5  # memories retrieved into each prompt
+    max_actions = 3  # a plan of at most this many actions
+    reflect_every_ticks = 600
+
+    def __init__(self) -> None:
+        self.memory: Memory = self.make_memory()
+        self.agent_id = 0
+        self.name = ""
+
+    def make_memory(self) -> Memory:
+        return RetrievalMemory(capacity=500)
+
+    # -- the prompt and the answer ---------------------------------------------------------
+
+    def system_prompt(self) -> str:
+        """The world's rules and the action list, the same text LLM agents get (and so the
+        same cacheable prefix)."""
+        assert self.llm is not None
+        return self.llm.rules()
+
+    def query(self, obs: Observation) -> str:
+        """What to look up in memory now: who and what is around, what was heard."""
+        words = [a.name for a in obs.agents[:5]] + [i.kind for i in obs.items[:5]]
+        words += [h.text for h in obs.heard[-3:]] + [o.sender_name for o in obs.offers]
+        if obs.me.attacked_by is not None:
+            words.append(f"attack {obs.me.attacked_by.name}")
+        if obs.me.hunger > 50:
+            words.append("food eat hungry")
+        return " ".join(words)
+
+    def build_prompt(self, obs: Observation, recalled: Sequence[MemoryEntry]) -> str:
+        memories = "\n".join(f"- t={m.tick}: {m.text}" for m in recalled) or "- nothing yet"
+        return (f"You are {obs.me.name}.\nWhat you remember that may matter now:\n"
+                f"{memories}\nNow (JSON): {orjson.dumps(obs.prompt_view()).decode()}\n"
+                f"What do you do next? {ANSWER_FORMAT}")
+
+    def parse(self, text: str) -> list[Decision]:
+        """The model's answer as decisions (DecisionError when it is not one)."""
+        answer = decide_from_text(text, max_actions=self.max_actions)
+        return [Decision(a.name, dict(a.args), reasoning=answer.thought or None)
+                for a in answer.actions]
+
+    # -- the brain -----------------------------------------------------------------------------
+
+    def on_spawn(self, agent_id: int) -> None:
+        self.agent_id = agent_id
+
+    def decide(self, obs: Observation, actions: Mapping[str, Any]) -> list[Decision]:
+        if self.llm is None:
+            raise DecisionError("an LLMBrain needs an LLM (llm.provider)")
+        self.name = obs.me.name
+        recalled = self.memory.retrieve(self.query(obs), self.recall) if self.recall else []
+        self.trace(f"recalled {len(recalled)}: " + " | ".join(m.text[:60] for m in recalled))
+        prompt = self.build_prompt(obs, recalled)
+        self.trace(f"asked the model ({len(prompt)} characters)")
+        text = self.llm.complete(prompt, system=self.system_prompt())
+        self.trace(f"answer: {text[:200]}")
+        decisions = self.parse(text)
+        self.remember(obs.tick, "I decided: " + ", ".join(
+            f"{d.action}{dict(d.args) or ''}" for d in decisions)
+            + (f" ({decisions[0].reasoning})" if decisions[0].reasoning else ""), "decision")
+        return decisions
+
+    def remember(self, tick: int, text: str, kind: str) -> None:
+        self.memory.store(text, tick=tick, kind=kind)
+
+    def on_event(self, event: Mapping[str, Any]) -> None:
+        if event.get("type") in ("price", "note"):
+            return
+        self.remember(int(event.get("tick", 0) or 0), " ".join(format_event(dict(event)).split()),
+                      str(event.get("type", "event")))
+
+    def on_result(self, action: str, outcome: str) -> None:
+        if outcome != "ok":
+            last = self.memory.entries()[-1:] or [MemoryEntry("", 0)]
+            self.remember(last[0].tick, f"{action} failed: {outcome}", "failure")
+
+    def reflect(self) -> None:
+        """Ask the model what the recent memories teach; keep the lesson as a memory."""
+        if self.llm is None:
+            return
+        recent = self.memory.entries()[-20:]
+        if len(recent) < 3:
+            return
+        lines = "\n".join(f"- t={m.tick}: {m.text}" for m in recent)
+        lesson = self.llm.complete(REFLECTION.format(name=self.name or "the agent",
+                                                     lines=lines), max_tokens=120)
+        lesson = " ".join(lesson.split())
+        if lesson:
+            self.remember(recent[-1].tick, f"lesson: {lesson}", "reflection")
+            self.trace(f"reflected: {lesson[:200]}")
