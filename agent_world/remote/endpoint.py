@@ -225,17 +225,16 @@ class AgentsEndpoint:
         try:
             msg = await ws.receive(timeout=AUTH_WAIT_S)
         except TimeoutError:
-            await conn.close(reason, AUTH_CLOSE)
+            await conn.close(f"unauthorized: {reason}", AUTH_CLOSE)
             return False
+        first: ClientMessage | None = None
         if msg.type == WSMsgType.TEXT:
-            try:
+            with contextlib.suppress(ProtocolError):
                 first = parse_message(msg.data)
-            except ProtocolError:
-                first = None
             if isinstance(first, Auth) and self._authorized(first.token):
                 return True
-            reason = ("wrong token" if isinstance(first, Auth) else
-                      "the first message must be {\"type\": \"auth\", \"token\": ...}")
+        reason = ("wrong token" if isinstance(first, Auth) else
+                  "the first message must be {\"type\": \"auth\", \"token\": ...}")
         await conn.close(f"unauthorized: {reason}", AUTH_CLOSE)
         return False
 
@@ -267,10 +266,10 @@ class AgentsEndpoint:
         if not AGENT_NAME.match(msg.name):
             raise ProtocolError(f"spawn: {msg.name[:40]!r} is not a usable name: 1-24 "
                                 "letters, digits, _ ' or -, starting with a letter")
-        held = self.brains.links.get(conn, set())
-        if len(held) >= self.cfg.max_agents_per_client:
-            raise ProtocolError(f"spawn: you hold {len(held)} agents, the most "
-                                "remote.max_agents_per_client allows")
+        held = self.brains.held(conn)
+        if held >= self.cfg.max_agents_per_client:
+            raise ProtocolError(f"spawn: you hold {held} agents (counting those being "
+                                "spawned), the most remote.max_agents_per_client allows")
         words = ["/spawn", "agent", msg.name]
         if msg.x is not None:
             words += [str(msg.x), str(msg.y)]

@@ -65,7 +65,8 @@ class RemoteBrains(ThinkingManager):
         self.links: dict[Link, set[int]] = {}
         self._pending: dict[int, tuple[int, float]] = {}  # agent -> (request, sent at)
         self._events: dict[int, list[dict[str, Any]]] = {}
-        self._spawning: dict[str, tuple[Link, int | None]] = {}  # name (lower) -> asker
+        # name (lower) -> who asked, the interval it asked for, the tick it asked at
+        self._spawning: dict[str, tuple[Link, int | None, int]] = {}
         self.faults: dict[str, int] = {}  # kind -> count
         self.connections = 0  # in all, since start
         self.refused_auth = 0  # connections closed for a missing or wrong token
@@ -81,7 +82,7 @@ class RemoteBrains(ThinkingManager):
         """The client went away: its agents return to their built-in brains."""
         for eid in sorted(self.links.pop(link, set())):
             self._release(eid)
-        for name in [n for n, (asker, _e) in self._spawning.items() if asker is link]:
+        for name in [n for n, (asker, _e, _t) in self._spawning.items() if asker is link]:
             del self._spawning[name]
 
     def _interval(self, every_ticks: int | None) -> int:
@@ -116,7 +117,12 @@ class RemoteBrains(ThinkingManager):
 
     def expect_spawn(self, link: Link, name: str, every_ticks: int | None) -> None:
         """``name`` is being spawned for ``link``: claim it when it appears."""
-        self._spawning[name.lower()] = (link, every_ticks)
+        self._spawning[name.lower()] = (link, every_ticks, self.world.tick)
+
+    def held(self, link: Link) -> int:
+        """Agents ``link`` plays or is about to (spawns not yet applied)."""
+        coming = sum(1 for asker, _e, _t in self._spawning.values() if asker is link)
+        return len(self.links.get(link, ())) + coming
 
     def release(self, link: Link, agent: int) -> None:
         if self.claims.get(agent) is not link:
@@ -176,10 +182,14 @@ class RemoteBrains(ThinkingManager):
     # -- the thinking layer's hooks --------------------------------------------------------------
 
     def on_events(self, tick: int, report: TickReport) -> None:
+        refused = []
         for event in report.events:
             kind = event.get("type")
             if kind == "spawn" and event.get("brain") == "remote":
                 self._spawned(event)
+            elif (kind == "input_rejected" and event.get("source") == self.source
+                    and event.get("input") == "spawn"):
+                refused.append(str(event.get("reason", "")))
             elif kind == "death" and event.get("agent") in self.claims:
                 eid = int(event["agent"])
                 link = self.claims[eid]
@@ -192,13 +202,24 @@ class RemoteBrains(ThinkingManager):
                     due = self._events.setdefault(named, [])
                     due.append(dict(event))
                     del due[:-MAX_EVENTS]
+        self._unspawned(tick, refused)
         self._expire()
+
+    def _unspawned(self, tick: int, refused: list[str]) -> None:
+        """Spawns asked before this tick that did not happen in it: the world refused them
+        (the reason, when one refusal can be told apart)."""
+        for name, (link, _every, asked) in list(self._spawning.items()):
+            if asked < tick:
+                del self._spawning[name]
+                why = f" ({refused[0]})" if len(refused) == 1 else ""
+                link.send({"type": "error",
+                           "message": f"spawn: {name!r} was not spawned{why}"})
 
     def _spawned(self, event: dict[str, Any]) -> None:
         asker = self._spawning.pop(str(event.get("name", "")).lower(), None)
         if asker is None or asker[0] not in self.links:
             return
-        link, every = asker
+        link, every, _asked = asker
         try:
             link.send(self.claim(link, int(event["agent"]), every))
         except ProtocolError as exc:

@@ -73,7 +73,8 @@ def _int(msg: dict[str, Any], key: str, *, optional: bool = False,
         raise ProtocolError(f"{msg['type']}: {key!r} must be a whole number, got "
                             f"{orjson.dumps(value).decode()[:40]}")
     if not low <= value <= MAX_ID:
-        raise ProtocolError(f"{msg['type']}: {key!r} must be at least {low}, got {value}")
+        bound = f"at least {low}" if value < low else f"at most {MAX_ID}"
+        raise ProtocolError(f"{msg['type']}: {key!r} must be {bound}, got {value}")
     return value
 
 
