@@ -546,6 +546,12 @@ class BrainsConfig:
         "{forager: 0.5} (the rest are built-in, or LLM agents per llm.agents)", low=0, high=1,
     )
     workers: int = setting(2, "threads that run brains' decisions", low=1, high=64)
+    processes: dict[str, int] = setting(
+        {}, "brains that run in worker processes instead of threads, with how many processes "
+        "each, e.g. {planner: 2}: for CPU-heavy brains (they leave the world's core free, and "
+        "one that overruns its deadline is stopped and its process restarted)", low=1,
+        high=64,
+    )
     think_interval_ticks: int = setting(
         50, "an agent with a brain of its own asks again after this many ticks even if "
         "nothing happened", low=1, high=10**7,
@@ -565,10 +571,11 @@ class BrainsConfig:
                 raise ConfigError(
                     f"brains.{name} = {target!r}: expected \"module:Class\", e.g. "
                     "\"my_agents.forager:Forager\"")
-        unknown = sorted(set(self.mix) - set(self.registered))
-        if unknown:
-            raise ConfigError(f"brains.mix: {unknown[0]!r} is not a registered brain; "
-                              "register it first: brains: {NAME: \"module:Class\"}")
+        for part in ("mix", "processes"):
+            unknown = sorted(set(getattr(self, part)) - set(self.registered))
+            if unknown:
+                raise ConfigError(f"brains.{part}: {unknown[0]!r} is not a registered brain; "
+                                  "register it first: brains: {NAME: \"module:Class\"}")
         if sum(self.mix.values()) > 1 + 1e-9:
             raise ConfigError(f"brains.mix: the shares add up to {sum(self.mix.values()):g}; "
                               "they may add up to 1 at most (the rest are built-in)")
@@ -882,7 +889,8 @@ def _expected(tp: Any, meta: Mapping[str, Any]) -> str:
     if typing.get_origin(tp) is dict and typing.get_args(tp)[1] is str:
         return "a mapping of name to text"
     if typing.get_origin(tp) is dict:
-        return f"a mapping of name to number{bounds}"
+        whole = "whole number" if typing.get_args(tp)[1] is int else "number"
+        return f"a mapping of name to {whole}{bounds}"
     return str(tp)
 
 
@@ -938,11 +946,12 @@ def _coerce(tp: Any, value: Any, meta: Mapping[str, Any]) -> Any:
             return dict(value)
         raise ValueError
     if typing.get_origin(tp) is dict:
+        whole = typing.get_args(tp)[1] is int
         if isinstance(value, dict) and all(
-            isinstance(k, str) and isinstance(v, (int, float)) and not isinstance(v, bool)
-            and _in_range(v, meta) for k, v in value.items()
+            isinstance(k, str) and isinstance(v, int if whole else (int, float))
+            and not isinstance(v, bool) and _in_range(v, meta) for k, v in value.items()
         ):
-            return {k: float(v) for k, v in value.items()}
+            return {k: v if whole else float(v) for k, v in value.items()}
         raise ValueError
     raise TypeError(f"unsupported setting type {tp!r}")  # a schema bug, not a user error
 

@@ -19,7 +19,7 @@ from agent_world.core.items import ITEMS
 if TYPE_CHECKING:
     from agent_world.llm.brainllm import BrainLLM
 
-__all__ = ["MAX_TRACE", "Brain", "SimpleBrain", "sensible_args", "take_trace"]
+__all__ = ["MAX_TRACE", "MAX_TRACE_LINE", "Brain", "SimpleBrain", "sensible_args", "take_trace"]
 
 MAX_TRACE = 20  # reasoning-trace lines kept per decision (the newest)
 MAX_TRACE_LINE = 300

@@ -52,6 +52,9 @@ def load_brains(cfg: BrainsConfig, *, path: str | Path | None = None,
         if not (isinstance(cls, type) and issubclass(cls, Brain)):
             raise BrainError(f"{label}: {class_name} is not a Brain or SimpleBrain subclass "
                              "(from agent_world.agents import Brain)")
+        if issubclass(cls, LLMBrain) and name in cfg.processes:
+            raise BrainError(f"{label}: {class_name} is an LLMBrain, which waits on the "
+                             "network, not the CPU: leave it out of brains.processes")
         if issubclass(cls, LLMBrain) and not llm:
             raise BrainError(f"{label}: {class_name} is an LLMBrain, which needs an LLM, and "
                              "llm.provider is none; configure one (llm.provider, llm.model) "

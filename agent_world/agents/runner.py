@@ -26,13 +26,15 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
-from agent_world.agents.brains import Brain, take_trace
-from agent_world.agents.decision import DecisionError, as_plan
+from agent_world.agents.brains import MAX_TRACE, MAX_TRACE_LINE, Brain, take_trace
+from agent_world.agents.decision import DecisionError, as_plan, from_json
 from agent_world.agents.llmbrain import LLMBrain
 from agent_world.agents.observation import observe
+from agent_world.agents.procpool import BrainProcesses
 from agent_world.agents.schema import action_schemas
 from agent_world.config import BrainsConfig
 from agent_world.core import components as c
+from agent_world.core.actions import Action
 from agent_world.core.inputs import MAX_PLAN
 from agent_world.core.world import World
 from agent_world.thinking.manager import ThinkingManager
@@ -89,6 +91,11 @@ class UserBrains(ThinkingManager):
         self._running: dict[int, Running] = {}  # rid (negative: a reflection) -> call
         self._reflected: dict[int, int] = {}  # agent -> tick of its last reflection (workers)
         self._traces: dict[int, tuple[int, list[str]]] = {}  # agent -> tick, its last trace
+        # brains.processes: those brains run in worker processes, not on the threads.
+        self.pools = {name: BrainProcesses(name, f"{cls.__module__}:{cls.__qualname__}",
+                                           cfg.processes[name])
+                      for name, cls in classes.items() if name in cfg.processes}
+        self._pooled: dict[int, BrainProcesses] = {}  # agent -> the processes its brain is in
         self._expired: set[int] = set()
         self._deaths: queue.SimpleQueue[int] = queue.SimpleQueue()
         self.replaced = 0  # workers started in place of stuck ones, in all
@@ -254,7 +261,10 @@ class UserBrains(ThinkingManager):
                 brain = self._brains.pop(eid, None)
             with self._lock:
                 self._traces.pop(eid, None)
+                pool = self._pooled.pop(eid, None)
             self._reflected.pop(eid, None)
+            if pool is not None:
+                pool.death(eid)
             if brain is not None:
                 # The agent is gone; what its brain does about it changes nothing.
                 with contextlib.suppress(Exception):
@@ -263,6 +273,9 @@ class UserBrains(ThinkingManager):
     def _decide(self, job: Job) -> Outcome | None:
         name, obs, hooks = job.payload
         started = time.perf_counter()
+        pool = self.pools.get(name)
+        if pool is not None:
+            return self._decide_in_process(job, pool, started)
         with self._lock:
             self._running[job.rid] = Running(job.agent, name, started, self.deadlines[name])
             brain = self._brains.get(job.agent)
@@ -292,12 +305,39 @@ class UserBrains(ThinkingManager):
             if trace:
                 with self._lock:
                     self._traces[job.agent] = (job.tick, trace)
-        elapsed = time.perf_counter() - started
         with self._lock:
             expired = job.rid in self._expired
             self._expired.discard(job.rid)
         if expired:
             return None  # already answered as timed out; the late decision is dropped
+        return self._submit(job, name, actions, reasoning, started, trace)
+
+    def _decide_in_process(self, job: Job, pool: BrainProcesses,
+                           started: float) -> Outcome | None:
+        """The decision from the brain's process; its answer is checked again here."""
+        name, obs, hooks = job.payload
+        with self._lock:
+            self._pooled[job.agent] = pool
+        kind, payload, raw_trace = pool.decide(job.agent, obs, hooks,
+                                               started + self.deadlines[name])
+        trace = ([" ".join(str(line).split())[:MAX_TRACE_LINE] for line in raw_trace]
+                 [-MAX_TRACE:] if isinstance(raw_trace, list) else [])
+        if trace:
+            with self._lock:
+                self._traces[job.agent] = (job.tick, trace)
+        if kind == "ok":
+            try:
+                actions, reasoning = as_plan(from_json(payload), max_actions=MAX_PLAN)
+            except DecisionError as exc:
+                kind, payload = "invalid", str(exc)
+        if kind != "ok":
+            return self._fault(job, started, kind, str(payload)[:300])
+        return self._submit(job, name, actions, reasoning, started, trace)
+
+    def _submit(self, job: Job, name: str, actions: tuple[Action, ...], reasoning: str,
+                started: float, trace: list[str]) -> Outcome:
+        """A valid decision, as a plan input for the next tick."""
+        elapsed = time.perf_counter() - started
         self.metrics.answered(elapsed)
         self.world_inbox.submit("plan", {
             "agent": job.agent, "actions": [a.to_dict() for a in actions],
@@ -377,6 +417,9 @@ class UserBrains(ThinkingManager):
             "main thread p99": f"{percentile(list(self.main_ms), 0.99):.2f} ms",
             "workers": f"{len(self.workers)} ({self._stuck} stuck in a brain; "
                        f"{self.replaced} started in place of stuck ones)",
+            **({"processes": ", ".join(
+                f"{name} {len(pool.slots)} ({pool.restarts} restarted)"
+                for name, pool in sorted(self.pools.items()))} if self.pools else {}),
         }
 
     def describe_entity(self, eid: int) -> list[str]:
@@ -398,4 +441,6 @@ class UserBrains(ThinkingManager):
         return lines
 
     def close(self, timeout: float = 2.0) -> None:
-        self.stop_workers(timeout)
+        if self.stop_workers(timeout):
+            for pool in self.pools.values():
+                pool.close()
