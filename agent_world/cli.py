@@ -240,6 +240,13 @@ def _banner(session: Session, opened: OpenedWorld) -> str:
                      "see docs/api.md)")
         if session.web.note:
             lines.append(f"  note: {session.web.note}")
+        agents = session.web.agents
+        if agents is not None:
+            # The token is shown on the terminal only (never written to a log or a save).
+            token = (f"token {agents.token}" if agents.generated_token
+                     else f"token in ${session.config.web.token_env}")
+            url = session.web.url.replace("http", "ws", 1)
+            lines.append(f"  agents:      {url}agents  ({token}; docs/agents.md)")
     lines.extend(f"  note: {note}" for note in opened.notes)
     return "\n".join(lines)
 

@@ -150,6 +150,7 @@ class AgentsEndpoint:
         # an external agent always needs one, loopback or not.
         self.token = token or secrets.token_urlsafe(24)
         self.generated_token = token is None
+        session.redactor.add(self.token)  # never in a log line or an input, if it leaks
         self.max_message = max_message
         self.brains = RemoteBrains(cfg, session.world, report=session.report_problem,
                                    note=session.note)
