@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from agent_world.agents import SummaryMemory
 from agent_world.config import LLMConfig
 from agent_world.llm.brainllm import BrainLLM, LLMUnavailable
 from agent_world.llm.breaker import CircuitBreaker
@@ -128,3 +129,21 @@ def test_a_fork_between_calls_leaves_the_workers_connection_working(
         del took  # no timing assertion: a lost answer fails above, as a timeout
     finally:
         worker.stop()
+
+
+def test_a_summarising_memory_folds_with_the_configured_llm(server: FakeLLMServer) -> None:
+    llm = brain_llm(server)
+    server.text = "Zed was hungry and ate berries near the river."
+    memory = SummaryMemory(lambda prompt: llm.complete(prompt, max_tokens=80), window=4,
+                           fold=2)
+    worker = Worker(llm)
+    try:
+        for tick, text in enumerate(["saw berries", "walked to the river", "ate berries",
+                                     "met Ida", "rested"]):
+            worker.call(lambda text=text, tick=tick: memory.store(text, tick=tick))
+    finally:
+        worker.stop()
+    assert memory.summaries == 1 and memory.failures == 0
+    assert memory.summarize().startswith("Earlier: Zed was hungry and ate berries")
+    prompt = server.requests[-1]["body"]["messages"][-1]["content"]
+    assert "saw berries" in prompt and "walked to the river" in prompt
