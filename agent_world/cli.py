@@ -229,6 +229,8 @@ def _banner(session: Session, opened: OpenedWorld) -> str:
         f"  save folder: {saves}",
         f"  LLM:         {llm}",
     ]
+    if session.llm is not None:
+        lines.append(f"  LLM cost:    {session.llm.estimate(thinkers)}")
     book = world.abilities
     if session.angel is not None:
         lines.append(f"  abilities:   {len(book.builtins)} built-in, {len(book.generated)} "

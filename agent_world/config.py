@@ -352,12 +352,29 @@ class LLMConfig:
     cache_size: int = setting(1024, "answers kept in the response cache (0 turns it off)",
                               low=0, high=1_000_000)
     tokens_per_hour: int = setting(
-        200_000, "token budget per rolling hour (0: no limit); when spent, agents use built-in "
-        "brains", low=0, high=10**12,
+        1_000_000, "token budget per rolling hour (0: no limit), spent at an even pace (see "
+        "budget_burst_minutes); when spent, agents use built-in brains", low=0, high=10**12,
+    )
+    budget_burst_minutes: float = setting(
+        5.0, "the budget is paced: at most this many minutes' share of the hourly budget is "
+        "spent ahead (0: the whole hour's may go at once)", low=0, high=60,
     )
     cost_per_hour: float = setting(
         0.0, "spending budget per rolling hour in US dollars, for providers that report cost "
         "(0: no limit)", low=0, high=1_000_000,
+    )
+    price_input: float = setting(
+        -1.0, "US dollars per million prompt tokens, for the cost estimate and for providers "
+        "that report no cost (-1: from the built-in table by model name)", low=-1,
+        high=10_000,
+    )
+    price_cached_input: float = setting(
+        -1.0, "US dollars per million prompt tokens read from the provider's cache (-1: from "
+        "the table)", low=-1, high=10_000,
+    )
+    price_output: float = setting(
+        -1.0, "US dollars per million answer tokens (-1: from the table)", low=-1,
+        high=10_000,
     )
     temperature: float = setting(0.7, "sampling temperature", low=0, high=2)
     max_tokens: int = setting(200, "longest answer, in tokens", low=16, high=32_000)
@@ -371,15 +388,23 @@ class LLMConfig:
     plan_actions: int = setting(3, "most actions in one decision (a short plan)", low=1,
                                 high=8)
     think_interval_ticks: int = setting(
-        150, "an LLM agent asks again after this many ticks even if nothing happened", low=1,
-        high=10**7,
+        600, "an LLM agent asks again after this many ticks even if nothing happened (or when "
+        "its last answer asked to be, ask_again_s)", low=1, high=10**7,
+    )
+    decisions_per_agent_hour: float = setting(
+        120, "pace of an LLM agent's unprompted decisions (interval, plan ended, a newcomer) "
+        "per hour of world time, with bursts of 3; attacked, starving, spoken to or offered "
+        "a trade, it asks at once (0: no pace)", low=0, high=1_000_000,
+    )
+    decisions_per_hour: float = setting(
+        0, "the same pace for all LLM agents together (0: no pace)", low=0, high=10**9,
     )
     min_gap_ticks: int = setting(
         20, "fewest ticks between two requests of one agent, whatever happens", low=0,
         high=10**7,
     )
     memory_window: int = setting(
-        12, "recent events and messages kept word for word per agent; older ones are folded "
+        5, "recent events and messages kept word for word per agent; older ones are folded "
         "into a summary", low=2, high=1000,
     )
     max_response_bytes: int = setting(

@@ -31,6 +31,7 @@ from bench.engine import (
 )
 from bench.isolated import in_fresh_process
 from bench.liveliness import measure_liveliness
+from bench.llm_cost import measure_llm_cost
 from bench.llm_load import measure_llm_load
 from bench.machine import describe_machine, load_average
 from bench.profile import profile_world
@@ -42,7 +43,8 @@ from bench.web_bench import measure_web
 __all__ = ["main"]
 
 SECTIONS = ("flat", "paced", "snapshot", "eventlog", "replay", "memory", "capacity",
-            "snapshot10k", "llm", "brains", "mesa", "web", "seek", "liveliness")
+            "snapshot10k", "llm", "llm_cost", "brains", "mesa", "web", "seek",
+            "liveliness")
 LIVELINESS_SEEDS = (913, 4271, 2026)  # 913 and 4271: the seeds issue 12 measured
 LIVELINESS_TICKS, LIVELINESS_WINDOW = 1_000_000, 50_000
 QUICK_LIVELINESS = (913,), 20_000, 10_000
@@ -220,6 +222,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     if "llm" in sections:
         results["llm_load"] = ({"skipped": "not run in --quick (run without it)"} if quick
                                else measure_llm_load(log=_log))
+    if "llm_cost" in sections:
+        results["llm_cost"] = measure_llm_cost(log=_log)
     if "brains" in sections:
         results["brains_load"] = measure_brains(seconds=5.0 if quick else 60.0, log=_log)
     if "mesa" in sections:

@@ -172,6 +172,16 @@ def _summary_tables(results: dict[str, Any]) -> list[Table]:
                               "no LLM", f"{load['llm']['p99_ms']:.1f} vs "
                               f"{load['builtin']['p99_ms']:.1f} ms ({load['p99_ratio']:.2f}x)",
                               "<= 1.10x"])
+    cost = (results.get("llm_cost") or {}).get("now")
+    if cost is not None and "decisions" in cost:
+        headline.rows.append([f"{results['llm_cost']['agents']} LLM agents: dollars per agent-hour "
+                              "(gpt-4o-mini)",
+                              f"${cost['dollars_per_agent_hour']['gpt-4o-mini']:.4f}",
+                              "<= $0.03"])
+        headline.rows.append(["LLM agents: uncached prompt tokens per decision",
+                              _n(cost["uncached_tokens_per_decision"]), "<= 400"])
+        headline.rows.append(["LLM agents: decisions per agent-hour",
+                              _n(cost["decisions_per_agent_hour"]), "<= 180"])
     brains = results.get("brains_load")
     if brains is not None:
         headline.rows.append([f"{brains['agents']} agents on a user's Python brain: tick p99 "
@@ -237,6 +247,8 @@ def _summary_tables(results: dict[str, Any]) -> list[Table]:
                        "observations, triggers and bookkeeping), done while the loop waits, "
                        "outside the tick's time; ms.")
         tables.append(t)
+    if results.get("llm_cost") is not None:
+        tables.append(_llm_cost_table(results["llm_cost"]))
     if mesa is not None and "sizes" in mesa:
         t = Table(f"Shared workload beside Mesa {mesa.get('mesa_version')} (ms per step, "
                   f"{mesa['steps']} steps, {mesa['repeats']} runs)",
@@ -267,6 +279,38 @@ def _summary_tables(results: dict[str, Any]) -> list[Table]:
     if live is not None:
         tables.extend(_liveliness_tables(live))
     return tables
+
+
+def _llm_cost_table(cost: dict[str, Any]) -> Table:
+    t = Table(f"What LLM agents cost: {cost['agents']} LLM agents, {cost['ticks']:,} ticks "
+              "(10 minutes of world time)",
+              ["code", "decisions/agent-hour", "prompt tokens/decision", "cached", "uncached",
+               "answer", "$/agent-hour gpt-4o-mini", "claude-haiku-4-5", "local",
+               "invalid/decision", "fallbacks/decision", "reaction p50", "reaction p95"])
+    for name, key in (("this commit", "now"), (f"before ({cost['baseline_commit']})",
+                                                "before")):
+        r = cost.get(key) or {}
+        if "decisions" not in r:
+            t.rows.append([name, r.get("skipped") or str(r.get("error", "-")), *["-"] * 11])
+            continue
+        usd = r["dollars_per_agent_hour"]
+        t.rows.append([name, _n(r["decisions_per_agent_hour"]),
+                       _n(r["prompt_tokens_per_decision"]),
+                       _n(r["cached_tokens_per_decision"]),
+                       _n(r["uncached_tokens_per_decision"]),
+                       _n(r["answer_tokens_per_decision"]), f"${usd['gpt-4o-mini']:.4f}",
+                       f"${usd['claude-haiku-4-5']:.4f}", f"${usd['local']:.2f}",
+                       _n(r["invalid_per_decision"], 3), _n(r["fallbacks_per_decision"], 3),
+                       f"{r['reaction_p50_s']} s", f"{r['reaction_p95_s']} s"])
+    t.notes.append("a default world with 20 LLM agents against the fake endpoint, which "
+                   "counts tokens from each request (4 characters a token) and reports "
+                   "cached prefixes as OpenAI does (from 1,024 tokens, in steps of 128); "
+                   "answers land in the tick they were asked in, so the figures measure "
+                   "prompts and triggers; the budget is off; reaction: seconds of world time "
+                   "from an attack, a word or an offer aimed at an LLM agent to its next "
+                   "decision. Prices: " + "; ".join(f"{k} {v}" for k, v in
+                                                    cost["prices"].items()) + ".")
+    return t
 
 
 def _seek_table(seek: dict[str, Any]) -> Table:

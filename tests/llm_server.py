@@ -34,6 +34,11 @@ class FakeLLMServer:
         self.text: str | None = None  # answered verbatim instead of ``answer`` when set
         # Answered to the angel (a system prompt about ability source files) when set.
         self.ability_text: str | None = None
+        # "fixed": every call reports the same usage; "prefix": usage counted from the
+        # request, with the cached prefix an OpenAI-like server would report (the longest
+        # prefix seen before, from 1,024 tokens up, in steps of 128; 4 characters a token).
+        self.usage_mode = "fixed"
+        self._prefixes: set[int] = set()
         self._latency = random.Random(7)
         self.delay_s = 0.05
         self.retry_after = "0.01"
@@ -176,9 +181,11 @@ class FakeLLMServer:
         content = self._content(mode, body, key)
         if mode == "length":
             content = content[:30]
-        usage: dict[str, Any] = {"prompt_tokens": 300, "completion_tokens": 40,
-                                 "total_tokens": 340, "cost": 0.0001,
-                                 "prompt_tokens_details": {"cached_tokens": 100}}
+        usage: dict[str, Any] = ({"prompt_tokens": 300, "completion_tokens": 40,
+                                  "total_tokens": 340, "cost": 0.0001,
+                                  "prompt_tokens_details": {"cached_tokens": 100}}
+                                 if self.usage_mode == "fixed" else
+                                 self._counted_usage(body, content))
         return web.json_response({
             "id": "x", "object": "chat.completion",
             "model": key if mode == "echo_key" else body.get("model", "?"),
@@ -186,6 +193,22 @@ class FakeLLMServer:
                          "message": {"role": "assistant", "content": content}}],
             **({} if mode == "nousage" else {"usage": usage}),
         })
+
+    def _counted_usage(self, body: dict[str, Any], answer: str) -> dict[str, Any]:
+        """Usage as an OpenAI-like server with automatic prefix caching reports it."""
+        text = "".join(str(m.get("content", "")) for m in body.get("messages", []))
+        prompt = max(1, (len(text) + 3) // 4)
+        cached = 0
+        step, first = 128 * 4, 1024 * 4  # in characters
+        for end in range(first, len(text) + 1, step):
+            key = hash(text[:end])
+            if key in self._prefixes:
+                cached = end // 4
+            self._prefixes.add(key)
+        completion = max(1, (len(answer) + 3) // 4)
+        return {"prompt_tokens": prompt, "completion_tokens": completion,
+                "total_tokens": prompt + completion,
+                "prompt_tokens_details": {"cached_tokens": cached}}
 
     async def _anthropic(self, request: web.Request) -> web.StreamResponse:
         body = await self._record(request)

@@ -15,6 +15,7 @@ from agent_world.llm.breaker import CircuitBreaker
 from agent_world.llm.budget import Budget
 from agent_world.llm.cache import ResponseCache, cache_key
 from agent_world.llm.decision import DecisionError, decide_from_text, extract_json
+from agent_world.llm.http import estimate_tokens
 from agent_world.llm.memory import AgentMemory, MemoryBook
 from agent_world.llm.prompts import PromptBuilder, WorldFacts
 from agent_world.llm.redact import MASK, Redactor
@@ -283,11 +284,19 @@ def test_observation_is_compact_json_of_what_the_agent_perceives() -> None:
     prompts = PromptBuilder(facts=WorldFacts.of(world), max_actions=3, temperature=0.7,
                             max_tokens=200, seed=None,
                             structured="schema")
-    user = prompts.user(personality="trader", name="Brin", observation=obs,
+    user = prompts.user(name="Brin", observation=obs,
                         memory={"recent": ["3 ticks ago: ate"]}, correction="plan[0]: bad")
     assert "Brin" in user and "rejected: plan[0]: bad" in user
-    # small prompts: the static part plus one observation stays well under 1,500 tokens
-    assert (len(prompts.system) + len(user)) / 4 < 1500
     assert "trade_offer" in prompts.system and "{actions}" not in prompts.system
     assert "offer=id" in prompts.system
+    # Caching: every agent's requests start with the same block, long enough for the
+    # providers' prefix caches (OpenAI: 1,024 tokens); then its personality; then the
+    # short part that changes with every decision, which holds the name.
+    trader, gatherer = prompts.system_for("trader"), prompts.system_for("gatherer")
+    assert trader.startswith(prompts.system) and gatherer.startswith(prompts.system)
+    assert trader != gatherer and "Brin" not in trader
+    assert estimate_tokens(prompts.system) >= 1024
+    assert estimate_tokens(user) < 400
+    request = prompts.request(user, system=trader)
+    assert request.system == trader and request.prompt == user
     world.close()

@@ -20,9 +20,10 @@ __all__ = ["AttackedBy", "Heard", "Observation", "Offer", "Seen", "SeenAgent", "
            "observe"]
 
 RECENT_ATTACK_TICKS = 20  # an attack this recent is part of what the agent knows
-PROMPT_SEEN = 5  # agents, items, objects and offers a prompt lists
-PROMPT_HEARD = 4
-PROMPT_REMEMBERED = 3
+PROMPT_SEEN = 5  # agents and offers a prompt lists
+PROMPT_THINGS = 4  # items and objects a prompt lists
+PROMPT_HEARD = 3
+PROMPT_HEARD_TICKS = 600  # older speech is left out of a prompt
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -178,12 +179,14 @@ class Observation:
             if a.feeling:
                 seen["feeling"] = round(a.feeling, 2)
             agents.append(seen)
-        items = [{"id": i.id, "kind": i.kind, "qty": i.qty, "at": [i.x, i.y],
-                  "dist": i.distance} for i in self.items[:PROMPT_SEEN]]
-        objects = [{"id": o.id, "kind": o.kind, "at": [o.x, o.y], "dist": o.distance,
-                    "stock": o.stock} for o in self.objects[:PROMPT_SEEN]]
+        # Things are acted on by id (walking there is automatic): their distance is enough.
+        items = [{"id": i.id, "kind": i.kind, "qty": i.qty, "dist": i.distance}
+                 for i in self.items[:PROMPT_THINGS]]
+        objects = [{"id": o.id, "kind": o.kind, "dist": o.distance, "stock": o.stock}
+                   for o in self.objects[:PROMPT_THINGS]]
         heard = []
-        for h in self.heard[-PROMPT_HEARD:]:
+        recent = [h for h in self.heard if self.tick - h.tick <= PROMPT_HEARD_TICKS]
+        for h in recent[-PROMPT_HEARD:]:
             said: dict[str, Any] = {"from": f"{h.speaker_name}#{h.speaker}", "text": h.text,
                                     "ticks_ago": self.tick - h.tick}
             if h.to_me:
@@ -196,10 +199,7 @@ class Observation:
                           ("heard", heard), ("offers_to_you", offers)):
             if rows:
                 view[key] = rows
-        remembered = list(self.memory[-PROMPT_REMEMBERED:])
-        if remembered:
-            view["happened"] = remembered
-        kinds = {*me.items, *(i.kind for i in self.items[:PROMPT_SEEN]), "gold"}
+        kinds = {*me.items, *(i.kind for i in self.items[:PROMPT_THINGS]), "gold"}
         for o in self.offers[:PROMPT_SEEN]:
             kinds.update(o.gives, o.wants)
         view["prices"] = {k: round(v, 1) for k, v in self.prices.items() if k in kinds}

@@ -4,6 +4,7 @@ the agent's next prompt)."""
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -14,10 +15,11 @@ import orjson
 from agent_world.agents.decision import DecisionError
 from agent_world.core.actions import Action, ActionError, action_schema, parse_action
 
-__all__ = ["MAX_THOUGHT", "Decision", "DecisionError", "decide_from_text", "decision_schema",
-           "extract_json", "parse_decision"]
+__all__ = ["ASK_AGAIN_S", "MAX_THOUGHT", "Decision", "DecisionError", "decide_from_text",
+           "decision_schema", "extract_json", "parse_decision"]
 
 MAX_THOUGHT = 200
+ASK_AGAIN_S = (5, 600)  # the bounds of a decision's "ask me again in" hint, in seconds
 _FENCE = re.compile(r"```(?:json|JSON)?\s*(.*?)```", re.DOTALL)
 
 
@@ -25,6 +27,7 @@ _FENCE = re.compile(r"```(?:json|JSON)?\s*(.*?)```", re.DOTALL)
 class Decision:
     actions: tuple[Action, ...]
     thought: str = ""
+    ask_again_s: int | None = None  # the model's hint: nothing needs it before then
 
     def __post_init__(self) -> None:
         if not self.actions:
@@ -42,6 +45,8 @@ def decision_schema(max_actions: int) -> dict[str, Any]:
             "thought": {"type": "string", "maxLength": MAX_THOUGHT},
             "plan": {"type": "array", "minItems": 1, "maxItems": max_actions,
                      "items": action_schema()},
+            "ask_again_s": {"type": "integer", "minimum": ASK_AGAIN_S[0],
+                            "maximum": ASK_AGAIN_S[1]},
         },
         "required": ["thought", "plan"],
         "additionalProperties": False,
@@ -124,7 +129,27 @@ def parse_decision(doc: Any, *, max_actions: int) -> Decision:
             actions.append(parse_action(step))
         except ActionError as exc:
             raise DecisionError(f"plan[{i}]: {exc}") from None
-    return Decision(actions=tuple(actions), thought=" ".join(thought.split())[:MAX_THOUGHT])
+    return Decision(actions=tuple(actions), thought=" ".join(thought.split())[:MAX_THOUGHT],
+                    ask_again_s=_ask_again(doc.get("ask_again_s")))
+
+
+def _ask_again(value: Any) -> int | None:
+    """The hint in whole seconds within ``ASK_AGAIN_S`` (a number out of range is held to
+    it; a number written as text is read); None when absent."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        try:
+            value = float(value.strip())
+        except ValueError:
+            raise DecisionError(f"'ask_again_s' must be a number of seconds, got "
+                                f"{value!r:.40}") from None
+    if (isinstance(value, bool) or not isinstance(value, (int, float))
+            or not math.isfinite(value)):
+        raise DecisionError(f"'ask_again_s' must be a number of seconds, got "
+                            f"{type(value).__name__}")
+    low, high = ASK_AGAIN_S
+    return int(min(high, max(low, value)))
 
 
 def decide_from_text(text: str, *, max_actions: int) -> Decision:

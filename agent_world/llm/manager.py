@@ -25,6 +25,7 @@ from agent_world.llm.cache import ResponseCache, cache_key
 from agent_world.llm.decision import DecisionError, decide_from_text
 from agent_world.llm.http import estimate_tokens
 from agent_world.llm.memory import MemoryBook
+from agent_world.llm.prices import configured_price
 from agent_world.llm.promptlog import PromptLog
 from agent_world.llm.prompts import PROMPT_VERSION, PromptBuilder, WorldFacts
 from agent_world.llm.redact import Redactor
@@ -42,6 +43,9 @@ ProviderFactory = Callable[[], LLMProvider]
 """Makes one provider; called once in each worker thread (one HTTP session per loop)."""
 
 MEMORY_SAVE_TICKS = 600
+TYPICAL_NEW_TOKENS = 350  # a decision's own part of the prompt, as measured (llm_cost bench)
+TYPICAL_ANSWER_TOKENS = 60
+CACHE_MIN_TOKENS = 1024  # providers cache prefixes from this length on (OpenAI)
 
 
 class LLMManager(ThinkingManager):
@@ -56,7 +60,9 @@ class LLMManager(ThinkingManager):
         super().__init__(world, brains=frozenset({"llm"}), interval=cfg.think_interval_ticks,
                          min_gap=cfg.min_gap_ticks,
                          round_size=min(cfg.workers, cfg.max_concurrent), clock=clock,
-                         report=report, note=note)
+                         report=report, note=note,
+                         per_agent_hour=cfg.decisions_per_agent_hour,
+                         per_hour=cfg.decisions_per_hour)
         self.cfg = cfg
         self.redact = redactor
         self.identity = identity
@@ -73,7 +79,9 @@ class LLMManager(ThinkingManager):
         self.breaker = CircuitBreaker(failures=cfg.breaker_failures,
                                       cooldown_s=cfg.breaker_cooldown_s, clock=self.clock)
         self.budget = Budget(tokens_per_hour=cfg.tokens_per_hour,
-                             cost_per_hour=cfg.cost_per_hour, clock=self.clock)
+                             cost_per_hour=cfg.cost_per_hour, clock=self.clock,
+                             burst_s=cfg.budget_burst_minutes * 60)
+        self.price = configured_price(cfg)
         self.cache = ResponseCache(cfg.cache_size)
         self.concurrency = threading.BoundedSemaphore(cfg.max_concurrent)
         self.memory = MemoryBook(cfg.memory_window)
@@ -104,8 +112,10 @@ class LLMManager(ThinkingManager):
             return (f"LLM endpoint failing, circuit breaker open ({self.breaker.reason}); "
                     f"next try in {self.breaker.seconds_left():.0f} s")
         if self.budget.exhausted():
-            return (f"LLM budget for this hour is spent; it refills in "
-                    f"{self.budget.refills_in() / 60:.0f} min")
+            wait = self.budget.refills_in()
+            when = f"{wait / 60:.0f} min" if wait >= 90 else f"{wait:.0f} s"
+            return (f"LLM budget spent (llm.tokens_per_hour / cost_per_hour, paced over the "
+                    f"hour); more is available in {when}")
         return ""
 
     def _sync_abilities(self) -> None:
@@ -126,18 +136,19 @@ class LLMManager(ThinkingManager):
         mind.trim_next = False
         seen = observe(world, eid)
         prompt = self.prompts.user(
-            personality=agent.personality, name=agent.name,
-            observation=seen.prompt_view(mind.last_observation),
+            name=agent.name, observation=seen.prompt_view(mind.last_observation),
             memory=memory, correction=mind.last_error)
-        mind.last_prompt_tokens = estimate_tokens(self.prompts.system + prompt)
+        request = self.prompts.request(prompt,
+                                       system=self.prompts.system_for(agent.personality))
+        mind.last_prompt_tokens = estimate_tokens(request.system + prompt)
         mind.last_prompt, mind.last_observation = prompt, seen
-        key = cache_key(self.identity, self.prompts.request(prompt), PROMPT_VERSION)
+        key = cache_key(self.identity, request, PROMPT_VERSION)
         hit = self.cache.get(key)
         if hit is not None and self._apply_cached(eid, rid, reasons, hit):
             self.metrics.request()
             return None
         return Job(rid=rid, agent=eid, tick=world.tick, priority=priority, reasons=reasons,
-                   payload=prompt, key=key)
+                   payload=request, key=key)
 
     def _apply_cached(self, eid: int, rid: int, reasons: tuple[str, ...],
                       hit: LLMResponse) -> bool:
@@ -152,6 +163,28 @@ class LLMManager(ThinkingManager):
     def on_decided(self, eid: int, tick: int, actions: str, thought: str) -> None:
         self.memory.note(eid, tick, f"I decided: {actions}" + (f" ({thought})" if thought
                                                                   else ""), "own decision")
+
+    def estimate(self, agents: int) -> str:
+        """The most the configuration lets ``agents`` LLM agents spend in an hour, in words
+        (for the start-up banner)."""
+        cfg = self.cfg
+        hourly = 3600 * self.world.config.world.tick_rate
+        per_agent = (cfg.decisions_per_agent_hour
+                     or hourly / max(cfg.min_gap_ticks, 1))
+        if cfg.decisions_per_hour:
+            per_agent = min(per_agent, cfg.decisions_per_hour / max(agents, 1))
+        shared = estimate_tokens(self.prompts.system_for("trader"))
+        new, answer = TYPICAL_NEW_TOKENS, TYPICAL_ANSWER_TOKENS
+        cached = shared if shared >= CACHE_MIN_TOKENS else 0
+        tokens = f"~{shared} shared + ~{new} new prompt tokens, ~{answer} answer tokens"
+        if self.price is None:
+            return (f"{agents} LLM agents x at most {per_agent:g} decisions/hour x ({tokens});"
+                    f" no price known for {cfg.model!r}: set llm.price_input, "
+                    "llm.price_output")
+        one = self.price.cost(shared + new, cached, answer)
+        return (f"at most ~${one * per_agent * agents:.2f}/hour: {agents} LLM agents x "
+                f"{per_agent:g} decisions/hour x ${one:.5f} ({tokens}; "
+                f"{self.price.describe()})")
 
     def on_failed(self, tick: int, outcome: Outcome, mind: Mind) -> None:
         mind.trim_next = outcome.too_long
@@ -193,9 +226,16 @@ class LLMManager(ThinkingManager):
             "budget left": budget,
             "breaker": self.breaker.describe(),
             "applied": m.applied,
+            "paced": m.paced,
             "invalid": m.invalid,
             "fallbacks": m.fallbacks,
-            "prompt tokens/decision": figures["prompt_tokens_per_decision"],
+            "prompt tokens/decision": (
+                f"{figures['prompt_tokens_per_decision']} ("
+                f"{figures['cached_tokens_per_decision']} cached, "
+                f"{figures['prompt_tokens_per_decision'] - figures['cached_tokens_per_decision']}"
+                f" new) + {figures['answer_tokens_per_decision']} answer"),
+            "calls/agent, last hour": (round(figures["calls_last_hour"]
+                                             / max(1, len(self.minds)), 1)),
             "main thread p99": f"{percentile(list(self.main_ms), 0.99):.2f} ms",
             **({"prompt log": f"{self.prompt_log.path} ({self.prompt_log.lines} calls"
                 + (f", {self.prompt_log.failed} not written" if self.prompt_log.failed
@@ -209,9 +249,15 @@ class LLMManager(ThinkingManager):
         if mind is None:
             return ["not an LLM agent (spawn one with /spawn agent brain=llm)"]
         status = self.state_of(agent_id)
+        usage = mind.last_usage
+        spent = (f"{usage.prompt_tokens} prompt tokens ({usage.cached_tokens} cached, "
+                 f"{usage.prompt_tokens - usage.cached_tokens} new) + "
+                 f"{usage.completion_tokens} answer"
+                 + (f", ${usage.cost:.5f}" if usage.cost is not None else "")
+                 if usage is not None else "no call answered yet")
         lines = [f"state: {status}",
-                 f"last prompt: ~{mind.last_prompt_tokens} tokens; {mind.decisions} "
-                 f"decisions, {mind.errors} errors"]
+                 f"last prompt: ~{mind.last_prompt_tokens} tokens; last call: {spent}; "
+                 f"{mind.decisions} decisions, {mind.errors} errors"]
         if mind.last_decision:
             lines.append(f"last decision {mind.last_decision}")
         if mind.notes:
@@ -219,10 +265,14 @@ class LLMManager(ThinkingManager):
         summary = self.memory.of(agent_id).summary()
         if summary:
             lines.append(f"memory: {summary}")
+        if mind.next_ask_tick > self.world.tick:
+            lines.append(f"asked to be asked again at t={mind.next_ask_tick} (ask_again_s)")
         if mind.last_prompt:
-            rules = estimate_tokens(self.prompts.system)
-            lines.append(f"last prompt (t={mind.asked_tick}), after the rules every agent "
-                         f"shares (~{rules} tokens):")
+            agent = self.world.store.get(agent_id, c.Agent)
+            rules = estimate_tokens(self.prompts.system_for(agent.personality))
+            lines.append(f"last prompt (t={mind.asked_tick}), after the block every "
+                         f"{agent.personality} agent shares (~{rules} tokens, cached by the "
+                         "provider):")
             lines.extend(f"  {line}" for line in mind.last_prompt.splitlines())
         return [self.redact(line) for line in lines]
 

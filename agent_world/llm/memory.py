@@ -8,6 +8,7 @@ world, so replay does not need it. Written off the main thread.
 from __future__ import annotations
 
 import concurrent.futures
+import re
 from collections import deque
 from collections.abc import Iterable
 from pathlib import Path
@@ -21,7 +22,8 @@ from agent_world.worldlog import format_event
 
 __all__ = ["AgentMemory", "MemoryBook"]
 
-SUMMARY_FACTS = 8
+SUMMARY_FACTS = 5
+MAX_LINE = 120  # characters of one remembered line
 PARTY_KEYS = ("agent", "target", "killer", "victim", "to")
 SKIP = frozenset({"price", "overrun", "note"})
 
@@ -66,6 +68,15 @@ class AgentMemory:
         while len(self.recent) > self.window:
             old = self.recent.popleft()
             self.facts[old["fact"]] = self.facts.get(old["fact"], 0) + 1
+
+
+def _compact(event: Event, eid: int) -> str:
+    """The event as one short line for this agent's prompt: its world-log line without what
+    the agent knows already (its own id and name) or cannot use (item ids, listeners)."""
+    text = " ".join(format_event(event).split())
+    text = re.sub(rf"\b(agent|target)={eid} (name|target_name)=\S+ ?", "", text)
+    text = re.sub(r" ?\b(item_id|heard_by)=\d+| \(heard by \d+\)", "", text)
+    return text[:MAX_LINE]
 
 
 def _parties(event: Event) -> list[int]:
@@ -114,8 +125,7 @@ class MemoryBook:
                 continue
             for eid in _parties(event):
                 if eid in concerned:
-                    text = " ".join(format_event(event).split())
-                    self.of(eid).add(tick, text, _label(event, eid))
+                    self.of(eid).add(tick, _compact(event, eid), _label(event, eid))
 
     # -- files ---------------------------------------------------------------------------------
 

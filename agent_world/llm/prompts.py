@@ -1,6 +1,12 @@
-"""Prompts, from the text files in ``prompts/``: the system prompt (the world's rules and the
-action list, byte-identical for every agent so provider prefix caches hit), a per-personality
-flavour line, the agent's memory, the last error to correct, and the observation."""
+"""Prompts, from the text files in ``prompts/``.
+
+Every request starts with the same long block: the world's rules, the actions, advice,
+example answers and the abilities, byte-identical for every agent, then one line for the
+agent's personality. Providers cache identical prefixes (OpenAI from 1,024 tokens on, by
+itself; Anthropic at the ``cache_control`` mark; vLLM and llama.cpp with prefix caching),
+so this block is paid in full once and at the cached price after. What changes with every
+decision comes after it and is kept short: the agent's name, its memory, the last error to
+correct and the observation."""
 
 from __future__ import annotations
 
@@ -19,7 +25,7 @@ from agent_world.types import LLMRequest
 
 __all__ = ["PROMPT_VERSION", "PromptBuilder", "WorldFacts", "action_lines", "load_prompt"]
 
-PROMPT_VERSION = "2"
+PROMPT_VERSION = "3"
 """Part of every cache key: bump when a template changes."""
 
 
@@ -84,7 +90,7 @@ class PromptBuilder:
             actions=action_lines(), max_actions=max_actions,
             tick_ms=f"{1000 / facts.tick_rate:g}", vision=facts.vision,
             hearing=facts.hearing).strip()
-        self.system = self._rules
+        self.system = self._rules  # the shared block: rules, then abilities
 
     def set_abilities(self, catalog: list[dict[str, Any]]) -> None:
         """List the abilities agents may use after the rules (the same for every agent, so
@@ -97,17 +103,24 @@ class PromptBuilder:
         self.system = (f"{self._rules}\n\nAbilities (use_ability with ability=NAME and the "
                        f"arguments listed; \"?\" marks optional ones):\n{lines}")
 
-    def user(self, *, personality: str, name: str, observation: dict[str, Any],
-             memory: dict[str, Any], correction: str = "") -> str:
-        flavour = load_prompt(f"personalities/{personality}.txt").format(name=name).strip()
+    def system_for(self, personality: str) -> str:
+        """The leading block of an agent's requests: the shared block, then its personality
+        (one of four, so four prefixes share all but their last line)."""
+        flavour = load_prompt(f"personalities/{personality}.txt").strip()
+        return f"{self.system}\n\n{flavour}"
+
+    def user(self, *, name: str, observation: dict[str, Any], memory: dict[str, Any],
+             correction: str = "") -> str:
         mem = f"Memory: {orjson.dumps(memory).decode()}\n" if memory else ""
         fix = (f"Your previous answer was rejected: {correction} Answer correctly this "
                "time.\n") if correction else ""
         return load_prompt("decision.txt").format(
-            personality=flavour, memory=mem, correction=fix,
+            name=name, memory=mem, correction=fix,
             observation=orjson.dumps(observation).decode()).strip()
 
-    def request(self, prompt: str, *, temperature: float | None = None) -> LLMRequest:
-        return LLMRequest(system=self.system, prompt=prompt, schema=self.schema,
+    def request(self, prompt: str, *, system: str | None = None,
+                temperature: float | None = None) -> LLMRequest:
+        return LLMRequest(system=self.system if system is None else system, prompt=prompt,
+                          schema=self.schema,
                           temperature=self.temperature if temperature is None else temperature,
                           max_tokens=self.max_tokens, seed=self.seed)

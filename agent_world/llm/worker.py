@@ -52,6 +52,7 @@ def plan_input(job_agent: int, rid: int, asked_tick: int, reasons: tuple[str, ..
         "request": rid,
         "asked_tick": asked_tick,
         "reasons": list(reasons),
+        **({"ask_again_s": decision.ask_again_s} if decision.ask_again_s is not None else {}),
     }
 
 
@@ -139,7 +140,7 @@ class Worker(threading.Thread):
         """Call (with transport retries inside one deadline), then validate; one more try
         for a malformed, empty, cut-off or schema-breaking answer."""
         m = self.manager
-        request: LLMRequest = m.prompts.request(job.payload)
+        request: LLMRequest = job.payload
         deadline = m.clock.now() + m.cfg.request_timeout_s
         second_chance = True
 
@@ -160,6 +161,13 @@ class Worker(threading.Thread):
                     m.metrics.retry(exc.kind)
                     continue
                 raise
+            if response.usage.cost is None and m.price is not None:
+                # The provider reports no cost: the price table's, so budgets and figures
+                # in dollars hold for every provider.
+                usage = response.usage
+                response = dataclasses.replace(response, usage=dataclasses.replace(
+                    usage, cost=m.price.cost(usage.prompt_tokens, usage.cached_tokens,
+                                             usage.completion_tokens)))
             m.budget.charge(response.usage)
             m.metrics.answered(response.latency_s, response.usage)
             try:
@@ -193,7 +201,7 @@ class Worker(threading.Thread):
             extra |= {"model": response.model, "usage": response.usage.to_dict(),
                       "latency_ms": round(response.latency_s * 1000, 1)}
         log.record(tick=job.tick, agent=job.agent, request=job.rid,
-                   system=self.manager.prompts.system, prompt=job.payload,
+                   system=job.payload.system, prompt=job.payload.prompt,
                    answer=response.text if response is not None else None, error=error,
                    **extra)
 

@@ -30,7 +30,7 @@ from agent_world.core import components as c
 from agent_world.core.inbox import Inbox
 from agent_world.core.world import World
 from agent_world.thinking.metrics import Metrics
-from agent_world.thinking.mind import APPLY_GRACE_TICKS, Mind, triggers
+from agent_world.thinking.mind import APPLY_GRACE_TICKS, PRESSING, REACTIVE, Mind, triggers
 from agent_world.thinking.requests import NORMAL, URGENT, Job, Outcome, RequestQueue
 from agent_world.types import Clock, MonotonicClock, TickReport
 
@@ -38,6 +38,8 @@ __all__ = ["TRIGGER_CHECK_TICKS", "ThinkingManager", "describe_action"]
 
 TRIGGER_CHECK_TICKS = 5
 QUIET_FAILURES = ("budget", "breaker")  # no request was made: nothing to count against it
+BURST = 3.0  # unprompted decisions an agent may ask for in a row before its pace holds it
+PENDING_TICKS = 100  # a reaction that could not be asked for at once is kept this long
 
 
 class ThinkingManager:
@@ -50,8 +52,19 @@ class ThinkingManager:
     def __init__(self, world: World, *, brains: frozenset[str], interval: int, min_gap: int,
                  round_size: int, clock: Clock | None = None,
                  report: Callable[[str], None] = print,
-                 note: Callable[[str], None] = lambda _text: None) -> None:
+                 note: Callable[[str], None] = lambda _text: None,
+                 per_agent_hour: float = 0, per_hour: float = 0) -> None:
+        """``per_agent_hour`` and ``per_hour`` pace unprompted decisions (an interval, a
+        plan that ended, a newcomer) per agent and for all together, per hour of world
+        time (0: no pace); an agent attacked, starving, spoken to or offered a trade asks
+        at once whatever its pace, and the decision counts against it."""
         self.world = world
+        ticks_per_hour = 3600 * world.config.world.tick_rate
+        self._agent_refill = per_agent_hour / ticks_per_hour  # decisions per tick
+        self._global_refill = per_hour / ticks_per_hour
+        self._global_burst = max(BURST, per_hour / 60)  # a minute's worth
+        self._global_allowance = self._global_burst
+        self._global_tick = world.tick
         self.world_inbox: Inbox = world.inbox
         self.brains = brains
         self.interval = interval
@@ -166,19 +179,54 @@ class ThinkingManager:
                                    source=self.source)
         if mind.last_error and mind.status == "idle":
             reasons.append("correcting its last answer")
+        if mind.pending and tick - mind.pending_since <= PENDING_TICKS:
+            reasons = [*mind.pending, *(r for r in reasons if r not in mind.pending)]
+        pressing = bool(PRESSING.intersection(reasons))
+        if not self._may_ask(eid, mind, tick, reasons, urgent=urgent, pressing=pressing,
+                             available=available):
+            if pressing and not mind.pending:  # a trigger seen once: kept until it is asked
+                mind.pending = tuple(r for r in reasons if r in PRESSING)
+                mind.pending_since = tick
+            return
+        mind.pending = ()
+        self._ask(eid, mind, tuple(reasons), URGENT if urgent else NORMAL)
+
+    def _may_ask(self, eid: int, mind: Mind, tick: int, reasons: list[str], *, urgent: bool,
+                 pressing: bool, available: bool) -> bool:
         if (not reasons or not available or mind.status == "applying"
                 or self.queue.state_of(eid) == "in flight"):
-            return  # at most one request per agent outstanding
-        if mind.status == "queued" and not urgent:
-            return  # a queued request is replaced only by a more pressing one
-        if not urgent and self.queue.depth >= self._round:
+            return False  # at most one request per agent outstanding
+        if mind.status == "queued" and not pressing:
+            return False  # a queued request is replaced only by a more pressing one
+        if not pressing and self.queue.depth >= self._round:
             # A full round of work already waits: a request built now would be stale by
             # the time a worker takes it (and built in vain if a newer one replaced it).
             self.metrics.count("deferred")
-            return
+            return False
         if tick - mind.asked_tick < self.min_gap and not urgent:
-            return
-        self._ask(eid, mind, tuple(reasons), URGENT if urgent else NORMAL)
+            return False
+        if not REACTIVE.intersection(reasons) and not self._paced(mind, tick):
+            self.metrics.count("paced")
+            return False
+        return True
+
+    def _paced(self, mind: Mind, tick: int) -> bool:
+        """Whether the pace lets this agent ask now, unprompted (tops the allowances up)."""
+        if self._agent_refill:
+            if mind.allowance_tick >= 0:
+                mind.allowance = min(BURST, mind.allowance
+                                     + (tick - mind.allowance_tick) * self._agent_refill)
+            mind.allowance_tick = tick
+            if mind.allowance < 1:
+                return False
+        if self._global_refill:
+            self._global_allowance = min(
+                self._global_burst,
+                self._global_allowance + (tick - self._global_tick) * self._global_refill)
+            self._global_tick = tick
+            if self._global_allowance < 1:
+                return False
+        return True
 
     def _ask(self, eid: int, mind: Mind, reasons: tuple[str, ...], priority: int) -> None:
         rid = self._next_rid
@@ -197,6 +245,9 @@ class ThinkingManager:
         mind.rid = rid
         mind.asked_tick = self.world.tick
         mind.reasons = reasons
+        mind.next_ask_tick = 0  # asked now: an earlier "ask me at" is spent
+        mind.allowance -= 1  # reactive asks too: the pace makes up for them later
+        self._global_allowance -= 1
 
     def _applied(self, tick: int, data: Any) -> None:
         eid = data.get("agent")
@@ -211,6 +262,9 @@ class ThinkingManager:
         thought = str(data.get("thought", ""))
         mind.last_decision = f"t={tick}: {actions}" + (f" — “{thought}”" if thought else "")
         mind.last_decision_tick = tick
+        hint = data.get("ask_again_s")
+        if isinstance(hint, int) and not isinstance(hint, bool) and hint > 0:
+            mind.next_ask_tick = tick + round(hint * self.world.config.world.tick_rate)
         mind.last_error = ""
         mind.decisions += 1
         self.metrics.count("applied")
@@ -223,6 +277,8 @@ class ThinkingManager:
         if mind is None or outcome.rid != mind.rid:
             return
         mind.answered_tick = tick
+        if outcome.usage is not None:
+            mind.last_usage = outcome.usage
         if outcome.ok:
             if mind.applied_rid < outcome.rid:
                 mind.status = "applying"

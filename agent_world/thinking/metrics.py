@@ -36,10 +36,13 @@ class Metrics:
         self.skipped = 0  # requests not sent: breaker open or budget spent
         self.coalesced = 0  # queued requests replaced by a newer observation
         self.deferred = 0  # asks put off because a full round of work was already queued
+        self.paced = 0  # unprompted asks put off by the pace (per agent or for all)
         self.tokens = 0
         self.cost = 0.0
         self._latencies: deque[float] = deque(maxlen=HISTORY)
         self._prompt_tokens: deque[int] = deque(maxlen=HISTORY)
+        self._cached_tokens: deque[int] = deque(maxlen=HISTORY)
+        self._answer_tokens: deque[int] = deque(maxlen=HISTORY)
         self._hour: deque[tuple[float, int, float]] = deque()
 
     def request(self) -> None:
@@ -72,6 +75,8 @@ class Metrics:
             if usage is None:  # a brain that spends no tokens
                 return
             self._prompt_tokens.append(usage.prompt_tokens)
+            self._cached_tokens.append(usage.cached_tokens)
+            self._answer_tokens.append(usage.completion_tokens)
             self.tokens += usage.total
             self.cost += usage.cost or 0.0
             self._hour.append((now, usage.total, usage.cost or 0.0))
@@ -87,6 +92,8 @@ class Metrics:
         with self._lock:
             latencies = list(self._latencies)
             prompts = list(self._prompt_tokens)
+            cached = list(self._cached_tokens)
+            answers = list(self._answer_tokens)
             hour = [(t, n, c) for t, n, c in self._hour if t > now - HOUR]
         return {
             "p50_ms": round(percentile(latencies, 0.5) * 1000, 1),
@@ -94,4 +101,7 @@ class Metrics:
             "tokens_per_hour": sum(n for _t, n, _c in hour),
             "cost_per_hour": round(sum(c for _t, _n, c in hour), 4),
             "prompt_tokens_per_decision": round(sum(prompts) / len(prompts)) if prompts else 0,
+            "cached_tokens_per_decision": round(sum(cached) / len(cached)) if cached else 0,
+            "answer_tokens_per_decision": round(sum(answers) / len(answers)) if answers else 0,
+            "calls_last_hour": len(hour),
         }

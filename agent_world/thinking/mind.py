@@ -6,14 +6,26 @@ so that events can trigger the next decision instead of every tick. ``source`` i
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from agent_world.agents.observation import Observation
 from agent_world.core import components as c
 from agent_world.core.world import World
+from agent_world.types import LLMUsage
 
-__all__ = ["NEVER_ASKED", "STARVING", "Mind", "triggers"]
+if TYPE_CHECKING:  # the agents package imports the LLM's, which imports this
+    from agent_world.agents.observation import Observation
+
+__all__ = ["NEAR_TILES", "NEVER_ASKED", "PRESSING", "REACTIVE", "STARVING", "Mind",
+           "triggers"]
 
 STARVING = 80.0
+NEAR_TILES = 3  # a newcomer this close is worth a thought; one further off is not
+ENEMY = -0.3  # a feeling this low makes any newcomer worth a thought
+REACTIVE = frozenset({"first thought", "attacked", "starving", "spoken to",
+                      "offer received"})
+"""Reasons an agent thinks at once, whatever its pace allows (the rest wait their turn)."""
+PRESSING = REACTIVE - {"first thought"}
+"""Reasons that go ahead of queued work and are kept until asked: news that goes stale."""
 APPLY_GRACE_TICKS = 50  # a decision not seen applied by then is given up on
 NEVER_ASKED = -1_000_000
 
@@ -44,6 +56,12 @@ class Mind:
     errors: int = 0
     notes: list[str] = field(default_factory=list)
     interval: int = 0  # ticks between unprompted decisions for this agent (0: the brain's)
+    next_ask_tick: int = 0  # the last decision's "ask me again at" (0: none)
+    pending: tuple[str, ...] = ()  # reactive reasons seen while it could not ask
+    pending_since: int = 0
+    allowance: float = 3.0  # decisions it may ask for now unprompted (below 1: it waits)
+    allowance_tick: int = -1  # when the allowance was last topped up (-1: never)
+    last_usage: LLMUsage | None = None  # tokens of its last answered call
 
 
 def triggers(world: World, mind: Mind, *, interval: int,
@@ -68,7 +86,7 @@ def triggers(world: World, mind: Mind, *, interval: int,
     perc = store.get(eid, c.Perception)
     if perc.agents != mind.seen_list:  # cheap when nothing changed, as on most ticks
         seen = frozenset(perc.agents)
-        if seen - mind.seen and mind.asked_tick > NEVER_ASKED:
+        if mind.asked_tick > NEVER_ASKED and _someone_near(world, eid, seen - mind.seen):
             reasons.append("new agent seen")
         mind.seen = seen
         mind.seen_list = list(perc.agents)
@@ -88,11 +106,34 @@ def triggers(world: World, mind: Mind, *, interval: int,
             reasons.append("offer received")
         mind.offers_seen = offers
     intent = store.get(eid, c.Intent)
+    hint = mind.next_ask_tick
     if mind.status == "acting" and intent.plan_source != source:
         mind.status = "idle"
-        reasons.append("plan finished")
+        if tick >= hint:  # else it said it would be busy until then
+            reasons.append("plan finished")
     if mind.asked_tick == NEVER_ASKED:
         reasons.append("first thought")
+    elif hint:
+        if tick >= hint:
+            reasons.append("the time it asked for")
     elif tick - mind.asked_tick >= interval:
         reasons.append("interval")
     return reasons, urgent
+
+
+def _someone_near(world: World, eid: int, newcomers: frozenset[int]) -> bool:
+    """Whether a newly seen agent matters: close by, or one this agent feels badly about.
+    (Agents walking past at the edge of sight are not worth a decision.)"""
+    if not newcomers:
+        return False
+    store = world.store
+    here = store.get(eid, c.Position)
+    feelings = store.get(eid, c.Social).relationships
+    for other in newcomers:
+        pos = store.try_get(other, c.Position)
+        if pos is None:
+            continue
+        if (max(abs(pos.x - here.x), abs(pos.y - here.y)) <= NEAR_TILES
+                or feelings.get(other, 0.0) <= ENEMY):
+            return True
+    return False
