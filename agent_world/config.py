@@ -363,18 +363,11 @@ class LLMConfig:
         0.0, "spending budget per rolling hour in US dollars, for providers that report cost "
         "(0: no limit)", low=0, high=1_000_000,
     )
-    price_input: float = setting(
-        -1.0, "US dollars per million prompt tokens, for the cost estimate and for providers "
-        "that report no cost (-1: from the built-in table by model name)", low=-1,
-        high=10_000,
-    )
-    price_cached_input: float = setting(
-        -1.0, "US dollars per million prompt tokens read from the provider's cache (-1: from "
-        "the table)", low=-1, high=10_000,
-    )
-    price_output: float = setting(
-        -1.0, "US dollars per million answer tokens (-1: from the table)", low=-1,
-        high=10_000,
+    prices: dict[str, str] = setting(
+        {}, "US dollars per million tokens by model, 'PROMPT/CACHED/ANSWER', e.g. "
+        "{my-model: '0.2/0.1/0.8'}, over the built-in table (gpt-4o-mini, claude-haiku-4-5, "
+        "...); a model takes the longest name its own contains; for the start-up estimate and "
+        "for providers that report no cost",
     )
     temperature: float = setting(0.7, "sampling temperature", low=0, high=2)
     max_tokens: int = setting(200, "longest answer, in tokens", low=16, high=32_000)
@@ -385,8 +378,8 @@ class LLMConfig:
         "response_format json_schema, Anthropic tool use, grammar for local), json (JSON "
         "mode only) or off (instructions only)", choices=("schema", "json", "off"),
     )
-    plan_actions: int = setting(3, "most actions in one decision (a short plan)", low=1,
-                                high=8)
+    plan_actions: int = setting(5, "most actions in one decision (a plan: longer plans mean "
+                                "fewer asks)", low=1, high=8)
     think_interval_ticks: int = setting(
         600, "an LLM agent asks again after this many ticks even if nothing happened (or when "
         "its last answer asked to be, ask_again_s)", low=1, high=10**7,
@@ -422,6 +415,16 @@ class LLMConfig:
                                  low=256, high=131_072)
 
     def __post_init__(self) -> None:
+        for model, text in self.prices.items():
+            parts = text.split("/")
+            try:
+                ok = len(parts) == 3 and all(float(p) >= 0 for p in parts)
+            except ValueError:
+                ok = False
+            if not ok:
+                raise ConfigError(
+                    f"llm.prices.{model} = {text!r}: expected 'PROMPT/CACHED/ANSWER' in US "
+                    "dollars per million tokens, e.g. '0.15/0.075/0.6'")
         if self.provider != "none" and not self.model:
             raise ConfigError(
                 f"llm.model: empty while llm.provider is {self.provider!r}; name the model "

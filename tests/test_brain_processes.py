@@ -106,19 +106,24 @@ def test_a_hanging_or_crashing_brain_process_is_replaced_and_the_world_runs_on(
     session = session_with(config, ("Hangsy", "hangs"), ("Crashy", "crashes"))
     brains = session.brains
     assert brains is not None
-    han = session.world.find_agent("Hangsy")
     try:
-        # Han decides, hangs (killed at 300 ms), then decides again in a new process.
-        run(session, 5000, lambda: brains.metrics.applied >= 3 and len(brains.faults) >= 2)
+        run(session, 2, lambda: False)  # the spawns apply
+        han = session.world.find_agent("Hangsy")
+        assert han is not None
+
+        def recovered() -> bool:
+            # Hangsy decides, hangs (its process killed at 300 ms), then decides again in
+            # a new one; Crashy's process dies and is replaced.
+            mind = brains.minds.get(han)
+            return (mind is not None and mind.decisions >= 2
+                    and brains.pools["crashes"].restarts >= 1
+                    and brains.pools["hangs"].restarts >= 1)
+
+        run(session, 200_000, recovered, wall_s=60.0)
+        assert recovered(), brains.stats()
         faults = brains.stats()["faults"]
         assert "hangs timeout" in faults and "crashes exception" in faults, faults
-        assert brains.metrics.applied >= 3
         assert "hangs 1 (" in brains.stats()["processes"]
-        assert brains.pools["hangs"].restarts >= 1  # killed at the deadline
-        assert brains.pools["crashes"].restarts >= 1
-        assert session.world.tick > 0
-        han = session.world.find_agent("Hangsy")
-        assert han is not None and brains.minds[han].decisions >= 2
     finally:
         session.close()
     log = (tmp_path / "logs" / "world.log").read_text()

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from agent_world.config import LLMConfig
+from agent_world.config import ConfigError, LLMConfig
 from agent_world.core import components as c
 from agent_world.llm.budget import Budget
 from agent_world.llm.decision import DecisionError, decide_from_text
@@ -173,14 +173,17 @@ def test_prices_come_from_the_table_or_the_settings() -> None:
     assert price_of("openai/gpt-4o-mini") == price_of("gpt-4o-mini-2024-07-18")
     assert price_of("anything", "local") is not None
     assert configured_price(LLMConfig(provider="openai", model="mystery")) is None
-    given = configured_price(LLMConfig(provider="openai", model="mystery", price_input=0.2,
-                                       price_output=0.8))
-    assert given is not None and given.cached_input == 0.2
+    given = configured_price(LLMConfig(provider="openai", model="acme/mystery-7b",
+                                       prices={"mystery": "0.2/0.1/0.8"}))
+    assert given is not None and (given.input, given.cached_input, given.output) \
+        == (0.2, 0.1, 0.8)
     mini = configured_price(LLMConfig(provider="openai", model="gpt-4o-mini",
-                                      price_output=1.0))
+                                      prices={"gpt-4o-mini": "0.15/0.075/1"}))
     assert mini is not None and (mini.input, mini.output) == (0.15, 1.0)
     assert mini.cost(2000, 1000, 100) == pytest.approx((1000 * 0.15 + 1000 * 0.075
                                                         + 100 * 1.0) / 1e6)
+    with pytest.raises(ConfigError, match=r"llm\.prices\.x = '1/2': expected"):
+        LLMConfig(prices={"x": "1/2"})
 
 
 def test_start_up_states_the_hourly_cost(tmp_path: Path, server: FakeLLMServer) -> None:

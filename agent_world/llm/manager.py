@@ -179,8 +179,8 @@ class LLMManager(ThinkingManager):
         tokens = f"~{shared} shared + ~{new} new prompt tokens, ~{answer} answer tokens"
         if self.price is None:
             return (f"{agents} LLM agents x at most {per_agent:g} decisions/hour x ({tokens});"
-                    f" no price known for {cfg.model!r}: set llm.price_input, "
-                    "llm.price_output")
+                    f" no price known for {cfg.model!r}: add it to llm.prices, e.g. "
+                    f"{{{cfg.model}: '0.15/0.075/0.6'}}")
         one = self.price.cost(shared + new, cached, answer)
         return (f"at most ~${one * per_agent * agents:.2f}/hour: {agents} LLM agents x "
                 f"{per_agent:g} decisions/hour x ${one:.5f} ({tokens}; "

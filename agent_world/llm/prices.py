@@ -2,11 +2,13 @@
 reports none: US dollars per million tokens (prompt, cached prompt, answer), list prices.
 
 ``price_of(model)`` finds a model by the longest known name its name contains
-(``openai/gpt-4o-mini`` is ``gpt-4o-mini``); the ``llm.price_*`` settings replace it.
+(``openai/gpt-4o-mini`` is ``gpt-4o-mini``); ``llm.prices`` adds to the table or replaces
+its entries.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from agent_world.config import LLMConfig
@@ -45,25 +47,21 @@ PRICES: dict[str, Price] = {
 }
 
 
-def price_of(model: str, provider: str = "") -> Price | None:
-    """The known price of ``model`` (a local model is free); None when unknown."""
+def price_of(model: str, provider: str = "",
+             table: Mapping[str, Price] = PRICES) -> Price | None:
+    """The price of ``model`` in ``table`` (a local model is free); None when unknown."""
     if provider == "local":
         return PRICES["local"]
     name = model.lower()
-    known = [key for key in PRICES if key in name]
-    return PRICES[max(known, key=len)] if known else None
+    known = [key for key in table if key.lower() in name]
+    return table[max(known, key=len)] if known else None
 
 
 def configured_price(cfg: LLMConfig) -> Price | None:
-    """The price in use: the table's for ``llm.model``, with any ``llm.price_*`` set (not
-    -1) in its place; None when neither says."""
-    known = price_of(cfg.model, cfg.provider)
-    given = (cfg.price_input, cfg.price_cached_input, cfg.price_output)
-    if known is None and min(given) < 0:
-        if given[0] < 0 or given[2] < 0:
-            return None
-        given = (given[0], given[0] if given[1] < 0 else given[1], given[2])
-    base = known or Price(0.0, 0.0, 0.0)
-    return Price(base.input if given[0] < 0 else given[0],
-                 base.cached_input if given[1] < 0 else given[1],
-                 base.output if given[2] < 0 else given[2])
+    """The price of ``llm.model``: from ``llm.prices`` over the built-in table; None when
+    neither knows it."""
+    table = dict(PRICES)
+    for model, text in cfg.prices.items():  # checked when the configuration was read
+        prompt, cached, answer = (float(part) for part in text.split("/"))
+        table[model] = Price(prompt, cached, answer)
+    return price_of(cfg.model, cfg.provider, table)
