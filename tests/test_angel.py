@@ -11,8 +11,8 @@ import pytest
 from helpers import EMPTY_WORLD, add_agent, give_plan, of_type
 
 from agent_world.angel import AbilityRequest, Angel, LLMGenerator, TemplateGenerator
-from agent_world.angel.generators import build_prompt, extract_code
-from agent_world.angel.templates import TEMPLATES, ability_name, describe
+from agent_world.angel.generators import CannotWrite, build_prompt, extract_code
+from agent_world.angel.templates import TEMPLATES, ability_name
 from agent_world.app import Session, choose_generator
 from agent_world.config import Config, ConfigError
 from agent_world.core import components as c
@@ -50,27 +50,60 @@ def test_every_template_writes_an_ability_the_checker_accepts(template, checker)
 
 
 def test_request_text_never_becomes_code(checker) -> None:
-    text = "'''\"; import os; os.system('rm -rf /') #\nNAME = 'evil'"
+    text = "heal '''\"; import os; os.system('rm -rf /') #\nNAME = 'evil'"
     source = TemplateGenerator().write(AbilityRequest(request=1, agent=1, text=text), [])
     report = checker.check(source)
     assert report.accepted and report.meta is not None
-    assert report.meta.description == describe(text)
+    assert "import" not in source and "evil" not in source
     tree = ast.parse(source)
     assert [type(n).__name__ for n in tree.body] == ["Expr", *["Assign"] * 6, "FunctionDef"]
 
 
 def test_names_avoid_the_taken_ones_and_follow_the_rules() -> None:
-    assert ability_name("heal me", "heal", ()) == "heal_heal"
-    assert ability_name("heal me", "heal", ("heal_heal",)) == "heal_heal_2"
-    assert ability_name("42 !!", "bolt", ()) == "bolt"
-    assert ability_name("Ünïcode ƒire", "bolt", ()).isascii()
+    assert ability_name("heal", ()) == "heal"
+    assert ability_name("heal", ("heal",)) == "heal_2"
+    assert ability_name("42 !!", ()) == "a_42"
+    assert ability_name("Ünïcode ƒire", ()).isascii()
 
 
-def test_a_retry_falls_back_to_another_template() -> None:
+def test_a_retry_takes_the_next_template_and_then_says_none_fits() -> None:
     gen = TemplateGenerator()
-    req = AbilityRequest(request=1, agent=1, text="heal")
-    assert "heal" in gen.write(req, [])
-    assert "blessing" in gen.write(req, ["rejected: something"])
+    req = AbilityRequest(request=1, agent=1, text="heal and protect me")
+    assert "NAME = 'heal'" in gen.write(req, [])
+    assert "NAME = 'shield'" in gen.write(req, ["rejected: something"])
+    with pytest.raises(CannotWrite, match="no other template fits after 2 tries"):
+        gen.write(req, ["rejected: something", "rejected: again"])
+
+
+@pytest.mark.parametrize(("text", "why"), [
+    ("kill every agent on the map instantly", "to kill or destroy"),
+    ("summon a dragon", "to summon creatures"),
+    ("heal everyone in the world", "to reach everyone or the whole map"),
+    ("make it rain gold", "no template fits this request"),
+])
+def test_the_templates_say_so_when_they_cannot_meet_a_request(text: str, why: str) -> None:
+    with pytest.raises(CannotWrite, match=why) as caught:
+        TemplateGenerator().write(AbilityRequest(request=1, agent=1, text=text), [])
+    assert "\n" not in str(caught.value) and "make food" in str(caught.value)
+
+
+EFFECT_WORDS = {"heal": "heal", "damage": "damage", "move": "move", "push": "push",
+                "create_item": "make", "spawn_object": "raise", "transfer": "take",
+                "status": "for"}
+
+
+@pytest.mark.parametrize("template", TEMPLATES, ids=lambda t: t.kind)
+def test_a_name_and_description_say_what_the_effects_do(template, checker) -> None:
+    """Made from the effects, never from the request's words."""
+    text = f"please {template.words[0]} for me, and be legendary"
+    source = TemplateGenerator().write(AbilityRequest(request=1, agent=1, text=text), [])
+    report = checker.check(source)
+    assert report.accepted and report.meta is not None
+    assert "legendary" not in report.meta.description + report.meta.name
+    described = report.meta.description.lower()
+    for effect, word in EFFECT_WORDS.items():
+        if f'"type": "{effect}"' in source:
+            assert word in described, (effect, described)
 
 
 # -- the LLM generator -------------------------------------------------------------------------

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from concurrent.futures import Future
 from typing import Any
 
-from agent_world.angel.generators import AbilityRequest, Generator
+from agent_world.angel.generators import AbilityRequest, CannotWrite, Generator
 from agent_world.config import Config
 from agent_world.core.inbox import Inbox
 from agent_world.sandbox.check import AbilityChecker, CheckReport
@@ -153,6 +153,9 @@ class Angel:
         for _attempt in range(self.config.angel.max_tries):
             try:
                 source = self.generator.write(request, feedback)
+            except CannotWrite as exc:  # said plainly: no point trying again
+                self._refuse(request, str(exc))
+                return last
             except Exception as exc:  # a failing writer (an LLM that timed out ...)
                 with self._lock:
                     self.rejected["writer"] += 1

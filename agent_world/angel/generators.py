@@ -18,10 +18,14 @@ from agent_world.core.abilities import ARG_KINDS, STATUSES
 from agent_world.core.effects import EFFECTS
 from agent_world.core.scene import Scene
 
-__all__ = ["AbilityRequest", "Generator", "LLMGenerator", "TextModel", "build_prompt",
-           "extract_code"]
+__all__ = ["AbilityRequest", "CannotWrite", "Generator", "LLMGenerator", "TextModel",
+           "build_prompt", "extract_code"]
 
 MAX_RESPONSE_CHARS = 40_000
+
+
+class CannotWrite(Exception):
+    """The writer knows it cannot meet the request; the message says why, in one line."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

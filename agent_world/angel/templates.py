@@ -2,8 +2,10 @@
 
 A request's words pick a template (heal, bolt, blink, shield ...); its numbers (amounts,
 costs, cooldowns) come from a digest of the request text, so the same request always gives
-the same ability. The request text only ever enters the source through ``repr``, as the
-DESCRIPTION string: it cannot become code.
+the same ability. The ability's name and description are made from what its effects do,
+never from the request's words: an ability never promises what it does not do. A request
+the templates cannot meet (no template fits, or it asks for more than any can give: to
+kill, to reach everyone, a dragon) is refused in one line saying what they can make.
 """
 
 from __future__ import annotations
@@ -13,136 +15,192 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from agent_world.angel.generators import AbilityRequest
+from agent_world.angel.generators import AbilityRequest, CannotWrite
+from agent_world.core.abilities import STATUSES
 
-__all__ = ["TEMPLATES", "Template", "TemplateGenerator", "ability_name", "describe"]
+__all__ = ["BEYOND", "TEMPLATES", "Template", "TemplateGenerator", "Written", "ability_name",
+           "beyond_templates"]
 
 MAX_DESCRIPTION = 200
-_STOP_WORDS = frozenset({"the", "and", "with", "for", "that", "this", "from", "please", "make",
-                         "let", "can", "want", "some", "into", "them", "you", "your", "all",
-                         "give", "need", "would", "like", "able", "could", "should"})
+BEYOND: tuple[tuple[str, str], ...] = (
+    (r"\bkill|\bslay|\bmurder|\bdestroy|\bannihilat|\bwipe out", "to kill or destroy"),
+    (r"\bevery(one|body| agent| creature)|\ball (the )?(agents|creatures|enemies)"
+     r"|\bwhole (map|world)|\bentire (map|world)|\bthe world\b|\bthe map\b",
+     "to reach everyone or the whole map"),
+    (r"\binstant|\bimmortal|\binvincib|\binfinite|\bforever|\bunlimited|\bgod",
+     "unlimited or instant power"),
+    (r"\bdragon|\bdemon|\bmonster|\barmy|\bcreature|\bbeast|\bminion|\bundead",
+     "to summon creatures"),
+    (r"\bresurrect|\bback to life|\braise the dead", "to bring back the dead"),
+)
+"""What a request may ask that no template gives, with how the refusal says it."""
+MAKES = ("heal, shield, speed up or regenerate; slow, root, poison, damage or push one "
+         "agent; blink; gather; raise a tree, bush, rock or shelter; make food; restore "
+         "energy or ease hunger; speak aloud")
+"""What the templates make, for a refusal."""
+
+
+@dataclass(frozen=True, slots=True)
+class Written:
+    """What a template makes: the metadata, the body of ``execute``, the description of its
+    effects and the name they suggest."""
+
+    meta: dict[str, object]
+    body: str
+    description: str
+    name: str
 
 
 @dataclass(frozen=True, slots=True)
 class Template:
     kind: str
     words: tuple[str, ...]
-    body: Callable[[int], tuple[dict[str, object], str]]  # dial -> (metadata, execute body)
+    make: Callable[[int], Written]  # dial -> the ability
 
 
 def _pick(dial: int, low: int, high: int) -> int:
     return low + dial % (high - low + 1)
 
 
-def _heal(d: int) -> tuple[dict[str, object], str]:
-    return ({"ENERGY_COST": _pick(d, 6, 12), "COOLDOWN": _pick(d, 30, 80), "RANGE": 3,
-             "ARGS": {"target": "agent?"}},
-            f'    who = ctx["target"] or ctx["caster"]\n'
-            f'    return [{{"type": "heal", "target": who["id"], '
-            f'"amount": {_pick(d, 8, 16)} + rand_int(0, 4)}}]\n')
+def _heal(d: int) -> Written:
+    amount = _pick(d, 8, 16)
+    return Written({"ENERGY_COST": _pick(d, 6, 12), "COOLDOWN": _pick(d, 30, 80), "RANGE": 3,
+                    "ARGS": {"target": "agent?"}},
+                   '    who = ctx["target"] or ctx["caster"]\n'
+                   f'    return [{{"type": "heal", "target": who["id"], '
+                   f'"amount": {amount} + rand_int(0, 4)}}]\n',
+                   f"Heal an agent within 3 tiles, or yourself, by {amount} to {amount + 4} "
+                   "health.", "heal")
 
 
-def _bolt(d: int) -> tuple[dict[str, object], str]:
-    return ({"ENERGY_COST": _pick(d, 8, 14), "COOLDOWN": _pick(d, 20, 60), "RANGE": 5,
-             "ARGS": {"target": "agent"}},
-            f'    target = ctx["target"]\n'
-            f'    return [{{"type": "damage", "target": target["id"], '
-            f'"amount": {_pick(d, 4, 9)} + rand_int(0, 3)}}]\n')
+def _bolt(d: int) -> Written:
+    amount = _pick(d, 4, 9)
+    return Written({"ENERGY_COST": _pick(d, 8, 14), "COOLDOWN": _pick(d, 20, 60), "RANGE": 5,
+                    "ARGS": {"target": "agent"}},
+                   '    target = ctx["target"]\n'
+                   f'    return [{{"type": "damage", "target": target["id"], '
+                   f'"amount": {amount} + rand_int(0, 3)}}]\n',
+                   f"Strike one agent within 5 tiles for {amount} to {amount + 3} damage.",
+                   "bolt")
 
 
-def _blink(d: int) -> tuple[dict[str, object], str]:
-    return ({"ENERGY_COST": _pick(d, 5, 10), "COOLDOWN": _pick(d, 20, 60),
-             "RANGE": _pick(d, 3, 6), "ARGS": {"x": "int", "y": "int"}},
-            '    tile = ctx["tile"]\n'
-            '    if tile["blocked"]:\n'
-            '        return [{"type": "message", "text": "The way is blocked."}]\n'
-            '    return [{"type": "move", "x": tile["x"], "y": tile["y"]}]\n')
+def _blink(d: int) -> Written:
+    reach = _pick(d, 3, 6)
+    return Written({"ENERGY_COST": _pick(d, 5, 10), "COOLDOWN": _pick(d, 20, 60),
+                    "RANGE": reach, "ARGS": {"x": "int", "y": "int"}},
+                   '    tile = ctx["tile"]\n'
+                   '    if tile["blocked"]:\n'
+                   '        return [{"type": "message", "text": "The way is blocked."}]\n'
+                   '    return [{"type": "move", "x": tile["x"], "y": tile["y"]}]\n',
+                   f"Move yourself at once to a free tile within {reach} tiles.", "blink")
 
 
-def _push(d: int) -> tuple[dict[str, object], str]:
-    return ({"ENERGY_COST": _pick(d, 4, 8), "COOLDOWN": _pick(d, 15, 40), "RANGE": 2,
-             "ARGS": {"target": "agent"}},
-            f'    return [{{"type": "push", "target": ctx["target"]["id"], '
-            f'"tiles": {_pick(d, 1, 3)}}}]\n')
+def _push(d: int) -> Written:
+    tiles = _pick(d, 1, 3)
+    return Written({"ENERGY_COST": _pick(d, 4, 8), "COOLDOWN": _pick(d, 15, 40), "RANGE": 2,
+                    "ARGS": {"target": "agent"}},
+                   f'    return [{{"type": "push", "target": ctx["target"]["id"], '
+                   f'"tiles": {tiles}}}]\n',
+                   f"Push an agent within 2 tiles {tiles} tile{'s' * (tiles > 1)} away from "
+                   "you.", "push")
 
 
-def _self_status(status: str) -> Callable[[int], tuple[dict[str, object], str]]:
-    def body(d: int) -> tuple[dict[str, object], str]:
-        return ({"ENERGY_COST": _pick(d, 5, 10), "COOLDOWN": _pick(d, 100, 200), "RANGE": 0,
-                 "ARGS": {}},
-                f'    return [{{"type": "status", "target": ctx["caster"]["id"], '
-                f'"status": "{status}", "ticks": {_pick(d, 40, 120)}}}]\n')
-    return body
+def _self_status(status: str) -> Callable[[int], Written]:
+    def make(d: int) -> Written:
+        ticks = _pick(d, 40, 120)
+        return Written({"ENERGY_COST": _pick(d, 5, 10), "COOLDOWN": _pick(d, 100, 200),
+                        "RANGE": 0, "ARGS": {}},
+                       f'    return [{{"type": "status", "target": ctx["caster"]["id"], '
+                       f'"status": "{status}", "ticks": {ticks}}}]\n',
+                       f"For {ticks} ticks {_ON_YOU[status]} ({status}).", status)
+    return make
 
 
-def _hex(status: str) -> Callable[[int], tuple[dict[str, object], str]]:
-    def body(d: int) -> tuple[dict[str, object], str]:
-        return ({"ENERGY_COST": _pick(d, 8, 14), "COOLDOWN": _pick(d, 60, 150), "RANGE": 4,
-                 "ARGS": {"target": "agent"}},
-                f'    return [{{"type": "status", "target": ctx["target"]["id"], '
-                f'"status": "{status}", "ticks": {_pick(d, 30, 90)}}}]\n')
-    return body
+def _hex(status: str) -> Callable[[int], Written]:
+    def make(d: int) -> Written:
+        ticks = _pick(d, 30, 90)
+        return Written({"ENERGY_COST": _pick(d, 8, 14), "COOLDOWN": _pick(d, 60, 150),
+                        "RANGE": 4, "ARGS": {"target": "agent"}},
+                       f'    return [{{"type": "status", "target": ctx["target"]["id"], '
+                       f'"status": "{status}", "ticks": {ticks}}}]\n',
+                       f"Put {status} on an agent within 4 tiles for {ticks} ticks: it "
+                       f"{STATUSES[status]}.", f"{status}_hex")
+    return make
 
 
-def _conjure(d: int) -> tuple[dict[str, object], str]:
+_ON_YOU = {"shield": "damage you take is halved", "haste": "you walk twice as fast",
+           "regen": "you regain 0.5 health per tick"}
+"""The self statuses' effects (``STATUSES``), said to the caster."""
+
+
+_PLURAL = {"berries": "berries", "apple": "apples", "bread": "loaves of bread"}
+
+
+def _conjure(d: int) -> Written:
     food = ("berries", "apple", "bread")[d % 3]
-    return ({"ENERGY_COST": _pick(d, 8, 15), "COOLDOWN": _pick(d, 80, 200), "RANGE": 0,
-             "ARGS": {}},
-            f'    return [{{"type": "create_item", "item": "{food}", '
-            f'"qty": 1 + rand_int(0, 1)}}]\n')
+    return Written({"ENERGY_COST": _pick(d, 8, 15), "COOLDOWN": _pick(d, 80, 200),
+                    "RANGE": 0, "ARGS": {}},
+                   f'    return [{{"type": "create_item", "item": "{food}", '
+                   f'"qty": 1 + rand_int(0, 1)}}]\n',
+                   f"Make one or two {_PLURAL[food]} in your pack.", f"conjure_{food}")
 
 
-def _raise(kind: str, material: str) -> Callable[[int], tuple[dict[str, object], str]]:
-    def body(d: int) -> tuple[dict[str, object], str]:
-        return ({"ENERGY_COST": _pick(d, 12, 20), "COOLDOWN": _pick(d, 100, 300),
-                 "RANGE": 2, "ARGS": {"x": "int", "y": "int"}},
-                '    tile = ctx["tile"]\n'
-                f'    return [{{"type": "consume", "item": "{material}", "qty": 2}},\n'
-                f'            {{"type": "spawn_object", "kind": "{kind}", "x": tile["x"], '
-                '"y": tile["y"]}]\n')
-    return body
+def _raise(kind: str, material: str) -> Callable[[int], Written]:
+    def make(d: int) -> Written:
+        label = kind.replace("_", " ")
+        return Written({"ENERGY_COST": _pick(d, 12, 20), "COOLDOWN": _pick(d, 100, 300),
+                        "RANGE": 2, "ARGS": {"x": "int", "y": "int"}},
+                       '    tile = ctx["tile"]\n'
+                       f'    return [{{"type": "consume", "item": "{material}", "qty": 2}},\n'
+                       f'            {{"type": "spawn_object", "kind": "{kind}", '
+                       '"x": tile["x"], "y": tile["y"]}]\n',
+                       f"Use 2 {material} from your pack to raise a {label} on a tile within "
+                       "2 tiles.", f"raise_{kind}")
+    return make
 
 
-def _gather(d: int) -> tuple[dict[str, object], str]:
-    return ({"ENERGY_COST": _pick(d, 3, 6), "COOLDOWN": _pick(d, 15, 40), "RANGE": 2,
-             "ARGS": {"target": "object"}},
-            '    yields = {"tree": "apple", "berry_bush": "berries", "rock": "stone"}\n'
-            '    target = ctx["target"]\n'
-            '    kind = yields.get(target["object"])\n'
-            '    if kind is None or target["stock"] < 1:\n'
-            '        return [{"type": "message", "text": "Nothing to gather here."}]\n'
-            '    return [{"type": "transfer", "item": kind, "qty": 1, "from": target["id"],\n'
-            '             "to": ctx["caster"]["id"]}]\n')
+def _gather(d: int) -> Written:
+    return Written({"ENERGY_COST": _pick(d, 3, 6), "COOLDOWN": _pick(d, 15, 40), "RANGE": 2,
+                    "ARGS": {"target": "object"}},
+                   '    yields = {"tree": "apple", "berry_bush": "berries", "rock": "stone"}\n'
+                   '    target = ctx["target"]\n'
+                   '    kind = yields.get(target["object"])\n'
+                   '    if kind is None or target["stock"] < 1:\n'
+                   '        return [{"type": "message", "text": "Nothing to gather here."}]\n'
+                   '    return [{"type": "transfer", "item": kind, "qty": 1, '
+                   '"from": target["id"],\n'
+                   '             "to": ctx["caster"]["id"]}]\n',
+                   "Take one apple, berries or stone from a tree, bush or rock within 2 "
+                   "tiles.", "gather")
 
 
-def _need(need: str, sign: int) -> Callable[[int], tuple[dict[str, object], str]]:
-    def body(d: int) -> tuple[dict[str, object], str]:
-        return ({"ENERGY_COST": 0 if need == "energy" else _pick(d, 4, 8),
-                 "COOLDOWN": _pick(d, 100, 250), "RANGE": 2, "ARGS": {"target": "agent?"}},
-                '    who = ctx["target"] or ctx["caster"]\n'
-                f'    return [{{"type": "need", "target": who["id"], "need": "{need}", '
-                f'"delta": {sign * _pick(d, 10, 25)}}}]\n')
-    return body
+def _need(need: str, sign: int) -> Callable[[int], Written]:
+    def make(d: int) -> Written:
+        amount = _pick(d, 10, 25)
+        what = (f"Restore {amount} energy" if need == "energy"
+                else f"Ease hunger by {amount}")
+        return Written({"ENERGY_COST": 0 if need == "energy" else _pick(d, 4, 8),
+                        "COOLDOWN": _pick(d, 100, 250), "RANGE": 2,
+                        "ARGS": {"target": "agent?"}},
+                       '    who = ctx["target"] or ctx["caster"]\n'
+                       f'    return [{{"type": "need", "target": who["id"], "need": "{need}", '
+                       f'"delta": {sign * amount}}}]\n',
+                       f"{what} for an agent within 2 tiles, or yourself.",
+                       "refresh" if need == "energy" else "sate")
+    return make
 
 
-def _message(d: int) -> tuple[dict[str, object], str]:
-    return ({"ENERGY_COST": 1, "COOLDOWN": _pick(d, 10, 30), "RANGE": 0,
-             "ARGS": {"text": "text"}},
-            '    text = ctx["args"]["text"].strip()\n'
-            '    name = ctx["caster"]["name"]\n'
-            '    return [{"type": "message", "text": f"{name}: {text}"[:160]}]\n')
-
-
-def _blessing(d: int) -> tuple[dict[str, object], str]:
-    return ({"ENERGY_COST": _pick(d, 4, 8), "COOLDOWN": _pick(d, 60, 120), "RANGE": 0,
-             "ARGS": {}},
-            '    caster = ctx["caster"]\n'
-            f'    return [{{"type": "heal", "target": caster["id"], "amount": {_pick(d, 3, 8)}}},\n'
-            '            {"type": "message", "text": f"{caster[\'name\']} glows faintly."}]\n')
+def _message(d: int) -> Written:
+    return Written({"ENERGY_COST": 1, "COOLDOWN": _pick(d, 10, 30), "RANGE": 0,
+                    "ARGS": {"text": "text"}},
+                   '    text = ctx["args"]["text"].strip()\n'
+                   '    name = ctx["caster"]["name"]\n'
+                   '    return [{"type": "message", "text": f"{name}: {text}"[:160]}]\n',
+                   "Say a line of text for everyone nearby to read.", "herald")
 
 
 TEMPLATES: tuple[Template, ...] = (
-    Template("heal", ("heal", "mend", "cure", "restore", "health", "wound", "revive"), _heal),
+    Template("heal", ("heal", "mend", "cure", "restore", "health", "wound"), _heal),
     Template("shield", ("shield", "protect", "guard", "armor", "armour", "ward", "barrier"),
              _self_status("shield")),
     Template("haste", ("fast", "speed", "haste", "quick", "swift", "sprint"),
@@ -161,29 +219,32 @@ TEMPLATES: tuple[Template, ...] = (
     Template("wall", ("wall", "rock", "stone wall", "barricade"), _raise("rock", "stone")),
     Template("shelter", ("build", "shelter", "house", "hut", "tent", "home"),
              _raise("shelter", "wood")),
-    Template("conjure", ("food", "feed", "bread", "conjure", "summon", "create", "eat",
-                         "meal", "hungry"), _conjure),
+    # What it makes, not how: "summon" or "create" alone does not say it wants food.
+    Template("conjure", ("food", "feed", "bread", "meal", "hungry", "eat", "apple", "berries",
+                         "berry"), _conjure),
     Template("refresh", ("energy", "rest", "refresh", "wake", "tired", "stamina"),
              _need("energy", 1)),
     Template("sate", ("hunger", "sate", "fill", "satiate", "starv"), _need("hunger", -1)),
-    Template("herald", ("speak", "shout", "message", "announce", "voice", "tell", "sing"),
-             _message),
+    Template("herald", ("speak", "shout", "message", "announce", "voice", "tell", "sing",
+                        "call"), _message),
 )
-FALLBACK = Template("blessing", (), _blessing)
 
 
-def describe(text: str) -> str:
-    """The request as a DESCRIPTION: printable, single spaces, at most 200 characters."""
+def beyond_templates(text: str) -> str | None:
+    """What the request asks that no template gives (None: nothing)."""
+    lowered = text.lower()
+    return next((what for pattern, what in BEYOND if re.search(pattern, lowered)), None)
+
+
+def _describe(text: str) -> str:
+    """Printable, single spaces, at most ``MAX_DESCRIPTION`` characters."""
     clean = " ".join("".join(ch if ch.isprintable() else " " for ch in text).split())
-    return (clean or "An ability the angel wrote.")[:MAX_DESCRIPTION]
+    return clean[:MAX_DESCRIPTION]
 
 
-def ability_name(text: str, kind: str, taken: Sequence[str]) -> str:
-    """A free name from the request's first words and the template kind."""
-    words = [w for w in re.findall(r"[a-z]+", text.lower())
-             if len(w) > 2 and w not in _STOP_WORDS][:2]
-    base = "_".join([*words, kind]) if words else kind
-    base = re.sub(r"[^a-z0-9_]", "", base)[:26].strip("_") or kind
+def ability_name(hint: str, taken: Sequence[str]) -> str:
+    """A free name from what the ability does (``heal``, ``conjure_bread``, ``heal_2`` ...)."""
+    base = re.sub(r"[^a-z0-9_]", "", hint.lower())[:26].strip("_") or "ability"
     if not base[0].isalpha():
         base = f"a_{base}"
     name, n = base, 2
@@ -193,11 +254,11 @@ def ability_name(text: str, kind: str, taken: Sequence[str]) -> str:
     return name
 
 
-def _choose(text: str, attempt: int) -> Template:
+def _choose(text: str, attempt: int) -> Template | None:
+    """The template for this attempt: the request's matches in turn (None: no more)."""
     lowered = text.lower()
     matches = [t for t in TEMPLATES if any(w in lowered for w in t.words)]
-    options = [*matches, FALLBACK]
-    return options[min(attempt, len(options) - 1)]
+    return matches[attempt] if attempt < len(matches) else None
 
 
 def _render(name: str, description: str, meta: dict[str, object], body: str) -> str:
@@ -212,19 +273,29 @@ def _render(name: str, description: str, meta: dict[str, object], body: str) -> 
 
 
 class TemplateGenerator:
-    """Writes abilities without an LLM. Each retry falls back to the next matching template
-    and finally to a harmless blessing."""
+    """Writes abilities without an LLM. Each retry takes the request's next matching
+    template; a request no template meets is refused (``CannotWrite``) with what they make."""
 
     name = "templates"
     repeatable = True  # the same request text always makes the same source
 
     def write(self, request: AbilityRequest, feedback: Sequence[str]) -> str:
+        kinds = MAKES
+        beyond = beyond_templates(request.text)
+        if beyond is not None:
+            raise CannotWrite(f"the templates cannot make abilities {beyond}; they can: "
+                              f"{kinds} (an LLM, llm.provider, writes others)")
         template = _choose(request.text, len(feedback))
+        if template is None:
+            raise CannotWrite(
+                ("no template fits this request" if not feedback else
+                 f"no other template fits after {len(feedback)} tries")
+                + f"; they can: {kinds} (an LLM, llm.provider, writes others)")
         dial = int.from_bytes(hashlib.blake2b(request.text.encode("utf-8"),
                                               digest_size=4).digest(), "big")
-        meta, body = template.body(dial)
-        name = ability_name(request.text, template.kind, request.taken)
-        return _render(name, describe(request.text), meta, body)
+        written = template.make(dial)
+        name = ability_name(written.name, request.taken)
+        return _render(name, _describe(written.description), written.meta, written.body)
 
     def close(self) -> None:
         """Templates hold nothing to release."""
