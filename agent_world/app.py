@@ -19,6 +19,7 @@ from agent_world.agents.brains import Brain
 from agent_world.agents.runner import UserBrains
 from agent_world.angel import Angel, Generator, LLMGenerator, TemplateGenerator, TextModel
 from agent_world.angel.link import AngelLink, Sent
+from agent_world.angel.usage import AbilityUsage
 from agent_world.config import Config, ConfigError
 from agent_world.core.loop import TickLoop
 from agent_world.core.world import World
@@ -129,6 +130,8 @@ class Session:
         self.sandbox = sandbox
         self.angel: Angel | None = None
         self.angel_link: AngelLink | None = None
+        # How each ability does (casts, effects, failures): what /ability improve teaches.
+        self.ability_usage = AbilityUsage()
         if sandbox is not None and text_model is None and config.llm.enabled:
             # With an LLM configured the angel writes with it (one provider on its thread,
             # released there when the angel stops).
@@ -147,6 +150,7 @@ class Session:
                                deliver=self.angel_link.deliver, report=self.note)
             self.angel_link.angel = self.angel
             self.loop.observers.append(self.angel_link)
+            self.loop.observers.append(self.ability_usage)
             self.angel_link.reopen()  # a resumed world's open requests are asked again
         # The thinking layers (the LLM's, users' brains') read each tick's report after the
         # tick, while the loop waits for the next one: never inside a tick's time, always
@@ -242,6 +246,20 @@ class Session:
         if self.angel_link is None:
             raise ValueError("this session has no angel (it runs without a sandbox)")
         return self.angel_link.request(description)
+
+    def improve_ability(self, name: str) -> Sent:
+        """The operator's /ability improve: ask the angel for a better version of ``name``
+        with its figures in this world. ValueError names what is wrong."""
+        if self.angel_link is None:
+            raise ValueError("this session has no angel (it runs without a sandbox)")
+        spec = self.world.abilities.get(name)
+        if spec is None:
+            raise ValueError(f"no ability named {name!r:.40} (/abilities lists them)")
+        figures = self.ability_usage.of(spec.name)
+        if not figures.casts and not figures.failures:
+            raise ValueError(f"{spec.name} has not been cast in this session: there is "
+                             "nothing yet to learn from (cast it with /cast, or wait)")
+        return self.angel_link.improve(spec.name, spec.source, tuple(figures.lines()))
 
     def load_ability(self, source: str, label: str) -> Sent:
         """The operator's /ability load: check a source like the angel's own work; if it

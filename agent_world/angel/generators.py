@@ -18,14 +18,23 @@ from agent_world.core.abilities import ARG_KINDS, STATUSES
 from agent_world.core.effects import EFFECTS
 from agent_world.core.scene import Scene
 
-__all__ = ["AbilityRequest", "CannotWrite", "Generator", "LLMGenerator", "TextModel",
-           "build_prompt", "extract_code"]
+__all__ = ["AbilityRequest", "CannotWrite", "Generator", "Improvement", "LLMGenerator",
+           "TextModel", "build_prompt", "extract_code"]
 
 MAX_RESPONSE_CHARS = 40_000
 
 
 class CannotWrite(Exception):
     """The writer knows it cannot meet the request; the message says why, in one line."""
+
+
+@dataclass(frozen=True, slots=True)
+class Improvement:
+    """``/ability improve NAME``: the ability as it is and how it did in the world."""
+
+    name: str
+    source: str
+    figures: tuple[str, ...]  # AbilityFigures.lines()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -45,6 +54,7 @@ class AbilityRequest:
     origin: str = ""
     scenes: tuple[Scene, ...] = ()
     ticket: int = 0
+    improve: Improvement | None = None
 
     def __post_init__(self) -> None:
         if not self.text.strip():
@@ -126,8 +136,18 @@ Examples:
 {examples}
 
 Request: {request.text}
-{('Earlier attempts failed:' + tried) if tried else ''}
+{_improving(request.improve)}{('Earlier attempts failed:' + tried) if tried else ''}
 Answer with only the source file in one ```python block."""
+
+
+def _improving(improve: Improvement | None) -> str:
+    if improve is None:
+        return ""
+    figures = "\n".join(f"- {line}" for line in improve.figures)
+    return (f"\nWrite a better version of the ability {improve.name}, under a new NAME: keep "
+            "what works and fix what its figures in the world show going wrong. Its source:"
+            f"\n```python\n{improve.source.strip()}\n```\nHow it did in the world:\n"
+            f"{figures}\n")
 
 
 _BLOCK = re.compile(r"```(?:python|py)?\s*\n(.*?)```", re.DOTALL)

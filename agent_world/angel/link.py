@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agent_world.angel.angel import Angel
-from agent_world.angel.generators import AbilityRequest
+from agent_world.angel.generators import AbilityRequest, Improvement
 from agent_world.core.loop import TickLoop
 from agent_world.core.scene import capture_around
 from agent_world.core.world import World
@@ -110,6 +110,14 @@ class AngelLink:
         sent = self._send(AbilityRequest(request=0, agent=0, text=text),
                           asked=self.world.tick)
         self._deliver_due()  # between ticks: a hold (wait: world) must start now
+        return sent
+
+    def improve(self, name: str, source: str, figures: tuple[str, ...]) -> Sent:
+        """The operator asks for a better version of ability ``name``, given how it did."""
+        sent = self._send(AbilityRequest(request=0, agent=0, text=f"a better {name}",
+                                         improve=Improvement(name, source, figures)),
+                          asked=self.world.tick)
+        self._deliver_due()
         return sent
 
     def load(self, source: str, label: str) -> Sent:

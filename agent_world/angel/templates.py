@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from agent_world.angel.generators import AbilityRequest, CannotWrite
+from agent_world.angel.generators import AbilityRequest, CannotWrite, Improvement
 from agent_world.core.abilities import STATUSES
 
 __all__ = ["BEYOND", "TEMPLATES", "Template", "TemplateGenerator", "Written", "ability_name",
@@ -43,11 +43,12 @@ MAKES = ("heal, shield, speed up or regenerate; slow, root, poison, damage or pu
 @dataclass(frozen=True, slots=True)
 class Written:
     """What a template makes: the metadata, the body of ``execute``, the description of its
-    effects and the name they suggest."""
+    effects (from the metadata as it finally is: an improved version may change its range)
+    and the name they suggest."""
 
     meta: dict[str, object]
     body: str
-    description: str
+    describe: Callable[[Mapping[str, object]], str]
     name: str
 
 
@@ -69,8 +70,8 @@ def _heal(d: int) -> Written:
                    '    who = ctx["target"] or ctx["caster"]\n'
                    f'    return [{{"type": "heal", "target": who["id"], '
                    f'"amount": {amount} + rand_int(0, 4)}}]\n',
-                   f"Heal an agent within 3 tiles, or yourself, by {amount} to {amount + 4} "
-                   "health.", "heal")
+                   lambda m: f"Heal an agent within {m['RANGE']} tiles, or yourself, by "
+                   f"{amount} to {amount + 4} health.", "heal")
 
 
 def _bolt(d: int) -> Written:
@@ -80,8 +81,8 @@ def _bolt(d: int) -> Written:
                    '    target = ctx["target"]\n'
                    f'    return [{{"type": "damage", "target": target["id"], '
                    f'"amount": {amount} + rand_int(0, 3)}}]\n',
-                   f"Strike one agent within 5 tiles for {amount} to {amount + 3} damage.",
-                   "bolt")
+                   lambda m: f"Strike one agent within {m['RANGE']} tiles for {amount} to "
+                   f"{amount + 3} damage.", "bolt")
 
 
 def _blink(d: int) -> Written:
@@ -92,7 +93,8 @@ def _blink(d: int) -> Written:
                    '    if tile["blocked"]:\n'
                    '        return [{"type": "message", "text": "The way is blocked."}]\n'
                    '    return [{"type": "move", "x": tile["x"], "y": tile["y"]}]\n',
-                   f"Move yourself at once to a free tile within {reach} tiles.", "blink")
+                   lambda m: f"Move yourself at once to a free tile within {m['RANGE']} "
+                   "tiles.", "blink")
 
 
 def _push(d: int) -> Written:
@@ -101,8 +103,8 @@ def _push(d: int) -> Written:
                     "ARGS": {"target": "agent"}},
                    f'    return [{{"type": "push", "target": ctx["target"]["id"], '
                    f'"tiles": {tiles}}}]\n',
-                   f"Push an agent within 2 tiles {tiles} tile{'s' * (tiles > 1)} away from "
-                   "you.", "push")
+                   lambda m: f"Push an agent within {m['RANGE']} tiles {tiles} "
+                   f"tile{'s' * (tiles > 1)} away from you.", "push")
 
 
 def _self_status(status: str) -> Callable[[int], Written]:
@@ -112,7 +114,7 @@ def _self_status(status: str) -> Callable[[int], Written]:
                         "RANGE": 0, "ARGS": {}},
                        f'    return [{{"type": "status", "target": ctx["caster"]["id"], '
                        f'"status": "{status}", "ticks": {ticks}}}]\n',
-                       f"For {ticks} ticks {_ON_YOU[status]} ({status}).", status)
+                       lambda m: f"For {ticks} ticks {_ON_YOU[status]} ({status}).", status)
     return make
 
 
@@ -123,8 +125,8 @@ def _hex(status: str) -> Callable[[int], Written]:
                         "RANGE": 4, "ARGS": {"target": "agent"}},
                        f'    return [{{"type": "status", "target": ctx["target"]["id"], '
                        f'"status": "{status}", "ticks": {ticks}}}]\n',
-                       f"Put {status} on an agent within 4 tiles for {ticks} ticks: it "
-                       f"{STATUSES[status]}.", f"{status}_hex")
+                       lambda m: f"Put {status} on an agent within {m['RANGE']} tiles for "
+                       f"{ticks} ticks: it {STATUSES[status]}.", f"{status}_hex")
     return make
 
 
@@ -142,7 +144,8 @@ def _conjure(d: int) -> Written:
                     "RANGE": 0, "ARGS": {}},
                    f'    return [{{"type": "create_item", "item": "{food}", '
                    f'"qty": 1 + rand_int(0, 1)}}]\n',
-                   f"Make one or two {_PLURAL[food]} in your pack.", f"conjure_{food}")
+                   lambda m: f"Make one or two {_PLURAL[food]} in your pack.",
+                   f"conjure_{food}")
 
 
 def _raise(kind: str, material: str) -> Callable[[int], Written]:
@@ -154,8 +157,8 @@ def _raise(kind: str, material: str) -> Callable[[int], Written]:
                        f'    return [{{"type": "consume", "item": "{material}", "qty": 2}},\n'
                        f'            {{"type": "spawn_object", "kind": "{kind}", '
                        '"x": tile["x"], "y": tile["y"]}]\n',
-                       f"Use 2 {material} from your pack to raise a {label} on a tile within "
-                       "2 tiles.", f"raise_{kind}")
+                       lambda m: f"Use 2 {material} from your pack to raise a {label} on a "
+                       f"tile within {m['RANGE']} tiles.", f"raise_{kind}")
     return make
 
 
@@ -170,8 +173,8 @@ def _gather(d: int) -> Written:
                    '    return [{"type": "transfer", "item": kind, "qty": 1, '
                    '"from": target["id"],\n'
                    '             "to": ctx["caster"]["id"]}]\n',
-                   "Take one apple, berries or stone from a tree, bush or rock within 2 "
-                   "tiles.", "gather")
+                   lambda m: "Take one apple, berries or stone from a tree, bush or rock "
+                   f"within {m['RANGE']} tiles.", "gather")
 
 
 def _need(need: str, sign: int) -> Callable[[int], Written]:
@@ -185,8 +188,8 @@ def _need(need: str, sign: int) -> Callable[[int], Written]:
                        '    who = ctx["target"] or ctx["caster"]\n'
                        f'    return [{{"type": "need", "target": who["id"], "need": "{need}", '
                        f'"delta": {sign * amount}}}]\n',
-                       f"{what} for an agent within 2 tiles, or yourself.",
-                       "refresh" if need == "energy" else "sate")
+                       lambda m: f"{what} for an agent within {m['RANGE']} tiles, or "
+                       "yourself.", "refresh" if need == "energy" else "sate")
     return make
 
 
@@ -196,7 +199,7 @@ def _message(d: int) -> Written:
                    '    text = ctx["args"]["text"].strip()\n'
                    '    name = ctx["caster"]["name"]\n'
                    '    return [{"type": "message", "text": f"{name}: {text}"[:160]}]\n',
-                   "Say a line of text for everyone nearby to read.", "herald")
+                   lambda m: "Say a line of text for everyone nearby to read.", "herald")
 
 
 TEMPLATES: tuple[Template, ...] = (
@@ -261,9 +264,49 @@ def _choose(text: str, attempt: int) -> Template | None:
     return matches[attempt] if attempt < len(matches) else None
 
 
+HEADER = '"""Written by the angel from a request."""'
+TUNABLE = ("ENERGY_COST", "COOLDOWN", "RANGE")
+MAX_TUNED_RANGE = 8
+
+
+def improve(old: Improvement, taken: Sequence[str]) -> str:
+    """A better version of an ability the templates wrote, from how it did: a longer reach
+    when casts failed out of range, a lower cost when casters were too tired, a shorter
+    cooldown when they waited on it. Its description is redone to match; CannotWrite when
+    the ability is not a template's or its figures show nothing these can fix."""
+    source = old.source
+    if not source.startswith(HEADER):
+        raise CannotWrite(f"the templates improve only abilities they wrote; {old.name} is "
+                          "not one (an LLM, llm.provider, improves any)")
+    meta = {key: int(m.group(1)) for key in TUNABLE
+            if (m := re.search(rf"^{key} = (\d+)$", source, re.MULTILINE))}
+    if len(meta) < len(TUNABLE):
+        raise CannotWrite(f"{old.name} has lost the template's form; it cannot be tuned")
+    failures = " ".join(old.figures).lower()
+    tuned = dict(meta)
+    if "out of range" in failures:
+        tuned["RANGE"] = min(MAX_TUNED_RANGE, meta["RANGE"] + 2)
+    if "too tired" in failures:
+        tuned["ENERGY_COST"] = max(1, round(meta["ENERGY_COST"] * 0.6))
+    if "cooling down" in failures:
+        tuned["COOLDOWN"] = max(10, round(meta["COOLDOWN"] * 0.6))
+    if tuned == meta:
+        raise CannotWrite(f"{old.name}'s figures show nothing the templates can tune (they "
+                          "fix failures out of range, too tired or cooling down): "
+                          + "; ".join(old.figures)[:160])
+    for key, value in tuned.items():
+        source = re.sub(rf"^{key} = \d+$", f"{key} = {value}", source, flags=re.MULTILINE)
+    if tuned["RANGE"] != meta["RANGE"]:
+        source = re.sub(rf"within {meta['RANGE']} tiles", f"within {tuned['RANGE']} tiles",
+                        source)
+    base = re.sub(r"_\d+$", "", old.name)
+    return re.sub(r"^NAME = .*$", f"NAME = {ability_name(base, taken)!r}", source, count=1,
+                  flags=re.MULTILINE)
+
+
 def _render(name: str, description: str, meta: dict[str, object], body: str) -> str:
     lines = [
-        '"""Written by the angel from a request."""',
+        HEADER,
         "",
         f"NAME = {name!r}",
         f"DESCRIPTION = {description!r}",
@@ -280,6 +323,8 @@ class TemplateGenerator:
     repeatable = True  # the same request text always makes the same source
 
     def write(self, request: AbilityRequest, feedback: Sequence[str]) -> str:
+        if request.improve is not None:
+            return improve(request.improve, request.taken)
         kinds = MAKES
         beyond = beyond_templates(request.text)
         if beyond is not None:
@@ -295,7 +340,8 @@ class TemplateGenerator:
                                               digest_size=4).digest(), "big")
         written = template.make(dial)
         name = ability_name(written.name, request.taken)
-        return _render(name, _describe(written.description), written.meta, written.body)
+        return _render(name, _describe(written.describe(written.meta)), written.meta,
+                       written.body)
 
     def close(self) -> None:
         """Templates hold nothing to release."""

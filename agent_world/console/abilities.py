@@ -48,6 +48,9 @@ ABILITY_HELP = (
     "it in the sandbox and dry-runs it, then adds it to the world at a tick boundary; the "
     "world log says what it wrote, or why it refused.",
     "With angel.wait: world the world pauses until the answer is in.",
+    "/ability improve NAME asks the angel for a better version of NAME, giving it how NAME "
+    "did in this session (casts, effects, failures by reason); the new version gets a new "
+    "name beside the old.",
 )
 ABILITIES_HELP = (
     "/abilities lists every ability: cost, cooldown, range, arguments, and why one is "
@@ -61,6 +64,7 @@ ABILITIES_HELP = (
 class AbilityArgs:
     description: str = ""
     load: Path | None = None  # /ability load FILE.py
+    improve: str = ""  # /ability improve NAME
 
 
 CAST_HELP = (
@@ -96,6 +100,8 @@ class AbilitiesArgs:
 def parse_ability(argv: Sequence[str]) -> AbilityArgs:
     if len(argv) == 2 and argv[0].lower() == "load":
         return AbilityArgs(load=Path(argv[1]))
+    if len(argv) == 2 and argv[0].lower() == "improve":
+        return AbilityArgs(improve=argv[1])
     text = " ".join(" ".join(argv).split())
     if not text:
         raise CommandError('describe the ability, e.g. /ability "a gust of wind that pushes '
@@ -256,11 +262,18 @@ async def ask(console: Console, args: AbilityArgs) -> list[str]:
                            "limit is console.max_angel_requests); wait for its answers in "
                            "the world log")
     try:
-        session.request_ability(args.description)
+        if args.improve:
+            session.improve_ability(args.improve)
+        else:
+            session.request_ability(args.description)
     except ValueError as exc:
         raise CommandError(str(exc)) from None
     waiting = ("the world waits until the answer is in" if session.config.angel.wait == "world"
                else "the world runs on meanwhile")
+    if args.improve:
+        figures = session.ability_usage.of(args.improve).lines()
+        return [f"asked the angel for a better {args.improve} ({figures[0]}); {waiting}; the "
+                "world log will say what it wrote"]
     return [f"asked the angel for: {args.description!r}; {waiting}; the world log will say "
             "what it wrote"]
 

@@ -258,8 +258,9 @@ COMMANDS: dict[str, Command[Any]] = _table(
     Command(name="echo", usage="/echo [on|off]", summary="show or hide world-log lines at "
             "the console (the log file gets them either way)", parse=parse_echo,
             run=control.echo),
-    Command(name="ability", usage='/ability "DESCRIPTION" | load FILE.py', summary="ask the "
-            "angel for a new ability, or load one from a file", parse=abilities.parse_ability,
+    Command(name="ability", usage='/ability "DESCRIPTION" | load FILE.py | improve NAME',
+            summary="ask the angel for a new ability or a better version of one, or load one "
+            "from a file", parse=abilities.parse_ability,
             run=abilities.ask, details=abilities.ABILITY_HELP),
     Command(name="cast", usage="/cast AGENT ABILITY [TARGET | X Y] [item=K qty=N text=T]",
             summary="order an agent to use an ability", parse=abilities.parse_cast,
