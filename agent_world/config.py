@@ -242,6 +242,12 @@ class GameConfig:
         "every action started (actions_started); 1 = the first brains (worlds saved before "
         "this setting)", low=1, high=2, legacy=1,
     )
+    agent_metrics: bool = setting(
+        True, "count each agent's metrics (gathered, eaten, walked, damage, kills, trades, "
+        "gold, casts, decisions, latency, tokens) as part of the world's state: /top, "
+        "/metrics and the API show them, and replays keep them (false: worlds saved before "
+        "them)", legacy=False,
+    )
     carry_capacity: float = setting(
         40.0, "weight an agent can carry (item weights are in docs/world.md; gold weighs "
         "nothing); goods past it cannot be picked up, harvested, bought or received. 0: no "

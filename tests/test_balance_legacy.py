@@ -20,7 +20,8 @@ from agent_world.sandbox.host import load_builtins
 
 NEW_GAME = ("brain_version", "carry_capacity", "food_spoilage", "ground_item_life_ticks",
             "market_fee", "gold_upkeep_per_hour", "upkeep_free_gold", "weapon_wear",
-            "estate_dues", "inheritance", "lifespan_ticks", "ability_requests_per_hour")
+            "estate_dues", "inheritance", "lifespan_ticks", "ability_requests_per_hour",
+            "agent_metrics")
 NEW_WORLD = ("immigrants_fill_mix",)
 
 
@@ -30,7 +31,7 @@ def test_every_new_setting_has_the_legacy_value_of_the_old_rules() -> None:
         "brain_version": 1, "carry_capacity": 0.0, "food_spoilage": 0.0,
         "ground_item_life_ticks": 0, "market_fee": 0.0, "gold_upkeep_per_hour": 0.0,
         "upkeep_free_gold": 0, "weapon_wear": 0.0, "estate_dues": 0.0, "inheritance": False,
-        "lifespan_ticks": 0, "ability_requests_per_hour": 0.0}
+        "lifespan_ticks": 0, "ability_requests_per_hour": 0.0, "agent_metrics": False}
     assert legacy_values("world")["immigrants_fill_mix"] is False
     new = Config().game
     assert new.brain_version == 2 and new.carry_capacity > 0 and new.market_fee > 0
@@ -79,6 +80,7 @@ def test_a_world_saved_before_the_new_rules_runs_exactly_as_it_did(
         assert seen == {t: h for t, h in hashes.items() if t}
         state = json.loads(world.state_bytes())
         assert "minds" not in state and "brains_cast" not in state.get("abilities", {})
+        assert "metrics" not in state and world.metrics.is_empty()
         assert "actions_started" not in world.counters
     finally:
         world.close()

@@ -233,7 +233,9 @@ def test_salvage_keeps_every_line_decoded_before_corruption(tmp_path: Path) -> N
     reference = _valid_prefix([line + b"\n" for line in bytes(decoded).split(b"\n")], lines)
     salvage = salvage_damaged(folder, path)
     kept = file_lines(folder.events_dir / "0000000-0000249.jsonl")
-    assert kept == lines[:reference]
+    # Every line kept is the original one, and none decoded before the corruption is lost
+    # (zlib may hand out a few more good bytes in pieces than one byte at a time).
+    assert kept == lines[:len(kept)] and len(kept) >= reference
     assert _valid_prefix(old_way, lines) < len(kept)
     assert salvage.last_tick == orjson.loads(kept[-1])["tick"]
     assert (folder.events_dir / "0000000-0000249.jsonl.gz.damaged").read_bytes() == data

@@ -14,7 +14,7 @@ from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, TextIO, TypeVar
 
-from agent_world.console import abilities, changes, control, stats, views
+from agent_world.console import abilities, changes, control, scores, stats, views
 from agent_world.console.parsing import (
     CommandError,
     HelpArgs,
@@ -253,6 +253,12 @@ COMMANDS: dict[str, Command[Any]] = _table(
             "or objects, or of one personality or kind", parse=parse_list, run=views.listing),
     Command(name="stats", usage="/stats", summary="tick times, entity and event counts, "
             "log figures", parse=parse_no_args, run=stats.show),
+    Command(name="top", usage="/top [METRIC] [N]", summary="rank agents by one of their "
+            "metrics (no METRIC: list the metrics)", parse=scores.parse_top, run=scores.top,
+            details=scores.TOP_HELP),
+    Command(name="metrics", usage="/metrics [AGENT]", summary="one agent's metrics, or each "
+            "brain's totals", parse=scores.parse_metrics, run=scores.metrics,
+            details=scores.METRICS_HELP),
     Command(name="save", usage="/save", summary="snapshot the world now and say when it is "
             "on disk", parse=parse_no_args, run=control.save),
     Command(name="echo", usage="/echo [on|off]", summary="show or hide world-log lines at "

@@ -140,6 +140,15 @@ def _plan(world: World, data: Mapping[str, Any]) -> None:
         finish(intent, "replaced by a new plan")
     intent.plan = actions
     intent.plan_source = _str(data, "source") or "console"
+    if world.metrics.enabled:
+        world.metrics.on_plan(world, data)
+
+
+def _decision_fault(world: World, data: Mapping[str, Any]) -> None:
+    """A brain that is not built in failed to decide for an agent (counted: metrics)."""
+    eid = _agent(world, data)
+    if world.metrics.enabled:
+        world.metrics.add(world, eid, "decision_faults")
 
 
 INPUT_HANDLERS: dict[str, InputHandler] = {
@@ -147,6 +156,7 @@ INPUT_HANDLERS: dict[str, InputHandler] = {
     "kill": _kill,
     "give": _give,
     "plan": _plan,
+    "decision_fault": _decision_fault,
     "ability": accept_input,
     "ability_refused": refused_input,
     "ability_state": state_input,

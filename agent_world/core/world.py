@@ -33,6 +33,7 @@ from agent_world.core.errors import WorldError
 from agent_world.core.inbox import Inbox
 from agent_world.core.inputs import apply_input
 from agent_world.core.items import GOLD, ITEMS, OBJECTS
+from agent_world.core.metrics import MetricsBook
 from agent_world.core.minds import Minds
 from agent_world.core.names import pick_name
 from agent_world.core.spatial import SpatialGrid
@@ -97,6 +98,7 @@ class World:
         self.input_observers: list[Callable[[Sequence[Input]], None]] = []
         self.abilities = AbilityBook(config.abilities)
         self.minds = Minds()  # what built-in brains remember beyond their components
+        self.metrics = MetricsBook(config.game.agent_metrics)
         self.replaying = False  # true while a step's inputs come from a log
         # Ids of items and objects whose ground state (existence, position, quantity, stock)
         # changed since a reader last took them; None (nothing kept) until someone asks.
@@ -481,7 +483,10 @@ class World:
     # -- events and memory -------------------------------------------------------------------
 
     def emit(self, type: str, **fields: Any) -> None:
-        self._events.append({"type": type, **fields})
+        event = {"type": type, **fields}
+        self._events.append(event)
+        if self.metrics.enabled:
+            self.metrics.on_event(self, event)
 
     def count(self, counter: str, n: int = 1) -> None:
         self.counters[counter] = self.counters.get(counter, 0) + n
@@ -563,7 +568,8 @@ class World:
             "market_tally": self.market_tally,
             "entities": self.store.rows(),
         } | ({} if self.abilities.is_empty() else {"abilities": self.abilities.get_state()}) | (
-            {} if self.minds.is_empty() else {"minds": self.minds.get_state()})
+            {} if self.minds.is_empty() else {"minds": self.minds.get_state()}) | (
+            {} if self.metrics.is_empty() else {"metrics": self.metrics.get_state()})
 
     def state_bytes(self) -> bytes:
         return orjson.dumps(self.get_state(), option=orjson.OPT_NON_STR_KEYS)
@@ -611,6 +617,7 @@ class World:
                               "wanted": dict(state["market_tally"]["wanted"])}
         world.abilities.set_state(state.get("abilities"))
         world.minds.set_state(state.get("minds"))
+        world.metrics.set_state(state.get("metrics"))
         for row in state["entities"]:
             world.place_entity(int(row["id"]), [c.component_from_state(name, data)
                                                 for name, data in row.items() if name != "id"])

@@ -289,6 +289,10 @@ class ThinkingManager:
             return
         mind.errors += 1
         mind.last_error_tick = tick
+        if self.world.metrics.enabled:  # the agent's metrics count it, and so replay it
+            self.world_inbox.submit("decision_fault", {
+                "agent": outcome.agent, "kind": outcome.error_kind, "source": self.source},
+                source=self.source)
         self.on_failed(tick, outcome, mind)
         text = f"{outcome.error_kind}: {outcome.error}"
         mind.notes.append(text)

@@ -16,6 +16,7 @@ from aiohttp import web
 
 from agent_world.config import PERSONALITIES
 from agent_world.console.recent import involves
+from agent_world.core.metrics import METRICS
 from agent_world.persistence.eventlog import LogReader
 from agent_world.web import views
 from agent_world.web.feed import LAYERS, BBox
@@ -110,11 +111,27 @@ def add_routes(app: web.Application, server: WebServer) -> None:
     get("/api/agents/{id}", _endpoint(lambda r: _agent(server, r)))
     get("/api/stats", _endpoint(lambda r: views.stats(server.console)))
     get("/api/metrics", _endpoint(lambda r: _metrics(server, r)))
+    get("/api/agent_metrics", _endpoint(lambda r: _agent_metrics(server, r)))
     get("/api/abilities", _endpoint(lambda r: _abilities(server)))
     get("/api/abilities/{name}", _endpoint(lambda r: _ability(server, r)))
     get("/api/events", _endpoint(lambda r: _events(server, r)))
     get("/api/log", _endpoint(lambda r: _log(server)))
     app.router.add_post("/api/commands", _endpoint(lambda r: _command(server, r)))
+
+
+def _agent_metrics(server: WebServer, request: web.Request) -> dict[str, Any]:
+    """Every agent's metrics (the world's, as /metrics and /top show them), highest on
+    ``sort`` first, and each brain's totals."""
+    world = server.session.world
+    book = world.metrics
+    sort = (_words(request, "sort", tuple(METRICS)) or ["walked"])[0]
+    limit = _int(request, "limit", 1000, low=1, high=100_000)
+    assert limit is not None
+    agents = [{"id": eid, "name": book.rows[eid]["name"], "brain": book.rows[eid]["brain"],
+               "alive": world.alive(eid), **book.of(eid)}
+              for eid, _value in book.top(sort, limit)]
+    return {"tick": world.tick, "enabled": book.enabled, "metrics": METRICS, "sort": sort,
+            "agents": agents, "by_brain": book.by("brain")}
 
 
 def _entities(server: WebServer, request: web.Request) -> dict[str, Any]:

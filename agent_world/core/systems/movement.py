@@ -30,6 +30,8 @@ def _step(world: World, eid: int, pos: c.Position, needs: c.Needs, intent: c.Int
         return False
     pos.x, pos.y = tile % terrain.width, tile // terrain.width
     world.agents_grid.moved(eid)
+    if world.metrics.enabled:
+        world.metrics.walked(world, eid)
     r = world.rules
     energy = needs.energy - r.energy_per_step
     needs.energy = 0.0 if energy < 0.0 else energy
