@@ -32,6 +32,7 @@ from agent_world.app import Session
 from agent_world.argtypes import positive_int, seed, speed, tick
 from agent_world.config import Config, ConfigError, load_config
 from agent_world.console import StdinKind, run_console, stdin_kind
+from agent_world.eval_command import main as eval_main
 from agent_world.llm.local import check_local
 from agent_world.persistence import (
     DivergenceError,
@@ -511,6 +512,8 @@ def _main(argv: Sequence[str] | None) -> int:
             return report_main(argv[1:])
         if argv[:1] == ["schema"]:
             return schema_main(argv[1:])
+        if argv[:1] == ["eval"]:
+            return eval_main(argv[1:])
         args = build_parser().parse_args(argv)
         config = _configure(args)
         # One line and exit 2 if a brain cannot be used.

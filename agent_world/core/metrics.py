@@ -73,7 +73,8 @@ def percentile_of(histogram: list[int], q: float) -> float:
 
 
 class MetricsBook:
-    """Every agent's figures: ``rows[eid]`` holds its name, brain and the nonzero counts."""
+    """Every agent's figures: ``rows[eid]`` holds its name, brain, birth tick (and death
+    tick, once dead) and the nonzero counts."""
 
     def __init__(self, enabled: bool) -> None:
         self.enabled = enabled
@@ -89,7 +90,8 @@ class MetricsBook:
             agent = world.store.try_get(eid, c.Agent)
             if agent is None:
                 return None
-            row = self.rows[eid] = {"name": agent.name, "brain": agent.brain}
+            row = self.rows[eid] = {"name": agent.name, "brain": agent.brain,
+                                    "born": agent.born}
         return row
 
     def add(self, world: World, eid: Any, metric: str, amount: float = 1) -> None:
@@ -227,6 +229,7 @@ def _death(book: MetricsBook, world: World, e: Mapping[str, Any]) -> None:
     book.add(world, e.get("killer"), "kills")
     book.add(world, eid, "deaths")
     if isinstance(eid, int) and eid in book.rows:
+        book.rows[eid]["died_at"] = world.tick
         book.died(eid)
 
 

@@ -1,0 +1,208 @@
+"""Many episodes: every brain on every seed, in local worker processes, with a progress line
+and ETA on a terminal; then each brain's mean and 95% confidence interval over seeds,
+written as JSON, CSV and a markdown table.
+
+A failed episode is reported and tried once more; if it fails again the others' results
+stand and the failure is listed (and the exit status says so). Episodes never share a
+process's state: each worker process runs one episode at a time in a fresh world.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import csv
+import math
+import multiprocessing
+import sys
+import time
+import traceback
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TextIO
+
+import orjson
+
+from agent_world.config import Config, config_from_dict
+from agent_world.eval.episode import Episode, run_episode
+from agent_world.eval.scenario import Scenario
+
+__all__ = ["Evaluation", "Summary", "confidence", "evaluate", "summarise", "write_results"]
+
+# Two-sided 95% t values by degrees of freedom (from 31 on the normal's 1.96 is close).
+_T95 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179,
+        2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064,
+        2.060, 2.056, 2.052, 2.048, 2.045, 2.042)
+KEY_METRICS = ("ticks_alive", "food_gathered", "eaten", "kills", "deaths", "trades_done",
+               "wealth_gained", "decisions", "decision_faults", "latency_p95", "tokens",
+               "cost")
+
+
+def confidence(values: Sequence[float]) -> tuple[float, float]:
+    """The mean and the half-width of its 95% confidence interval (Student's t; 0 for
+    fewer than two values)."""
+    n = len(values)
+    if not n:
+        return 0.0, 0.0
+    mean = sum(values) / n
+    if n < 2:
+        return mean, 0.0
+    sd = math.sqrt(sum((v - mean) ** 2 for v in values) / (n - 1))
+    t = _T95[n - 2] if n - 2 < len(_T95) else 1.96
+    return mean, t * sd / math.sqrt(n)
+
+
+@dataclass(frozen=True, slots=True)
+class Summary:
+    brain: str
+    episodes: int
+    score: tuple[float, float]  # mean, 95% half-width
+    metrics: dict[str, tuple[float, float]]
+
+
+@dataclass
+class Evaluation:
+    scenario: Scenario
+    brains: list[str]
+    seeds: list[int]
+    episodes: list[Episode] = field(default_factory=list)
+    failed: list[dict[str, Any]] = field(default_factory=list)
+    seconds: float = 0.0
+
+
+def summarise(episodes: Sequence[Episode], brains: Sequence[str]) -> list[Summary]:
+    out = []
+    for brain in brains:
+        mine = sorted((e for e in episodes if e.brain == brain), key=lambda e: e.seed)
+        names = [m for m in KEY_METRICS if mine and m in mine[0].metrics]
+        out.append(Summary(brain=brain, episodes=len(mine),
+                           score=confidence([e.score for e in mine]),
+                           metrics={m: confidence([e.metrics[m] for e in mine])
+                                    for m in names}))
+    return out
+
+
+def _one(args: tuple[Scenario, str, int, str, dict[str, Any], str | None]) -> dict[str, Any]:
+    """A worker process's job: one episode, as plain data (or the error)."""
+    scenario, brain, seed, out, base, brains_path = args
+    try:
+        episode = run_episode(scenario, brain, seed, Path(out),
+                              config_from_dict(base, source="eval"), brains_path)
+        return {"ok": True, "episode": episode.to_dict()}
+    except Exception as exc:  # reported with the episode, never lost with the others
+        return {"ok": False, "brain": brain, "seed": seed,
+                "error": f"{type(exc).__name__}: {exc}",
+                "trace": traceback.format_exc()[-2000:]}
+
+
+class Progress:
+    """``[#####-----] 12/40 episodes, 1m20s left`` on a terminal; nothing elsewhere."""
+
+    def __init__(self, total: int, stream: TextIO) -> None:
+        self.total, self.stream = total, stream
+        self.done = 0
+        self.began = time.monotonic()
+        self.live = stream.isatty()
+
+    def step(self) -> None:
+        self.done += 1
+        if not self.live:
+            return
+        spent = time.monotonic() - self.began
+        left = spent / self.done * (self.total - self.done)
+        bar = "#" * (20 * self.done // self.total)
+        self.stream.write(f"\r[{bar:<20}] {self.done}/{self.total} episodes, "
+                          f"{int(left) // 60}m{int(left) % 60:02d}s left ")
+        self.stream.flush()
+
+    def end(self) -> None:
+        if self.live:
+            self.stream.write("\n")
+            self.stream.flush()
+
+
+def evaluate(scenario: Scenario, brains: Sequence[str], seeds: Sequence[int], out: Path, *,
+             workers: int, base: Config, brains_path: str | None = None,
+             progress: TextIO = sys.stderr,
+             log: Callable[[str], None] = lambda _t: None) -> Evaluation:
+    """Every (brain, seed) episode of ``scenario``, ``workers`` at a time."""
+    began = time.perf_counter()
+    jobs = [(scenario, brain, seed, str(out), base.to_dict(), brains_path)
+            for brain in brains for seed in seeds]
+    result = Evaluation(scenario=scenario, brains=list(brains), seeds=list(seeds))
+    bar = Progress(len(jobs), progress)
+    context = multiprocessing.get_context("spawn")
+    with concurrent.futures.ProcessPoolExecutor(max_workers=workers,
+                                                mp_context=context) as pool:
+        pending = {pool.submit(_one, job): (job, 1) for job in jobs}
+        while pending:
+            done, _rest = concurrent.futures.wait(
+                pending, return_when=concurrent.futures.FIRST_COMPLETED)
+            for future in done:
+                job, attempt = pending.pop(future)
+                try:
+                    answer = future.result()
+                except Exception as exc:  # the worker process itself died
+                    answer = {"ok": False, "brain": job[1], "seed": job[2],
+                              "error": f"the worker died ({type(exc).__name__}: {exc})"}
+                if answer["ok"]:
+                    result.episodes.append(Episode(**answer["episode"]))
+                    bar.step()
+                elif attempt == 1:
+                    log(f"episode {job[1]} seed {job[2]} failed ({answer['error']}); "
+                        "trying it once more")
+                    retry = (*job[:3], str(Path(job[3]) / "retry"), *job[4:])
+                    pending[pool.submit(_one, retry)] = (retry, 2)
+                else:
+                    log(f"episode {job[1]} seed {job[2]} failed again: {answer['error']}")
+                    result.failed.append({k: v for k, v in answer.items() if k != "ok"})
+                    bar.step()
+    bar.end()
+    result.episodes.sort(key=lambda e: (brains.index(e.brain), e.seed))
+    result.seconds = round(time.perf_counter() - began, 1)
+    return result
+
+
+def _pm(pair: tuple[float, float]) -> str:
+    mean, half = pair
+    return f"{mean:,.2f} ± {half:,.2f}"
+
+
+def write_results(result: Evaluation, out: Path) -> list[str]:
+    """results.json, results.csv and results.md in ``out``; the markdown table's lines."""
+    out.mkdir(parents=True, exist_ok=True)
+    summaries = summarise(result.episodes, result.brains)
+    scenario = result.scenario
+    doc = {"scenario": {"name": scenario.name, "source": scenario.source,
+                        "score": scenario.score, "ticks": scenario.ticks},
+           "brains": result.brains, "seeds": result.seeds, "seconds": result.seconds,
+           "summary": [{"brain": s.brain, "episodes": s.episodes,
+                        "score": {"mean": s.score[0], "ci95": s.score[1]},
+                        "metrics": {m: {"mean": v[0], "ci95": v[1]}
+                                    for m, v in s.metrics.items()}} for s in summaries],
+           "episodes": [e.to_dict() for e in result.episodes], "failed": result.failed}
+    (out / "results.json").write_bytes(orjson.dumps(doc, option=orjson.OPT_INDENT_2))
+    metric_names = sorted({m for e in result.episodes for m in e.metrics})
+    with (out / "results.csv").open("w", newline="", encoding="utf-8") as f:
+        writer = csv.writer(f)
+        writer.writerow(["scenario", "brain", "seed", "ticks", "score", "subjects", "alive",
+                         "seconds", "folder", *metric_names])
+        for e in result.episodes:
+            writer.writerow([e.scenario, e.brain, e.seed, e.ticks, round(e.score, 4),
+                             e.subjects, e.alive, e.seconds, e.folder,
+                             *(round(e.metrics.get(m, 0.0), 4) for m in metric_names)])
+    shown = [m for m in KEY_METRICS if any(m in s.metrics for s in summaries)]
+    lines = [f"# {scenario.name}: {len(result.brains)} brains x {len(result.seeds)} seeds",
+             "", f"Score: {scenario.describe_score()} (mean over the subjects of each "
+             "episode); mean ± 95% confidence interval over seeds.", "",
+             "| brain | episodes | score | " + " | ".join(shown) + " |",
+             "|---|---:|---:|" + "---:|" * len(shown)]
+    for s in summaries:
+        lines.append(f"| {s.brain} | {s.episodes} | {_pm(s.score)} | "
+                     + " | ".join(_pm(s.metrics[m]) if m in s.metrics else "-"
+                                  for m in shown) + " |")
+    if result.failed:
+        lines += ["", f"Failed episodes ({len(result.failed)}): " + "; ".join(
+            f"{f['brain']} seed {f['seed']}: {f['error']}" for f in result.failed)]
+    (out / "results.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return lines

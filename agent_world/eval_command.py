@@ -1,0 +1,144 @@
+"""``python main.py eval SCENARIO``: compare brains on a scenario over many seeds.
+
+    python main.py eval survival --brains builtin,forager --seeds 1-20 --workers 2
+    python main.py eval my_scenario.yaml --brains builtin,llm --seeds 1,2,3 --ticks 2000
+
+Runs one episode per brain and seed in local worker processes (one save folder each,
+replayable and viewable), then prints and writes (``--out``, default
+``evals/SCENARIO-DATE``) each brain's mean score and 95% confidence interval with the key
+metrics: results.json, results.csv, results.md, and a PNG per metric when matplotlib is
+installed. Bad input (an unknown scenario, brain or metric, a bad seed range) is one line
+and exit status 2, before any episode starts; a failed episode makes it 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from agent_world.agents.registry import load_brains
+from agent_world.config import Config, ConfigError, load_config
+from agent_world.eval.runner import KEY_METRICS, Evaluation, evaluate, summarise, write_results
+from agent_world.eval.scenario import built_in_names, load_scenario, with_ticks
+
+__all__ = ["main", "parse_seeds"]
+
+MAX_SEEDS = 10_000
+
+
+def parse_seeds(text: str) -> list[int]:
+    """``1-20``, ``1,5,9`` or both (``1-3,10``); ValueError naming what is wrong."""
+    seeds: list[int] = []
+    for piece in text.split(","):
+        part = piece.strip()
+        low, dash, high = part.partition("-")
+        try:
+            first, last = (int(low), int(high)) if dash else (int(part), int(part))
+        except ValueError:
+            raise ValueError(f"--seeds {text!r}: {part!r} is not a seed or a range like "
+                             "1-20") from None
+        if first < 0 or last < first:
+            raise ValueError(f"--seeds {text!r}: {part!r} is not a range of seeds >= 0 "
+                             "(low-high)")
+        seeds.extend(range(first, last + 1))
+        if len(seeds) > MAX_SEEDS:
+            raise ValueError(f"--seeds {text!r}: more than {MAX_SEEDS} seeds")
+    return sorted(set(seeds))
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python main.py eval", description="Compare brains on a scenario over seeds.")
+    parser.add_argument("scenario", help=f"a built-in scenario ({', '.join(built_in_names())}) "
+                                         "or a YAML file")
+    parser.add_argument("--brains", default="builtin",
+                        help="comma-separated: builtin, llm, or registered brains' names")
+    parser.add_argument("--seeds", default="1-5", help="e.g. 1-20 or 1,2,3 (default 1-5)")
+    parser.add_argument("--ticks", type=int, help="episode length (default: the scenario's)")
+    parser.add_argument("--workers", type=int, default=max(1, (os.cpu_count() or 1)),
+                        help="episodes at once, each in a process of its own")
+    parser.add_argument("--out", type=Path, help="folder for the results and the episodes' "
+                                                 "save folders (default evals/NAME-DATE)")
+    parser.add_argument("--config", type=Path, metavar="FILE",
+                        help="configuration: the LLM, registered brains (default: "
+                             "config.yaml if present)")
+    parser.add_argument("--brains-path", metavar="DIR", help="a folder to import brains from")
+    return parser
+
+
+def _check(args: argparse.Namespace) -> tuple[list[str], list[int], Config]:
+    config = load_config(args.config)
+    brains = [b.strip() for b in args.brains.split(",") if b.strip()]
+    if not brains:
+        raise ValueError("--brains: name at least one brain (builtin, llm or a registered one)")
+    registered = load_brains(config.brains, path=args.brains_path, llm=config.llm.enabled)
+    for brain in brains:
+        if brain == "llm" and not config.llm.enabled:
+            raise ValueError("--brains: llm needs an LLM; set llm.provider in the "
+                             "configuration (--config FILE)")
+        if brain not in ("builtin", "llm") and brain not in registered:
+            known = ", ".join(["builtin", "llm", *registered])
+            raise ValueError(f"--brains: unknown brain {brain!r} (known: {known}); register "
+                             "yours in the configuration: brains: {NAME: \"module:Class\"}")
+    if args.ticks is not None and not 1 <= args.ticks <= 10**7:
+        raise ValueError(f"--ticks {args.ticks}: give 1 to 10,000,000 ticks")
+    if args.workers < 1:
+        raise ValueError(f"--workers {args.workers}: give 1 or more")
+    return brains, parse_seeds(args.seeds), config
+
+
+def _plots(result: Evaluation, out: Path) -> str:
+    """A PNG per key metric, when matplotlib is installed."""
+    try:
+        import matplotlib  # type: ignore[import-not-found]  # noqa: PLC0415 - optional
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt  # type: ignore[import-not-found]  # noqa: PLC0415
+    except ImportError:
+        return "no plots: matplotlib is not installed (pip install matplotlib)"
+    summaries = summarise(result.episodes, result.brains)
+    written = 0
+    for metric in ("score", *KEY_METRICS):
+        pairs = [(s.brain, s.score if metric == "score" else s.metrics.get(metric))
+                 for s in summaries]
+        shown = [(b, v) for b, v in pairs if v is not None]
+        if not shown:
+            continue
+        fig, ax = plt.subplots(figsize=(5, 3))
+        ax.bar([b for b, _ in shown], [v[0] for _, v in shown],
+               yerr=[v[1] for _, v in shown], capsize=4)
+        ax.set_title(f"{result.scenario.name}: {metric} (mean, 95% CI)")
+        fig.tight_layout()
+        fig.savefig(out / f"{metric}.png")
+        plt.close(fig)
+        written += 1
+    return f"{written} plots"
+
+
+def main(argv: Sequence[str]) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        scenario = with_ticks(load_scenario(args.scenario), args.ticks)
+        brains, seeds, config = _check(args)
+    except (ConfigError, ValueError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    out = args.out or Path("evals") / f"{scenario.name}-{datetime.datetime.now():%Y%m%d-%H%M%S}"
+    if (out / "saves").exists() and any((out / "saves").iterdir()):
+        print(f"error: {out} holds episodes already; give another --out", file=sys.stderr)
+        return 2
+    print(f"{scenario.name}: {len(brains)} brains x {len(seeds)} seeds, {scenario.ticks} "
+          f"ticks each, {args.workers} at a time; episodes in {out / 'saves'}",
+          file=sys.stderr)
+    result = evaluate(scenario, brains, seeds, out, workers=args.workers, base=config,
+                      brains_path=args.brains_path,
+                      log=lambda text: print(text, file=sys.stderr))
+    lines = write_results(result, out)
+    print("\n".join(lines))
+    print(f"\n{len(result.episodes)} episodes in {result.seconds:g} s; results in "
+          f"{out}/results.{{json,csv,md}}; {_plots(result, out)}", file=sys.stderr)
+    return 1 if result.failed else 0
