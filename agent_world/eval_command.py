@@ -22,6 +22,7 @@ from pathlib import Path
 
 from agent_world.agents.registry import load_brains
 from agent_world.config import Config, ConfigError, load_config
+from agent_world.eval.raypool import RayError
 from agent_world.eval.runner import KEY_METRICS, Evaluation, evaluate, summarise, write_results
 from agent_world.eval.scenario import built_in_names, load_scenario, with_ticks
 
@@ -67,6 +68,9 @@ def build_parser() -> argparse.ArgumentParser:
                         help="configuration: the LLM, registered brains (default: "
                              "config.yaml if present)")
     parser.add_argument("--brains-path", metavar="DIR", help="a folder to import brains from")
+    parser.add_argument("--ray", metavar="auto|ADDRESS",
+                        help="run each episode as a task on this Ray cluster (auto: the one "
+                             "this machine belongs to); pip install 'agent-world[ray]'")
     return parser
 
 
@@ -131,12 +135,16 @@ def main(argv: Sequence[str]) -> int:
     if (out / "saves").exists() and any((out / "saves").iterdir()):
         print(f"error: {out} holds episodes already; give another --out", file=sys.stderr)
         return 2
+    where = f"on the Ray cluster {args.ray}" if args.ray else f"{args.workers} at a time"
     print(f"{scenario.name}: {len(brains)} brains x {len(seeds)} seeds, {scenario.ticks} "
-          f"ticks each, {args.workers} at a time; episodes in {out / 'saves'}",
-          file=sys.stderr)
-    result = evaluate(scenario, brains, seeds, out, workers=args.workers, base=config,
-                      brains_path=args.brains_path,
-                      log=lambda text: print(text, file=sys.stderr))
+          f"ticks each, {where}; episodes in {out / 'saves'}", file=sys.stderr)
+    try:
+        result = evaluate(scenario, brains, seeds, out, workers=args.workers, base=config,
+                          brains_path=args.brains_path, ray_address=args.ray,
+                          log=lambda text: print(text, file=sys.stderr))
+    except RayError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     lines = write_results(result, out)
     print("\n".join(lines))
     print(f"\n{len(result.episodes)} episodes in {result.seconds:g} s; results in "

@@ -15,16 +15,17 @@ import math
 import multiprocessing
 import sys
 import time
-import traceback
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
 import orjson
 
-from agent_world.config import Config, config_from_dict
-from agent_world.eval.episode import Episode, run_episode
+from agent_world.config import Config
+from agent_world.eval.episode import Episode
+from agent_world.eval.jobs import Job, run_job
+from agent_world.eval.raypool import RayPool
 from agent_world.eval.scenario import Scenario
 
 __all__ = ["Evaluation", "Summary", "confidence", "evaluate", "summarise", "write_results"]
@@ -82,19 +83,6 @@ def summarise(episodes: Sequence[Episode], brains: Sequence[str]) -> list[Summar
     return out
 
 
-def _one(args: tuple[Scenario, str, int, str, dict[str, Any], str | None]) -> dict[str, Any]:
-    """A worker process's job: one episode, as plain data (or the error)."""
-    scenario, brain, seed, out, base, brains_path = args
-    try:
-        episode = run_episode(scenario, brain, seed, Path(out),
-                              config_from_dict(base, source="eval"), brains_path)
-        return {"ok": True, "episode": episode.to_dict()}
-    except Exception as exc:  # reported with the episode, never lost with the others
-        return {"ok": False, "brain": brain, "seed": seed,
-                "error": f"{type(exc).__name__}: {exc}",
-                "trace": traceback.format_exc()[-2000:]}
-
-
 class Progress:
     """``[#####-----] 12/40 episodes, 1m20s left`` on a terminal; nothing elsewhere."""
 
@@ -121,30 +109,53 @@ class Progress:
             self.stream.flush()
 
 
+class LocalPool:
+    """Episodes in local worker processes (spawned, never forked from a threaded one)."""
+
+    def __init__(self, workers: int) -> None:
+        self.pool = concurrent.futures.ProcessPoolExecutor(
+            max_workers=workers, mp_context=multiprocessing.get_context("spawn"))
+
+    def submit(self, job: Job) -> Any:
+        return self.pool.submit(run_job, job)
+
+    def wait(self, handles: Collection[Any]) -> list[tuple[Any, dict[str, Any]]]:
+        done, _rest = concurrent.futures.wait(
+            handles, return_when=concurrent.futures.FIRST_COMPLETED)
+        out = []
+        for future in done:
+            try:
+                out.append((future, future.result()))
+            except Exception as exc:  # the worker process itself died
+                out.append((future, {"ok": False, "error": f"the worker died "
+                                                           f"({type(exc).__name__}: {exc})"}))
+        return out
+
+    def close(self) -> None:
+        self.pool.shutdown(wait=True)
+
+
 def evaluate(scenario: Scenario, brains: Sequence[str], seeds: Sequence[int], out: Path, *,
              workers: int, base: Config, brains_path: str | None = None,
-             progress: TextIO = sys.stderr,
+             ray_address: str | None = None, progress: TextIO = sys.stderr,
              log: Callable[[str], None] = lambda _t: None) -> Evaluation:
-    """Every (brain, seed) episode of ``scenario``, ``workers`` at a time."""
+    """Every (brain, seed) episode of ``scenario``: ``workers`` at a time in local
+    processes, or as Ray tasks on the cluster at ``ray_address`` (``auto``: the one this
+    machine belongs to)."""
     began = time.perf_counter()
-    jobs = [(scenario, brain, seed, str(out), base.to_dict(), brains_path)
-            for brain in brains for seed in seeds]
+    out = out.resolve()  # the same path for every process and every node
+    jobs: list[Job] = [(scenario, brain, seed, str(out), base.to_dict(),
+                        str(Path(brains_path).resolve()) if brains_path else None)
+                       for brain in brains for seed in seeds]
     result = Evaluation(scenario=scenario, brains=list(brains), seeds=list(seeds))
     bar = Progress(len(jobs), progress)
-    context = multiprocessing.get_context("spawn")
-    with concurrent.futures.ProcessPoolExecutor(max_workers=workers,
-                                                mp_context=context) as pool:
-        pending = {pool.submit(_one, job): (job, 1) for job in jobs}
+    pool: LocalPool | RayPool = (RayPool(ray_address) if ray_address is not None
+                                 else LocalPool(workers))
+    try:
+        pending = {pool.submit(job): (job, 1) for job in jobs}
         while pending:
-            done, _rest = concurrent.futures.wait(
-                pending, return_when=concurrent.futures.FIRST_COMPLETED)
-            for future in done:
-                job, attempt = pending.pop(future)
-                try:
-                    answer = future.result()
-                except Exception as exc:  # the worker process itself died
-                    answer = {"ok": False, "brain": job[1], "seed": job[2],
-                              "error": f"the worker died ({type(exc).__name__}: {exc})"}
+            for handle, answer in pool.wait(list(pending)):
+                job, attempt = pending.pop(handle)
                 if answer["ok"]:
                     result.episodes.append(Episode(**answer["episode"]))
                     bar.step()
@@ -152,11 +163,14 @@ def evaluate(scenario: Scenario, brains: Sequence[str], seeds: Sequence[int], ou
                     log(f"episode {job[1]} seed {job[2]} failed ({answer['error']}); "
                         "trying it once more")
                     retry = (*job[:3], str(Path(job[3]) / "retry"), *job[4:])
-                    pending[pool.submit(_one, retry)] = (retry, 2)
+                    pending[pool.submit(retry)] = (retry, 2)
                 else:
                     log(f"episode {job[1]} seed {job[2]} failed again: {answer['error']}")
-                    result.failed.append({k: v for k, v in answer.items() if k != "ok"})
+                    result.failed.append({"brain": job[1], "seed": job[2],
+                                          **{k: v for k, v in answer.items() if k != "ok"}})
                     bar.step()
+    finally:
+        pool.close()
     bar.end()
     result.episodes.sort(key=lambda e: (brains.index(e.brain), e.seed))
     result.seconds = round(time.perf_counter() - began, 1)
