@@ -212,3 +212,40 @@ def test_the_shared_block_states_the_settings_and_the_hint() -> None:
     assert "ask_again_s" in system
     assert not any(f"{{{key}}}" in system for key in ("tick_ms", "vision", "hearing",
                                                       "max_actions", "actions"))
+
+
+def test_a_word_that_finds_the_agent_busy_is_asked_about_as_soon_as_it_can_be(
+        tmp_path: Path, server: FakeLLMServer) -> None:
+    """Spoken to while its request is in flight, an agent used to see the trigger and drop
+    it; now it is kept and asked about as soon as the agent is free."""
+    server.mode = "slow"
+    server.delay_s = 0.3
+    config = llm_config(tmp_path, server, agents=1, min_gap_ticks=1,
+                        think_interval_ticks=100_000, decisions_per_agent_hour=0,
+                        workers=1, max_concurrent=1)
+    session = open_session(config.replace(world={"starting_agents": 1}))
+    llm = session.llm
+    assert llm is not None
+    try:
+        run_until(session, 200, lambda: bool(llm.in_flight))  # its first thought flies
+        eid = next(iter(llm.minds))
+        name = session.world.store.get(eid, c.Agent).name
+        session.world.inbox.submit("spawn", {"kind": "agent", "name": "Talker"},
+                                   source="console")
+        run_until(session, 2)
+        talker = session.world.find_agent("Talker")
+        assert talker is not None and llm.in_flight
+        here = session.world.store.get(eid, c.Position)
+        # Talker speaks to it now, while its first request is still in flight.
+        session.world.inbox.submit("plan", {"agent": talker, "source": "console", "actions": [
+            {"name": "say", "args": {"text": f"{name}, a word with you", "to": eid}}]},
+            source="console")
+        session.world.store.get(talker, c.Position).x = here.x
+        session.world.store.get(talker, c.Position).y = here.y
+        run_until(session, 2000, lambda: any(
+            "spoken to" in p["data"]["reasons"]
+            for p in llm_inputs(tmp_path / "saves" / "w")), wall_s=30)
+    finally:
+        session.close()
+    asked = [p["data"]["reasons"] for p in llm_inputs(tmp_path / "saves" / "w")]
+    assert any("spoken to" in reasons for reasons in asked), asked
