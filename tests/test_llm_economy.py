@@ -16,7 +16,9 @@ from agent_world.llm.budget import Budget
 from agent_world.llm.decision import DecisionError, decide_from_text
 from agent_world.llm.prices import configured_price, price_of
 from agent_world.llm.prompts import PromptBuilder, WorldFacts
+from agent_world.thinking.manager import ThinkingManager
 from agent_world.thinking.mind import Mind, triggers
+from agent_world.thinking.requests import Job, Outcome
 from agent_world.types import FakeClock, LLMUsage
 from tests.helpers import add_agent, small_world
 from tests.llm_helpers import KEY, KEY_ENV, llm_config, llm_inputs, open_session, run_until
@@ -214,38 +216,42 @@ def test_the_shared_block_states_the_settings_and_the_hint() -> None:
                                                       "max_actions", "actions"))
 
 
-def test_a_word_that_finds_the_agent_busy_is_asked_about_as_soon_as_it_can_be(
-        tmp_path: Path, server: FakeLLMServer) -> None:
-    """Spoken to while its request is in flight, an agent used to see the trigger and drop
+class _Asking(ThinkingManager):
+    """The thinking layer with no workers: the test answers its requests by hand."""
+
+    source = "test"
+
+    def prepare(self, eid: int, mind: Mind, rid: int, reasons: tuple[str, ...],
+                priority: int) -> Job | None:
+        return Job(rid=rid, agent=eid, tick=self.world.tick, priority=priority,
+                   reasons=reasons, payload=None)
+
+
+def test_a_word_that_finds_the_agent_busy_is_asked_about_as_soon_as_it_can_be() -> None:
+    """Spoken to while its request was in flight, an agent used to see the trigger and drop
     it; now it is kept and asked about as soon as the agent is free."""
-    server.mode = "slow"
-    server.delay_s = 0.3
-    config = llm_config(tmp_path, server, agents=1, min_gap_ticks=1,
-                        think_interval_ticks=100_000, decisions_per_agent_hour=0,
-                        workers=1, max_concurrent=1)
-    session = open_session(config.replace(world={"starting_agents": 1}))
-    llm = session.llm
-    assert llm is not None
-    try:
-        run_until(session, 200, lambda: bool(llm.in_flight))  # its first thought flies
-        eid = next(iter(llm.minds))
-        name = session.world.store.get(eid, c.Agent).name
-        session.world.inbox.submit("spawn", {"kind": "agent", "name": "Talker"},
-                                   source="console")
-        run_until(session, 2)
-        talker = session.world.find_agent("Talker")
-        assert talker is not None and llm.in_flight
-        here = session.world.store.get(eid, c.Position)
-        # Talker speaks to it now, while its first request is still in flight.
-        session.world.inbox.submit("plan", {"agent": talker, "source": "console", "actions": [
-            {"name": "say", "args": {"text": f"{name}, a word with you", "to": eid}}]},
-            source="console")
-        session.world.store.get(talker, c.Position).x = here.x
-        session.world.store.get(talker, c.Position).y = here.y
-        run_until(session, 2000, lambda: any(
-            "spoken to" in p["data"]["reasons"]
-            for p in llm_inputs(tmp_path / "saves" / "w")), wall_s=30)
-    finally:
-        session.close()
-    asked = [p["data"]["reasons"] for p in llm_inputs(tmp_path / "saves" / "w")]
-    assert any("spoken to" in reasons for reasons in asked), asked
+    world = small_world(6, world={"starting_agents": 0})
+    me = add_agent(world, "Brin", 5, 5)
+    talker = add_agent(world, "Tam", 6, 5)
+    world.store.get(me, c.Agent).brain = "thinker"
+    stay = [{"name": "rest", "args": {"ticks": 600}}]
+    for eid in (me, talker):
+        world.inbox.submit("plan", {"agent": eid, "source": "console", "actions": stay})
+    manager = _Asking(world, brains=frozenset({"thinker"}), interval=10**6, min_gap=1,
+                      round_size=4)
+    manager.on_tick(world.step())  # its first thought is asked ...
+    job = manager.queue.get(timeout=0)
+    assert job is not None and job.reasons == ("first thought",)  # ... and is in flight
+    world.inbox.submit("plan", {"agent": talker, "source": "console", "actions": [
+        {"name": "say", "args": {"text": "Brin, a word with you", "to": me}}]})
+    for _ in range(12):  # spoken to, heard and seen while the request flies
+        manager.on_tick(world.step())
+    mind = manager.minds[me]
+    assert mind.pending == ("spoken to",) and mind.rid == job.rid
+    manager.queue.done(me)  # the answer comes back: it failed, the agent is free again
+    manager.outcomes.put(Outcome(rid=job.rid, agent=me, ok=False, error_kind="timeout",
+                                 error="slow"))
+    for _ in range(6):
+        manager.on_tick(world.step())
+    assert mind.rid > job.rid and "spoken to" in mind.reasons and mind.pending == ()
+    world.close()
