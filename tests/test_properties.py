@@ -6,6 +6,7 @@ import itertools
 from collections import deque
 from typing import Any
 
+import pytest
 from helpers import PROPERTY, act, add_agent, give_plan, goods_of, of_type, run, small_world
 from hypothesis import example, given
 from hypothesis import strategies as st
@@ -16,6 +17,7 @@ from agent_world.core.items import ITEMS
 from agent_world.core.pathfinding import find_path
 from agent_world.core.spatial import SpatialGrid
 from agent_world.core.systems.combat import damage_of
+from agent_world.core.terrain import OpenTiles
 
 KINDS = list(ITEMS)
 WEAPONS = [k for k, v in ITEMS.items() if v.category == "weapon"]
@@ -250,8 +252,11 @@ def test_taking_none_of_something_not_carried_changes_nothing() -> None:
 
 @st.composite
 def grids(draw: st.DrawFn) -> tuple[SpatialGrid, dict[int, c.Position], int, int]:
+    """A moving or static grid after inserts, moves (a static grid's entities are removed and
+    put back instead) and removals, with where everything in it stands."""
     width, height = draw(st.integers(1, 40)), draw(st.integers(1, 40))
-    grid = SpatialGrid(width, height, cell=draw(st.integers(1, 10)))
+    static = draw(st.booleans())
+    grid = SpatialGrid(width, height, cell=draw(st.integers(1, 10)), static=static)
     tile = st.tuples(st.integers(0, width - 1), st.integers(0, height - 1))
     placed: dict[int, c.Position] = {}
     for eid, (x, y) in enumerate(draw(st.lists(tile, max_size=25)), start=1):
@@ -259,8 +264,13 @@ def grids(draw: st.DrawFn) -> tuple[SpatialGrid, dict[int, c.Position], int, int
         grid.insert(eid, placed[eid])
     for eid, (x, y) in draw(st.lists(st.tuples(st.sampled_from(sorted(placed)), tile),
                                      max_size=10)) if placed else []:
-        placed[eid].x, placed[eid].y = x, y
-        grid.moved(eid)
+        if static:
+            grid.remove(eid)
+            placed[eid] = c.Position(x, y)
+            grid.insert(eid, placed[eid])
+        else:
+            placed[eid].x, placed[eid].y = x, y
+            grid.moved(eid)
     for eid in draw(st.sets(st.sampled_from(sorted(placed)), max_size=5)) if placed else ():
         grid.remove(eid)
         del placed[eid]
@@ -276,3 +286,21 @@ def test_grid_near_equals_a_brute_force_scan(g, x, y, radius) -> None:
     assert grid.near(x, y, radius) == brute
     assert grid.at(x, y) == sorted(eid for eid, p in placed.items() if (p.x, p.y) == (x, y))
     assert len(grid) == len(placed)
+
+
+@PROPERTY
+@given(st.integers(0, 300).flatmap(
+    lambda size: st.tuples(st.just(size), st.sets(st.integers(0, max(0, size - 1)),
+                                                  max_size=size))))
+def test_open_tiles_reads_like_the_sorted_list_of_its_members(case) -> None:
+    size, members = case
+    tiles = OpenTiles.of(size, sorted(members))
+    expected = sorted(members)
+    assert len(tiles) == len(expected) and list(tiles) == expected
+    assert [tiles[n] for n in range(len(expected))] == expected
+    assert [tiles[-n] for n in range(1, len(expected) + 1)] == expected[::-1]
+    assert tiles[1:-1:2] == expected[1:-1:2]
+    assert all(i in tiles for i in expected) and -1 not in tiles and size not in tiles
+    for n in (len(expected), -len(expected) - 1):
+        with pytest.raises(IndexError):
+            tiles[n]
