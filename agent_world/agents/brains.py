@@ -19,7 +19,8 @@ from agent_world.core.items import ITEMS
 if TYPE_CHECKING:
     from agent_world.llm.brainllm import BrainLLM
 
-__all__ = ["MAX_TRACE", "MAX_TRACE_LINE", "Brain", "SimpleBrain", "sensible_args", "take_trace"]
+__all__ = ["MAX_TRACE", "MAX_TRACE_LINE", "Brain", "SimpleBrain", "deliver_hooks",
+           "sensible_args", "take_trace"]
 
 MAX_TRACE = 20  # reasoning-trace lines kept per decision (the newest)
 MAX_TRACE_LINE = 300
@@ -81,6 +82,16 @@ class SimpleBrain(Brain):
             raise DecisionError(f"a SimpleBrain answers an action's name, got "
                                 f"{type(name).__name__}")
         return Decision(name, sensible_args(name, obs))
+
+
+def deliver_hooks(brain: Brain, hooks: Sequence[tuple[str, Any]]) -> None:
+    """The hooks due before a decision, in order: ``("event", event)`` or
+    ``("result", (action, outcome))``."""
+    for kind, item in hooks:
+        if kind == "event":
+            brain.on_event(item)
+        else:
+            brain.on_result(*item)
 
 
 def take_trace(brain: Brain) -> list[str]:

@@ -16,7 +16,7 @@ from typing import Any
 
 import orjson
 
-from agent_world.agents.brains import Brain, take_trace
+from agent_world.agents.brains import Brain, deliver_hooks, take_trace
 from agent_world.agents.decision import DecisionError, as_plan
 from agent_world.agents.schema import action_schemas
 from agent_world.core.inputs import MAX_PLAN
@@ -47,11 +47,7 @@ def serve(requests: Connection, answers: Connection, cls: type[Brain]) -> None:
             if brain is None:
                 brain = brains[agent] = cls()
                 brain.on_spawn(agent)
-            for hook, item in hooks:
-                if hook == "event":
-                    brain.on_event(item)
-                else:
-                    brain.on_result(*item)
+            deliver_hooks(brain, hooks)
             answer = brain.decide(obs, actions)
             plan: list[Any] = list(answer) if isinstance(answer, list | tuple) else [answer]
             as_plan(plan, max_actions=MAX_PLAN)  # the error message is made here

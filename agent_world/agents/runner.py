@@ -26,7 +26,13 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
-from agent_world.agents.brains import MAX_TRACE, MAX_TRACE_LINE, Brain, take_trace
+from agent_world.agents.brains import (
+    MAX_TRACE,
+    MAX_TRACE_LINE,
+    Brain,
+    deliver_hooks,
+    take_trace,
+)
 from agent_world.agents.decision import DecisionError, as_plan, from_json
 from agent_world.agents.llmbrain import LLMBrain
 from agent_world.agents.observation import observe
@@ -286,11 +292,7 @@ class UserBrains(ThinkingManager):
                 brain.on_spawn(job.agent)
                 with self._lock:
                     self._brains[job.agent] = brain
-            for kind, item in hooks:
-                if kind == "event":
-                    brain.on_event(item)
-                else:
-                    brain.on_result(*item)
+            deliver_hooks(brain, hooks)
             answer = brain.decide(obs, self.actions)
             actions, reasoning = as_plan(answer, max_actions=MAX_PLAN)
         except DecisionError as exc:
@@ -429,10 +431,7 @@ class UserBrains(ThinkingManager):
             return []
         lines = [f"brain {self._brain_of(eid)}: {self.state_of(eid)}; "
                  f"{mind.decisions} decisions, {mind.errors} faults"]
-        if mind.last_decision:
-            lines.append(f"last decision {mind.last_decision}")
-        if mind.notes:
-            lines.append(f"last fault (t={mind.last_error_tick}): {mind.notes[-1]}")
+        lines.extend(self.last_lines(mind))
         with self._lock:
             tick, trace = self._traces.get(eid, (0, []))
         if trace:

@@ -258,10 +258,7 @@ class LLMManager(ThinkingManager):
         lines = [f"state: {status}",
                  f"last prompt: ~{mind.last_prompt_tokens} tokens; last call: {spent}; "
                  f"{mind.decisions} decisions, {mind.errors} errors"]
-        if mind.last_decision:
-            lines.append(f"last decision {mind.last_decision}")
-        if mind.notes:
-            lines.append(f"last error (t={mind.last_error_tick}): {mind.notes[-1]}")
+        lines.extend(self.last_lines(mind, "error"))
         summary = self.memory.of(agent_id).summary()
         if summary:
             lines.append(f"memory: {summary}")

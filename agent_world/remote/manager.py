@@ -300,10 +300,7 @@ class RemoteBrains(ThinkingManager):
                    else "")
         lines = [f"played by {link.name}: {self.state_of(eid)}{waiting}; {mind.decisions} "
                  f"decisions, {mind.errors} faults"]
-        if mind.last_decision:
-            lines.append(f"last decision {mind.last_decision}")
-        if mind.notes:
-            lines.append(f"last fault (t={mind.last_error_tick}): {mind.notes[-1]}")
+        lines.extend(self.last_lines(mind))
         return lines
 
     def close(self, timeout: float = 0.0) -> None:

@@ -352,6 +352,13 @@ class ThinkingManager:
             return f"{self.label} unavailable: built-in brain"
         return "built-in brain until the next trigger"
 
+    def last_lines(self, mind: Mind, fault: str = "fault") -> list[str]:
+        """/debug's lines for a mind's last decision and last failure (if any)."""
+        lines = [f"last decision {mind.last_decision}"] if mind.last_decision else []
+        if mind.notes:
+            lines.append(f"last {fault} (t={mind.last_error_tick}): {mind.notes[-1]}")
+        return lines
+
     def status_line(self) -> str:
         """The console status line's part."""
         if not self._available:
