@@ -106,6 +106,16 @@ class WorldConfig:
     shelters_per_1000_tiles: float = setting(
         0.8, "shelters (better rest) per 1000 tiles", low=0, high=100,
     )
+    hazard_tiles_per_1000_tiles: float = setting(
+        0.0, "hazard tiles (thorn patches, in clumps of a few tiles) per 1000 tiles of a new "
+        "map: walkable, but they hurt whoever stands on them (game.hazard_damage); the "
+        "foraging scenario sets them; 0: none", low=0, high=200, legacy=0.0,
+    )
+    capture_points: int = setting(
+        0, "capture points placed on a new map: a team takes one by holding it alone for "
+        "game.capture_ticks and scores every tick it holds it (the team_capture scenario); "
+        "0: none", low=0, high=100, legacy=0,
+    )
     personality_mix: dict[str, float] = setting(
         {"aggressive": 1.0, "cautious": 1.0, "gatherer": 1.0, "trader": 1.0},
         "relative weights of the built-in personalities among new agents",
@@ -159,6 +169,11 @@ class WorldConfig:
     @property
     def height(self) -> int:
         return self.size[1]
+
+
+_RECIPE_PART = r"\s*[a-z_]+(\s*\*\s*[1-9][0-9]{0,3})?\s*"
+RECIPE = re.compile(rf"{_RECIPE_PART}(\+{_RECIPE_PART}){{0,5}}")
+"""The text of one recipe's inputs: up to six item kinds, each with an optional *COUNT."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -299,6 +314,44 @@ class GameConfig:
         "ticks), across the world, when none they know fits their need; 0: they never ask",
         low=0, high=3600, legacy=0.0,
     )
+    # -- scenario mechanics: off in the default world (no hazards, recipes or capture points)
+    hazard_damage: float = setting(
+        1.0, "health lost per tick while standing on a hazard tile (see "
+        "world.hazard_tiles_per_1000_tiles)", low=0, high=10_000, legacy=1.0,
+    )
+    recipes: dict[str, str] = setting(
+        {}, "what the craft action makes: OUTPUT: 'INPUT*N + INPUT ...', item kinds, e.g. "
+        "{club: 'wood*2', spear: 'club + stone'}; one unit of the output per craft. {}: no "
+        "crafting (the crafting_chain scenario sets a chain)", legacy={},
+    )
+    craft_ticks: int = setting(
+        20, "ticks one craft takes (the inputs are used and the output made at the end)",
+        low=1, high=100_000, legacy=20,
+    )
+    capture_radius: int = setting(
+        2, "tiles (straight-line distance) around a capture point within which agents hold "
+        "or take it", low=0, high=50, legacy=2,
+    )
+    capture_ticks: int = setting(
+        30, "ticks a team must be alone at a capture point to take it", low=1, high=100_000,
+        legacy=30,
+    )
+    team_channel_size: int = setting(
+        16, "team_say messages a team's channel keeps (who said what, when, and who heard it "
+        "is part of the world's state)", low=1, high=1000, legacy=16,
+    )
+    team_message_chars: int = setting(
+        80, "longest team_say message, in characters", low=1, high=160, legacy=80,
+    )
+
+    def __post_init__(self) -> None:
+        # One canonical key order: recipes are part of a world's state, and so of its hash.
+        object.__setattr__(self, "recipes", dict(sorted(self.recipes.items())))
+        for output, text in self.recipes.items():
+            if not RECIPE.fullmatch(text):
+                raise ConfigError(
+                    f"game.recipes.{output} = {text!r}: expected inputs like 'wood*2 + stone' "
+                    "(item kinds, each with an optional *COUNT, joined by +)")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -23,8 +23,14 @@ from pathlib import Path
 from agent_world.agents.registry import load_brains
 from agent_world.config import Config, ConfigError, load_config
 from agent_world.eval.raypool import RayError
-from agent_world.eval.runner import KEY_METRICS, Evaluation, evaluate, summarise, write_results
-from agent_world.eval.scenario import built_in_names, load_scenario, with_ticks
+from agent_world.eval.runner import (
+    Evaluation,
+    evaluate,
+    key_metrics,
+    summarise,
+    write_results,
+)
+from agent_world.eval.scenario import Scenario, built_in_names, load_scenario, with_ticks
 
 __all__ = ["main", "parse_seeds"]
 
@@ -74,19 +80,23 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _check(args: argparse.Namespace) -> tuple[list[str], list[int], Config]:
+def _check(args: argparse.Namespace, scenario: Scenario
+           ) -> tuple[list[str], list[int], Config]:
     config = load_config(args.config)
     brains = [b.strip() for b in args.brains.split(",") if b.strip()]
     if not brains:
         raise ValueError("--brains: name at least one brain (builtin, llm or a registered one)")
     registered = load_brains(config.brains, path=args.brains_path, llm=config.llm.enabled)
-    for brain in brains:
+    where = dict.fromkeys(brains, "--brains")
+    where.update(dict.fromkeys(scenario.other_brains(),
+                               f"scenario {scenario.name}: a team's brain"))
+    for brain, said in where.items():
         if brain == "llm" and not config.llm.enabled:
-            raise ValueError("--brains: llm needs an LLM; set llm.provider in the "
+            raise ValueError(f"{said}: llm needs an LLM; set llm.provider in the "
                              "configuration (--config FILE)")
         if brain not in ("builtin", "llm") and brain not in registered:
             known = ", ".join(["builtin", "llm", *registered])
-            raise ValueError(f"--brains: unknown brain {brain!r} (known: {known}); register "
+            raise ValueError(f"{said}: unknown brain {brain!r} (known: {known}); register "
                              "yours in the configuration: brains: {NAME: \"module:Class\"}")
     if args.ticks is not None and not 1 <= args.ticks <= 10**7:
         raise ValueError(f"--ticks {args.ticks}: give 1 to 10,000,000 ticks")
@@ -104,9 +114,9 @@ def _plots(result: Evaluation, out: Path) -> str:
         import matplotlib.pyplot as plt  # type: ignore[import-not-found]  # noqa: PLC0415
     except ImportError:
         return "no plots: matplotlib is not installed (pip install matplotlib)"
-    summaries = summarise(result.episodes, result.brains)
+    summaries = summarise(result)
     written = 0
-    for metric in ("score", *KEY_METRICS):
+    for metric in ("score", *key_metrics(result.scenario)):
         pairs = [(s.brain, s.score if metric == "score" else s.metrics.get(metric))
                  for s in summaries]
         shown = [(b, v) for b, v in pairs if v is not None]
@@ -127,7 +137,7 @@ def main(argv: Sequence[str]) -> int:
     args = build_parser().parse_args(argv)
     try:
         scenario = with_ticks(load_scenario(args.scenario), args.ticks)
-        brains, seeds, config = _check(args)
+        brains, seeds, config = _check(args, scenario)
     except (ConfigError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -21,8 +21,9 @@ from agent_world.sandbox.host import load_builtins
 NEW_GAME = ("brain_version", "carry_capacity", "food_spoilage", "ground_item_life_ticks",
             "market_fee", "gold_upkeep_per_hour", "upkeep_free_gold", "weapon_wear",
             "estate_dues", "inheritance", "lifespan_ticks", "ability_requests_per_hour",
-            "agent_metrics")
-NEW_WORLD = ("immigrants_fill_mix",)
+            "agent_metrics", "hazard_damage", "recipes", "craft_ticks", "capture_radius",
+            "capture_ticks", "team_channel_size", "team_message_chars")
+NEW_WORLD = ("immigrants_fill_mix", "hazard_tiles_per_1000_tiles", "capture_points")
 
 
 def test_every_new_setting_has_the_legacy_value_of_the_old_rules() -> None:
@@ -31,7 +32,11 @@ def test_every_new_setting_has_the_legacy_value_of_the_old_rules() -> None:
         "brain_version": 1, "carry_capacity": 0.0, "food_spoilage": 0.0,
         "ground_item_life_ticks": 0, "market_fee": 0.0, "gold_upkeep_per_hour": 0.0,
         "upkeep_free_gold": 0, "weapon_wear": 0.0, "estate_dues": 0.0, "inheritance": False,
-        "lifespan_ticks": 0, "ability_requests_per_hour": 0.0, "agent_metrics": False}
+        "lifespan_ticks": 0, "ability_requests_per_hour": 0.0, "agent_metrics": False,
+        # The scenario mechanics are off unless set (no hazards, recipes or points): their
+        # numbers keep their defaults.
+        "hazard_damage": 1.0, "recipes": {}, "craft_ticks": 20, "capture_radius": 2,
+        "capture_ticks": 30, "team_channel_size": 16, "team_message_chars": 80}
     assert legacy_values("world")["immigrants_fill_mix"] is False
     new = Config().game
     assert new.brain_version == 2 and new.carry_capacity > 0 and new.market_fee > 0

@@ -500,10 +500,13 @@ def _wrong_values(tp: Any) -> st.SearchStrategy[Any]:
             st.lists(st.one_of(_text, _floats, st.booleans(), _none), min_size=2, max_size=2),
         )
     if typing.get_origin(tp) is dict:
+        # A wrong entry: text where numbers go, a number where text goes (llm.prices,
+        # game.recipes), and what fits neither.
+        wrong_entry = _floats if typing.get_args(tp)[1] is str else _text
         return st.one_of(
             st.booleans(), _ints, _floats, _text, _none, _lists,
             st.dictionaries(st.sampled_from(["trader", "cautious"]),
-                            st.one_of(_text, st.booleans(), _none, _lists), min_size=1,
+                            st.one_of(wrong_entry, st.booleans(), _none, _lists), min_size=1,
                             max_size=2),
         )
     raise AssertionError(f"no wrong-value strategy for {tp!r}")

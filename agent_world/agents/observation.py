@@ -14,6 +14,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from agent_world.core import components as c
+from agent_world.core.teams import scene_view
 from agent_world.core.world import World
 
 __all__ = ["AttackedBy", "Heard", "Observation", "Offer", "Seen", "SeenAgent", "Self",
@@ -90,6 +91,7 @@ class Heard:
     speaker_name: str
     text: str
     to_me: bool
+    team: bool = False  # sent on the team channel (team_say), from anywhere on the map
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -117,7 +119,9 @@ class Observation:
     offers: tuple[Offer, ...]
     prices: Mapping[str, float]  # market price in gold per kind
     memory: tuple[str, ...]  # what happened to it lately, oldest first
-    custom: Mapping[str, Any] = field(default_factory=dict)  # a scenario's own data
+    # A scenario's own data: the agent's team and teammates, capture points, hazard tiles
+    # in sight, the recipes (``core.teams.scene_view``), and what the caller adds.
+    custom: Mapping[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-ready data (what ``python main.py schema`` describes)."""
@@ -182,8 +186,9 @@ class Observation:
         # Things are acted on by id (walking there is automatic): their distance is enough.
         items = [{"id": i.id, "kind": i.kind, "qty": i.qty, "dist": i.distance}
                  for i in self.items[:PROMPT_THINGS]]
+        # Hazards are listed as tiles under "scenario"; here they would crowd out the rest.
         objects = [{"id": o.id, "kind": o.kind, "dist": o.distance, "stock": o.stock}
-                   for o in self.objects[:PROMPT_THINGS]]
+                   for o in self.objects if o.kind != "hazard"][:PROMPT_THINGS]
         heard = []
         recent = [h for h in self.heard if self.tick - h.tick <= PROMPT_HEARD_TICKS]
         for h in recent[-PROMPT_HEARD:]:
@@ -191,6 +196,8 @@ class Observation:
                                     "ticks_ago": self.tick - h.tick}
             if h.to_me:
                 said["to_you"] = True
+            if h.team:
+                said["team"] = True
             heard.append(said)
         offers = [{"offer": o.id, "from": f"{o.sender_name}#{o.sender}",
                    "gives_you": dict(o.gives), "wants": dict(o.wants),
@@ -203,6 +210,8 @@ class Observation:
         for o in self.offers[:PROMPT_SEEN]:
             kinds.update(o.gives, o.wants)
         view["prices"] = {k: round(v, 1) for k, v in self.prices.items() if k in kinds}
+        if self.custom:
+            view["scenario"] = dict(self.custom)
         return view
 
 
@@ -269,7 +278,7 @@ def observe(world: World, eid: int, custom: Mapping[str, Any] | None = None) -> 
     heard = tuple(
         Heard(tick=int(said.get("tick", tick)), speaker=int(said.get("from", 0)),
               speaker_name=str(said.get("name", "")), text=str(said.get("text", "")),
-              to_me=said.get("to") == eid)
+              to_me=said.get("to") == eid, team=bool(said.get("team")))
         for said in perc.heard)
     offers = []
     for oid in world.offers_to.get(eid, ()):
@@ -280,4 +289,5 @@ def observe(world: World, eid: int, custom: Mapping[str, Any] | None = None) -> 
     return Observation(
         tick=tick, me=me, agents=tuple(agents), items=tuple(items), objects=tuple(objects),
         heard=heard, offers=tuple(offers), prices=dict(world.prices),
-        memory=tuple(m["text"] for m in memory.recent), custom=dict(custom or {}))
+        memory=tuple(m["text"] for m in memory.recent),
+        custom={**scene_view(world, eid, pos), **(custom or {})})

@@ -33,7 +33,8 @@ SPAWN_HELP = (
     "NAME (agents only): a free name, 1-24 letters, digits, _ ' or -, starting with a letter.",
     "X Y: a free tile on the map (not water, rock, a tree ...); without them a random free "
     "tile is used.",
-    "Agent options: personality=aggressive|cautious|trader|gatherer brain=builtin|llm gold=N.",
+    "Agent options: personality=aggressive|cautious|trader|gatherer brain=builtin|llm gold=N "
+    "team=NAME (teams take capture points and talk with team_say).",
     "Item option: qty=N.",
     "Examples: /spawn agent Zed 5 5 personality=trader gold=10 | /spawn apple 3 4 qty=3 | "
     "/spawn tree",
@@ -71,7 +72,7 @@ def _describe_spawn(args: SpawnArgs) -> str:
     where = f" at ({args.x}, {args.y})" if args.x is not None else " on a random free tile"
     if args.kind == "agent":
         name = repr(args.name) if args.name else "a newcomer"
-        extras = [f"{k}={getattr(args, k)}" for k in ("personality", "brain", "gold")
+        extras = [f"{k}={getattr(args, k)}" for k in ("personality", "brain", "gold", "team")
                   if getattr(args, k) is not None]
         return f"agent {name}{where}" + (f" ({', '.join(extras)})" if extras else "")
     if args.kind in ITEMS:

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from agent_world.config import BRAIN_NAME, PERSONALITIES
 from agent_world.core.items import ITEMS, OBJECTS
+from agent_world.core.teams import TEAM_NAME
 
 __all__ = [
     "BRAINS",
@@ -160,6 +161,7 @@ class SpawnArgs:
     brain: str | None = None
     qty: int | None = None
     gold: int | None = None
+    team: str | None = None
 
     def __post_init__(self) -> None:
         if (self.x is None) != (self.y is None):
@@ -168,7 +170,7 @@ class SpawnArgs:
     def input_data(self) -> dict[str, object]:
         """The ``spawn`` input this request becomes (only the fields that were given)."""
         data: dict[str, object] = {"kind": self.kind}
-        for key in ("name", "x", "y", "personality", "brain", "qty", "gold"):
+        for key in ("name", "x", "y", "personality", "brain", "qty", "gold", "team"):
             value = getattr(self, key)
             if value is not None:
                 data[key] = value
@@ -277,7 +279,7 @@ def parse_help(argv: Sequence[str]) -> HelpArgs:
 # -- /spawn ----------------------------------------------------------------------------------
 
 _SPAWN_OPTIONS = {
-    "agent": ("personality", "brain", "gold"),
+    "agent": ("personality", "brain", "gold", "team"),
     "item": ("qty",),
     "object": (),
 }
@@ -353,5 +355,11 @@ def parse_spawn(argv: Sequence[str]) -> SpawnArgs:
         qty = parse_int(options["qty"], "qty", low=1, high=MAX_SPAWN_QTY)
     if "gold" in options:
         gold = parse_int(options["gold"], "gold", low=0, high=MAX_SPAWN_GOLD)
+    team = options.get("team")
+    if team is not None:
+        team = team.lower()
+        if not TEAM_NAME.match(team):
+            raise CommandError(f"team name {team!r} must be 1-16 of a-z, 0-9 and _, starting "
+                               "with a letter")
     return SpawnArgs(kind=kind, name=name, x=x, y=y, personality=personality, brain=brain,
-                     qty=qty, gold=gold)
+                     qty=qty, gold=gold, team=team)

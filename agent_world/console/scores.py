@@ -34,6 +34,8 @@ METRICS_HELP = ("/metrics AGENT: every figure of one agent (id or name, dead one
 BRAIN_COLUMNS = ("agents", "food_gathered", "eaten", "kills", "deaths", "trades_done",
                  "gold_earned", "decisions", "decision_faults", "latency_p95", "tokens",
                  "cost")
+TEAM_COLUMNS = ("captures", "team_messages", "kills", "deaths", "damage_dealt",
+                "damage_taken", "crafted_value", "food_gathered")
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,8 +112,17 @@ async def metrics(console: Console, args: MetricsArgs) -> list[str]:
             return [f"no agent has figures yet (tick {world.tick})"]
         rows = [[brain, *(_value(g[col]) for col in BRAIN_COLUMNS)]
                 for brain, g in groups.items()]
-        return [f"metrics by brain, tick {world.tick} (sums over agents, alive and dead):",
-                *format_table(["brain", *BRAIN_COLUMNS], rows)]
+        lines = [f"metrics by brain, tick {world.tick} (sums over agents, alive and dead):",
+                 *format_table(["brain", *BRAIN_COLUMNS], rows)]
+        teams = {name: g for name, g in book.by("team").items() if name != "?"}
+        if teams:
+            held = world.teams.held
+            rows = [[team, str(held.get(team, 0)),
+                     *(_value(g[col]) for col in (*BRAIN_COLUMNS[:1], *TEAM_COLUMNS))]
+                    for team, g in teams.items()]
+            lines += ["by team (held: capture point-ticks):",
+                      *format_table(["team", "held", BRAIN_COLUMNS[0], *TEAM_COLUMNS], rows)]
+        return lines
     ref = args.agent
     # A dead agent's figures are kept after it is gone: look it up by id among them first.
     eid = ref.eid if ref.eid is not None and ref.eid in book.rows else resolve(

@@ -121,6 +121,11 @@ ACTIONS: dict[str, ActionSpec] = {
               item=Arg("item", "item kind", required=False),
               qty=Arg("int", "how many", required=False, low=1),
               text=Arg("text", "words it uses", required=False)),
+        _spec("craft", "make one unit of an item from carried goods by a recipe of this "
+              "world (game.recipes; none in the default world)",
+              item=Arg("item", "what to make")),
+        _spec("team_say", "send a short message to every teammate, wherever they are "
+              "(agents in a team only)", text=Arg("text", "the message")),
         _spec("request_ability", "ask the angel for a new ability; you wait until it "
               "answers", text=Arg("text", "what the ability should do")),
     )

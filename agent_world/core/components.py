@@ -162,6 +162,13 @@ class StaticObject:
     owner: int = NO_ONE
 
 
+@dataclass(slots=True)
+class Team:
+    """The team an agent plays for (scenario mechanics; most agents have none)."""
+
+    name: str
+
+
 def _intent_from_state(d: dict[str, Any]) -> Intent:
     data = dict(d)
     data["action"] = Action.from_dict(d["action"]) if d.get("action") else None
@@ -172,7 +179,7 @@ def _intent_from_state(d: dict[str, Any]) -> Intent:
 COMPONENTS: dict[str, type[Any]] = {
     cls.__name__: cls
     for cls in (Position, Agent, Needs, Inventory, Intent, Combat, Perception, Social, Memory,
-                Item, StaticObject)
+                Item, StaticObject, Team)
 }
 
 

@@ -72,7 +72,7 @@ def _spawn(world: World, data: Mapping[str, Any]) -> None:
         if kind == "agent":
             brain = _str(data, "brain") or "builtin"
             world.spawn_agent(_str(data, "name"), _str(data, "personality"), x, y,
-                              brain=brain, gold=_int(data, "gold"))
+                              brain=brain, gold=_int(data, "gold"), team=_str(data, "team"))
         elif kind in ITEMS:
             qty = _int(data, "qty", 1)
             if qty is None or qty < 1:

@@ -60,6 +60,8 @@ OBJECTS: dict[str, ObjectKind] = {
         ObjectKind("berry_bush", False, 4, "berries", placement_weight=35),
         ObjectKind("rock", True, 5, "stone", "iron", 0.12, placement_weight=20),
         ObjectKind("shelter", False, 0),
+        ObjectKind("hazard", False, 0),  # hurts whoever stands on it (scenario mechanics)
+        ObjectKind("capture_point", False, 0),  # taken and held by teams
     )
 }
 

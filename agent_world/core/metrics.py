@@ -41,6 +41,11 @@ METRICS: dict[str, str] = {
     "robbed": "thefts it suffered",
     "gold_earned": "gold received (trades, pickups, thefts, gifts)",
     "gold_spent": "gold given (trades, thefts suffered, gifts)",
+    "hazard_damage": "damage suffered on hazard tiles (also in damage_taken)",
+    "crafted": "items it crafted",
+    "crafted_value": "base value of the items it crafted (gold)",
+    "captures": "capture points its team took with it there",
+    "team_messages": "team_say messages it sent",
     "casts": "abilities cast to effect",
     "casts_failed": "ability casts that failed",
     "decisions": "decisions taken by its brain (LLM, user or remote; built-in not counted)",
@@ -92,6 +97,9 @@ class MetricsBook:
                 return None
             row = self.rows[eid] = {"name": agent.name, "brain": agent.brain,
                                     "born": agent.born}
+            team = world.store.try_get(eid, c.Team)
+            if team is not None:
+                row["team"] = team.name
         return row
 
     def add(self, world: World, eid: Any, metric: str, amount: float = 1) -> None:
@@ -277,6 +285,27 @@ def _failed(book: MetricsBook, world: World, e: Mapping[str, Any]) -> None:
         book.add(world, e.get("agent"), "casts_failed")
 
 
+def _hazard(book: MetricsBook, world: World, e: Mapping[str, Any]) -> None:
+    damage = _number(e.get("damage"))
+    book.add(world, e.get("agent"), "hazard_damage", damage)
+    book.add(world, e.get("agent"), "damage_taken", damage)
+
+
+def _craft(book: MetricsBook, world: World, e: Mapping[str, Any]) -> None:
+    book.add(world, e.get("agent"), "crafted")
+    book.add(world, e.get("agent"), "crafted_value", _number(e.get("value")))
+
+
+def _capture(book: MetricsBook, world: World, e: Mapping[str, Any]) -> None:
+    for eid in e.get("agents") or ():
+        book.add(world, eid, "captures")
+
+
+def _team_say(book: MetricsBook, world: World, e: Mapping[str, Any]) -> None:
+    book.add(world, e.get("agent"), "team_messages")
+
+
 _EVENTS = {"pickup": _pickup, "harvest": _harvest, "attack": _attack, "death": _death,
            "trade_offer": _offer, "trade": _trade, "theft": _theft, "gift": _gift,
-           "eat": _eat, "ability": _cast, "action_failed": _failed}
+           "eat": _eat, "ability": _cast, "action_failed": _failed, "hazard": _hazard,
+           "craft": _craft, "capture": _capture, "team_say": _team_say}

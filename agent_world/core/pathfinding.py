@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import heapq
+from collections.abc import Set
 
-__all__ = ["find_path"]
+__all__ = ["AVOID_COST", "find_path"]
+
+AVOID_COST = 6  # extra steps a route takes to go round one tile to avoid
 
 
 def find_path(
@@ -15,6 +18,7 @@ def find_path(
     goal: tuple[int, int],
     reach: int = 0,
     max_nodes: int = 2000,
+    avoid: Set[int] | None = None,
 ) -> tuple[list[int], bool]:
     """Path from ``start`` to any tile within Chebyshev distance ``reach`` of ``goal``.
 
@@ -50,15 +54,16 @@ def find_path(
             if nx < 0 or ny < 0 or nx >= width or ny >= height:
                 continue
             j = ny * width + nx
-            if blocked[j] or cost.get(j, 1 << 30) <= g:
+            gj = g + AVOID_COST if avoid is not None and j in avoid else g
+            if blocked[j] or cost.get(j, 1 << 30) <= gj:
                 continue
-            cost[j] = g
+            cost[j] = gj
             came_from[j] = i
             hj = h(nx, ny)
             if hj < best_h:
                 best_i, best_h = j, hj
             order += 1
-            heapq.heappush(heap, (g + hj, hj, order, j))
+            heapq.heappush(heap, (gj + hj, hj, order, j))
     if end == -1 and best_h == 0:
         end = best_i  # reached on the budget's last expansion
     complete = end != -1

@@ -36,10 +36,12 @@ from agent_world.core.items import GOLD, ITEMS, OBJECTS
 from agent_world.core.metrics import MetricsBook
 from agent_world.core.minds import Minds
 from agent_world.core.names import pick_name
+from agent_world.core.recipes import parse_recipes
 from agent_world.core.spatial import SpatialGrid
 from agent_world.core.systems import SYSTEMS
 from agent_world.core.systems.acting import start
 from agent_world.core.systems.perception import perceive
+from agent_world.core.teams import TEAM_NAME, TeamBook
 from agent_world.core.terrain import Terrain
 from agent_world.types import JSON, Event, Input, TickReport
 
@@ -47,6 +49,7 @@ __all__ = ["BRAINS", "STATE_FORMAT", "AgentRow", "World", "WorldError"]
 
 STATE_FORMAT = 1
 MEMORY_SIZE = 12
+HAZARD_CLUMP = 5  # most tiles in one thorn patch
 BRAINS = ("builtin", "llm")
 """Brains an agent may have: built-in rules, or decisions from an LLM (plans sent as
 inputs; until one arrives the agent uses its built-in brain)."""
@@ -99,6 +102,15 @@ class World:
         self.abilities = AbilityBook(config.abilities)
         self.minds = Minds()  # what built-in brains remember beyond their components
         self.metrics = MetricsBook(config.game.agent_metrics)
+        try:
+            self.recipes = parse_recipes(config.game.recipes)
+        except ValueError as exc:
+            raise WorldError(str(exc)) from None
+        self.teams = TeamBook()
+        # Derived indexes of the scenario mechanics (rebuilt on load).
+        self.hazard_tiles: set[int] = set()
+        self.capture_points: set[int] = set()
+        self.team_members: dict[str, set[int]] = {}
         self.replaying = False  # true while a step's inputs come from a log
         # Ids of items and objects whose ground state (existence, position, quantity, stock)
         # changed since a reader last took them; None (nothing kept) until someone asks.
@@ -146,6 +158,11 @@ class World:
             spot = self.terrain.random_open_tile(self.rng)
             if spot is not None:
                 self.spawn_object("shelter", *spot)
+        self._place_hazards(round(area * s.hazard_tiles_per_1000_tiles / 1000))
+        for _ in range(s.capture_points):
+            spot = self.terrain.random_open_tile(self.rng)
+            if spot is not None:
+                self.spawn_object("capture_point", *spot)
         # With an LLM configured, the first llm.agents newcomers think with it (a label in
         # the state: the decisions themselves arrive as plan inputs).
         thinkers = self.config.llm.agents if self.config.llm.enabled else 0
@@ -164,6 +181,25 @@ class World:
             self.spawn_random_item()
         for eid, row in self.agents():  # everyone sees the world as it was created
             self._perceive(eid, row[1], row[6])
+
+    def _place_hazards(self, tiles: int) -> None:
+        """Thorn patches: clumps of up to ``HAZARD_CLUMP`` open tiles, until ``tiles``."""
+        w, terrain = self.terrain.width, self.terrain
+        placed = 0
+        while placed < tiles:
+            spot = terrain.random_open_tile(self.rng)
+            if spot is None:
+                return
+            x, y = spot
+            for _ in range(self.rng.randint(1, HAZARD_CLUMP)):
+                if (terrain.in_bounds(x, y) and not terrain.is_blocked(x, y)
+                        and y * w + x not in self.hazard_tiles):
+                    self.spawn_object("hazard", x, y)
+                    placed += 1
+                    if placed >= tiles:
+                        return
+                dx, dy = self.rng.choice(((1, 0), (0, 1), (-1, 0), (0, -1)))
+                x, y = x + dx, y + dy
 
     def _brain_counts(self, room: int) -> list[tuple[str, int]]:
         """How many of the ``room`` starting agents left each registered brain of
@@ -217,7 +253,7 @@ class World:
 
     def spawn_agent(self, name: str | None = None, personality: str | None = None,
                     x: int | None = None, y: int | None = None, *, brain: str = "builtin",
-                    gold: int | None = None) -> int:
+                    gold: int | None = None, team: str | None = None) -> int:
         # Every check comes before the first random draw: a refused spawn changes nothing.
         cap = self.settings.max_agents
         if len(self.agents()) >= cap:
@@ -239,6 +275,9 @@ class World:
                 raise WorldError(f"an agent named {name!r} already lives; pick another name")
         if gold is not None and gold < 0:
             raise WorldError(f"gold must be >= 0, got {gold}")
+        if team is not None and not TEAM_NAME.match(team):
+            raise WorldError(f"team name {team!r} must be 1-16 of a-z, 0-9 and _, starting "
+                             "with a letter")
         if (x is None) != (y is None):
             raise WorldError("give both x and y, or neither")
         if x is not None and y is not None:
@@ -272,6 +311,9 @@ class World:
             c.Social(),
             c.Memory(),
         )
+        if team is not None:
+            self.store.add(eid, c.Team(team))
+            self.team_members.setdefault(team, set()).add(eid)
         # Stagger the expensive per-agent work across ticks: a newcomer first takes in its
         # surroundings for a few ticks, so a crowd does not make its first decisions at once.
         intent = self.store.get(eid, c.Intent)
@@ -284,7 +326,7 @@ class World:
         self._perceive(eid, pos, self.store.get(eid, c.Perception))
         self.count("agents_spawned")
         self.emit("spawn", agent=eid, name=name, personality=personality, x=x, y=y,
-                  brain=brain)
+                  brain=brain, **({"team": team} if team is not None else {}))
         return eid
 
     def _perceive(self, eid: int, pos: c.Position, perc: c.Perception) -> None:
@@ -386,6 +428,12 @@ class World:
         if store.has(eid, c.Agent):
             self.agents_grid.remove(eid)
             self.names.pop(store.get(eid, c.Agent).name.lower(), None)
+            team = store.try_get(eid, c.Team)
+            if team is not None:
+                members = self.team_members[team.name]
+                members.discard(eid)
+                if not members:
+                    del self.team_members[team.name]
         elif store.has(eid, c.Item):
             self.items_grid.remove(eid)
             item = store.get(eid, c.Item)
@@ -399,6 +447,9 @@ class World:
                 self.terrain.unblock(pos.x, pos.y)
             if obj.kind == "shelter":
                 self._shelter_area(pos.x, pos.y, -1)
+            self.hazard_tiles.discard(pos.y * self.terrain.width + pos.x)
+            self.capture_points.discard(eid)
+            self.teams.points.pop(eid, None)
         self.ground_changed(eid)
         store.delete(eid)
 
@@ -569,7 +620,8 @@ class World:
             "entities": self.store.rows(),
         } | ({} if self.abilities.is_empty() else {"abilities": self.abilities.get_state()}) | (
             {} if self.minds.is_empty() else {"minds": self.minds.get_state()}) | (
-            {} if self.metrics.is_empty() else {"metrics": self.metrics.get_state()})
+            {} if self.metrics.is_empty() else {"metrics": self.metrics.get_state()}) | (
+            {} if self.teams.is_empty() else {"teams": self.teams.get_state()})
 
     def state_bytes(self) -> bytes:
         return orjson.dumps(self.get_state(), option=orjson.OPT_NON_STR_KEYS)
@@ -618,6 +670,7 @@ class World:
         world.abilities.set_state(state.get("abilities"))
         world.minds.set_state(state.get("minds"))
         world.metrics.set_state(state.get("metrics"))
+        world.teams.set_state(state.get("teams"))
         for row in state["entities"]:
             world.place_entity(int(row["id"]), [c.component_from_state(name, data)
                                                 for name, data in row.items() if name != "id"])
@@ -638,6 +691,9 @@ class World:
         if store.has(eid, c.Agent):
             self.agents_grid.insert(eid, pos)
             self.names[store.get(eid, c.Agent).name.lower()] = eid
+            team = store.try_get(eid, c.Team)
+            if team is not None:
+                self.team_members.setdefault(team.name, set()).add(eid)
         elif store.has(eid, c.Item):
             self.items_grid.insert(eid, pos)
             item = store.get(eid, c.Item)
@@ -649,6 +705,10 @@ class World:
                 self.terrain.block(pos.x, pos.y)
             if obj.kind == "shelter":
                 self._shelter_area(pos.x, pos.y, 1)
+            elif obj.kind == "hazard":
+                self.hazard_tiles.add(pos.y * self.terrain.width + pos.x)
+            elif obj.kind == "capture_point":
+                self.capture_points.add(eid)
             if obj.stock < OBJECTS[obj.kind].max_stock:
                 self.regrowing.add(eid)
         self.ground_changed(eid)

@@ -58,8 +58,9 @@ class RayPool:
     def submit(self, job: Job) -> Any:
         return self._task.remote(job)
 
-    def wait(self, handles: Collection[Any]) -> list[tuple[Any, dict[str, Any]]]:
-        ready, _rest = self.ray.wait(list(handles), num_returns=1)
+    def wait(self, handles: Collection[Any], timeout: float | None = None
+             ) -> list[tuple[Any, dict[str, Any]]]:
+        ready, _rest = self.ray.wait(list(handles), num_returns=1, timeout=timeout)
         out = []
         for ref in ready:
             try:
@@ -68,6 +69,10 @@ class RayPool:
                 out.append((ref, {"ok": False, "error": f"the Ray task failed "
                                                         f"({type(exc).__name__}: {exc})"}))
         return out
+
+    def cancel(self, handles: Collection[Any]) -> None:
+        for ref in handles:
+            self.ray.cancel(ref, force=True)
 
     def close(self) -> None:
         self.ray.shutdown()

@@ -34,6 +34,7 @@ __all__ = ["Evaluation", "Summary", "confidence", "evaluate", "summarise", "writ
 _T95 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179,
         2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064,
         2.060, 2.056, 2.052, 2.048, 2.045, 2.042)
+CANCEL_POLL_S = 0.5  # how often a running evaluation looks whether it was cancelled
 KEY_METRICS = ("ticks_alive", "food_gathered", "eaten", "kills", "deaths", "trades_done",
                "wealth_gained", "decisions", "decision_faults", "latency_p95", "tokens",
                "cost")
@@ -69,13 +70,20 @@ class Evaluation:
     episodes: list[Episode] = field(default_factory=list)
     failed: list[dict[str, Any]] = field(default_factory=list)
     seconds: float = 0.0
+    cancelled: bool = False
 
 
-def summarise(episodes: Sequence[Episode], brains: Sequence[str]) -> list[Summary]:
+def key_metrics(scenario: Scenario) -> tuple[str, ...]:
+    """The metrics a results table shows: the score's, then ``KEY_METRICS``."""
+    return tuple(dict.fromkeys([*scenario.score, *KEY_METRICS]))
+
+
+def summarise(result: Evaluation) -> list[Summary]:
     out = []
-    for brain in brains:
-        mine = sorted((e for e in episodes if e.brain == brain), key=lambda e: e.seed)
-        names = [m for m in KEY_METRICS if mine and m in mine[0].metrics]
+    shown = key_metrics(result.scenario)
+    for brain in result.brains:
+        mine = sorted((e for e in result.episodes if e.brain == brain), key=lambda e: e.seed)
+        names = [m for m in shown if mine and m in mine[0].metrics]
         out.append(Summary(brain=brain, episodes=len(mine),
                            score=confidence([e.score for e in mine]),
                            metrics={m: confidence([e.metrics[m] for e in mine])
@@ -119,9 +127,10 @@ class LocalPool:
     def submit(self, job: Job) -> Any:
         return self.pool.submit(run_job, job)
 
-    def wait(self, handles: Collection[Any]) -> list[tuple[Any, dict[str, Any]]]:
+    def wait(self, handles: Collection[Any], timeout: float | None = None
+             ) -> list[tuple[Any, dict[str, Any]]]:
         done, _rest = concurrent.futures.wait(
-            handles, return_when=concurrent.futures.FIRST_COMPLETED)
+            handles, timeout=timeout, return_when=concurrent.futures.FIRST_COMPLETED)
         out = []
         for future in done:
             try:
@@ -131,17 +140,26 @@ class LocalPool:
                                                            f"({type(exc).__name__}: {exc})"}))
         return out
 
+    def cancel(self, handles: Collection[Any]) -> None:
+        """Drop the episodes not started yet; those under way run to their end."""
+        for future in handles:
+            future.cancel()
+
     def close(self) -> None:
-        self.pool.shutdown(wait=True)
+        self.pool.shutdown(wait=True, cancel_futures=True)
 
 
 def evaluate(scenario: Scenario, brains: Sequence[str], seeds: Sequence[int], out: Path, *,
              workers: int, base: Config, brains_path: str | None = None,
              ray_address: str | None = None, progress: TextIO = sys.stderr,
-             log: Callable[[str], None] = lambda _t: None) -> Evaluation:
+             log: Callable[[str], None] = lambda _t: None,
+             on_episode: Callable[[Episode], None] = lambda _e: None,
+             cancelled: Callable[[], bool] = lambda: False) -> Evaluation:
     """Every (brain, seed) episode of ``scenario``: ``workers`` at a time in local
     processes, or as Ray tasks on the cluster at ``ray_address`` (``auto``: the one this
-    machine belongs to)."""
+    machine belongs to). ``on_episode`` hears of each episode as it ends; once
+    ``cancelled()`` says so, episodes not started are dropped and the result has those that
+    ended (``result.cancelled``)."""
     began = time.perf_counter()
     out = out.resolve()  # the same path for every process and every node
     jobs: list[Job] = [(scenario, brain, seed, str(out), base.to_dict(),
@@ -154,10 +172,16 @@ def evaluate(scenario: Scenario, brains: Sequence[str], seeds: Sequence[int], ou
     try:
         pending = {pool.submit(job): (job, 1) for job in jobs}
         while pending:
-            for handle, answer in pool.wait(list(pending)):
+            if cancelled():
+                pool.cancel(list(pending))
+                result.cancelled = True
+                break
+            for handle, answer in pool.wait(list(pending), timeout=CANCEL_POLL_S):
                 job, attempt = pending.pop(handle)
                 if answer["ok"]:
-                    result.episodes.append(Episode(**answer["episode"]))
+                    episode = Episode(**answer["episode"])
+                    result.episodes.append(episode)
+                    on_episode(episode)
                     bar.step()
                 elif attempt == 1:
                     log(f"episode {job[1]} seed {job[2]} failed ({answer['error']}); "
@@ -185,7 +209,7 @@ def _pm(pair: tuple[float, float]) -> str:
 def write_results(result: Evaluation, out: Path) -> list[str]:
     """results.json, results.csv and results.md in ``out``; the markdown table's lines."""
     out.mkdir(parents=True, exist_ok=True)
-    summaries = summarise(result.episodes, result.brains)
+    summaries = summarise(result)
     scenario = result.scenario
     doc = {"scenario": {"name": scenario.name, "source": scenario.source,
                         "score": scenario.score, "ticks": scenario.ticks},
@@ -205,7 +229,7 @@ def write_results(result: Evaluation, out: Path) -> list[str]:
             writer.writerow([e.scenario, e.brain, e.seed, e.ticks, round(e.score, 4),
                              e.subjects, e.alive, e.seconds, e.folder,
                              *(round(e.metrics.get(m, 0.0), 4) for m in metric_names)])
-    shown = [m for m in KEY_METRICS if any(m in s.metrics for s in summaries)]
+    shown = [m for m in key_metrics(scenario) if any(m in s.metrics for s in summaries)]
     lines = [f"# {scenario.name}: {len(result.brains)} brains x {len(result.seeds)} seeds",
              "", f"Score: {scenario.describe_score()} (mean over the subjects of each "
              "episode); mean ± 95% confidence interval over seeds.", "",

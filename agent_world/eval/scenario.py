@@ -10,8 +10,19 @@ test plays, when the episode ends and how it is scored.
     end: {ticks: 3000, subjects_dead: true}
     score: {wealth_gained: 1.0}         # weights of per-agent metrics
 
+or, instead of ``subjects``, teams (or roles), each with its own brain: ``subject`` is the
+brain under test, any other name a brain that plays alongside it (builtin, llm, registered)::
+
+    teams:
+      red: {count: 4, brain: subject, personality: aggressive}
+      blue: {count: 4, brain: builtin}
+    end: {ticks: 3000, team_eliminated: true, score_at_least: 5000}
+
 A subject's score is the weighted sum of its metrics (``METRICS`` and ``DERIVED``); an
-episode's score is the mean over its subjects. Built-in scenarios ship in the package
+episode's score is the mean over its subjects. An episode ends at ``end.ticks``, or sooner
+when every subject is dead (``subjects_dead``), a team has no one left (``team_eliminated``)
+or the score reaches ``score_at_least`` (the objective met; checked every
+``OBJECTIVE_EVERY`` ticks). Built-in scenarios ship in the package
 (``agent_world/eval/scenarios``); any other is a path.
 """
 
@@ -28,6 +39,8 @@ import yaml
 from agent_world.config import PERSONALITIES, Config, ConfigError
 from agent_world.core.items import ITEMS
 from agent_world.core.metrics import METRICS
+from agent_world.core.recipes import parse_recipes
+from agent_world.core.teams import TEAM_NAME
 
 __all__ = ["BUILT_IN", "DERIVED", "Scenario", "ScenarioError", "built_in_names",
            "load_scenario"]
@@ -36,10 +49,15 @@ DERIVED = {
     "ticks_alive": "ticks from its birth to its death or the episode's end",
     "wealth_gained": "gold and goods at market prices at the end (0 if dead), less what it "
                      "started with",
+    "team_held": "capture point-ticks its team held by the episode's end (teams only)",
 }
 """Figures an episode adds to the world's metrics, for scores."""
-KEYS = ("name", "description", "objective", "world", "game", "subjects", "end", "score")
+KEYS = ("name", "description", "objective", "world", "game", "subjects", "teams", "end",
+        "score")
+END_KEYS = ("ticks", "subjects_dead", "team_eliminated", "score_at_least")
+SUBJECT = "subject"  # a team's brain that stands for the brain under test
 BUILT_IN = "agent_world.eval"
+OBJECTIVE_EVERY = 10
 
 
 class ScenarioError(ConfigError):
@@ -48,9 +66,12 @@ class ScenarioError(ConfigError):
 
 @dataclass(frozen=True, slots=True)
 class Subjects:
+    """A group of agents: the subjects, or one team (``brain``: ``subject`` or another)."""
+
     count: int
     personality: str | None = None
     goods: dict[str, int] = field(default_factory=dict)
+    brain: str = SUBJECT
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,6 +86,17 @@ class Scenario:
     subjects_dead: bool
     score: dict[str, float]
     source: str  # where it was read from
+    teams: dict[str, Subjects] = field(default_factory=dict)
+    team_eliminated: bool = False
+    score_at_least: float | None = None
+
+    def groups(self) -> dict[str, Subjects]:
+        """The agents an episode spawns, by team ("" for subjects without a team)."""
+        return dict(self.teams) if self.teams else {"": self.subjects}
+
+    def other_brains(self) -> list[str]:
+        """The brains of teams that play beside the brain under test."""
+        return sorted({g.brain for g in self.teams.values() if g.brain != SUBJECT})
 
     def config(self, base: Config) -> Config:
         """``base`` with the scenario's world and game settings."""
@@ -121,16 +153,28 @@ def _parse(doc: Any, source: str) -> Scenario:
         if not isinstance(section, dict):
             raise ScenarioError(f"{where}: {key!r} must be a mapping of {key} settings")
     try:  # the same checks as a configuration file, naming the setting
-        Config().replace(world=dict(world), game=dict(game))
-    except ConfigError as exc:
+        config = Config().replace(world=dict(world), game=dict(game))
+        parse_recipes(config.game.recipes)
+    except (ConfigError, ValueError) as exc:
         raise ScenarioError(f"{where}: {exc}") from None
-    subjects = _subjects(doc.get("subjects") or {}, where)
+    if "subjects" in doc and "teams" in doc:
+        raise ScenarioError(f"{where}: give 'subjects' or 'teams', not both (a team whose "
+                            f"brain is {SUBJECT!r} holds the subjects)")
+    teams = _teams(doc.get("teams"), where) if "teams" in doc else {}
+    subjects = _subjects(doc.get("subjects") or {}, where, "subjects")
     end = doc.get("end") or {}
-    if not isinstance(end, dict) or set(end) - {"ticks", "subjects_dead"}:
-        raise ScenarioError(f"{where}: 'end' takes ticks and subjects_dead")
+    if not isinstance(end, dict) or set(end) - set(END_KEYS):
+        raise ScenarioError(f"{where}: 'end' takes {', '.join(END_KEYS)}")
     ticks = end.get("ticks", 3000)
     if isinstance(ticks, bool) or not isinstance(ticks, int) or not 1 <= ticks <= 10**7:
         raise ScenarioError(f"{where}: end.ticks must be a whole number of ticks >= 1")
+    if end.get("team_eliminated") and len(teams) < 2:
+        raise ScenarioError(f"{where}: end.team_eliminated needs two or more teams")
+    target = end.get("score_at_least")
+    if target is not None and (isinstance(target, bool)
+                               or not isinstance(target, (int, float))):
+        raise ScenarioError(f"{where}: end.score_at_least must be a number (the score that "
+                            "meets the objective)")
     score = doc.get("score") or {}
     if not isinstance(score, dict) or not score:
         raise ScenarioError(f"{where}: 'score' must map metrics to weights, e.g. "
@@ -142,31 +186,59 @@ def _parse(doc: Any, source: str) -> Scenario:
                                 f"{', '.join(known)}")
         if isinstance(weight, bool) or not isinstance(weight, (int, float)):
             raise ScenarioError(f"{where}: score.{metric} must be a number (a weight)")
+    if "team_held" in score and not teams:
+        raise ScenarioError(f"{where}: score.team_held needs teams")
+    if teams:
+        subjects = next(g for g in teams.values() if g.brain == SUBJECT)
     return Scenario(name=name.strip(), description=str(doc.get("description", "")).strip(),
                     objective=str(doc.get("objective", "")).strip(), world=dict(world),
                     game=dict(game), subjects=subjects, ticks=ticks,
                     subjects_dead=bool(end.get("subjects_dead", False)),
-                    score={m: float(w) for m, w in score.items()}, source=source)
+                    score={m: float(w) for m, w in score.items()}, source=source,
+                    teams=teams, team_eliminated=bool(end.get("team_eliminated", False)),
+                    score_at_least=None if target is None else float(target))
 
 
-def _subjects(raw: Any, where: str) -> Subjects:
-    if not isinstance(raw, dict) or set(raw) - {"count", "personality", "goods"}:
-        raise ScenarioError(f"{where}: 'subjects' takes count, personality and goods")
+def _teams(raw: Any, where: str) -> dict[str, Subjects]:
+    if not isinstance(raw, dict) or not raw:
+        raise ScenarioError(f"{where}: 'teams' must map team names to {{count, brain, "
+                            "personality, goods}}")
+    teams = {}
+    for name, spec in raw.items():
+        if not isinstance(name, str) or not TEAM_NAME.match(name):
+            raise ScenarioError(f"{where}: team name {name!r} must be 1-16 of a-z, 0-9 and _, "
+                                "starting with a letter")
+        teams[name] = _subjects(spec or {}, where, f"teams.{name}", team=True)
+    if not any(g.brain == SUBJECT for g in teams.values()):
+        raise ScenarioError(f"{where}: no team plays the brain under test; give one team "
+                            f"brain: {SUBJECT}")
+    return teams
+
+
+def _subjects(raw: Any, where: str, key: str, *, team: bool = False) -> Subjects:
+    keys = {"count", "personality", "goods", *(("brain",) if team else ())}
+    if not isinstance(raw, dict) or set(raw) - keys:
+        raise ScenarioError(f"{where}: {key!r} takes {', '.join(sorted(keys))}")
     count = raw.get("count", 5)
     if isinstance(count, bool) or not isinstance(count, int) or not 1 <= count <= 10_000:
-        raise ScenarioError(f"{where}: subjects.count must be a whole number >= 1")
+        raise ScenarioError(f"{where}: {key}.count must be a whole number >= 1")
     personality = raw.get("personality")
     if personality is not None and personality not in PERSONALITIES:
-        raise ScenarioError(f"{where}: subjects.personality {personality!r} is not one of "
+        raise ScenarioError(f"{where}: {key}.personality {personality!r} is not one of "
                             f"{', '.join(PERSONALITIES)}")
     goods = raw.get("goods") or {}
     if not isinstance(goods, dict):
-        raise ScenarioError(f"{where}: subjects.goods must map items to counts")
+        raise ScenarioError(f"{where}: {key}.goods must map items to counts")
     for item, qty in goods.items():
         if item not in ITEMS or isinstance(qty, bool) or not isinstance(qty, int) or qty < 1:
-            raise ScenarioError(f"{where}: subjects.goods.{item}: expected an item "
+            raise ScenarioError(f"{where}: {key}.goods.{item}: expected an item "
                                 f"({', '.join(ITEMS)}) and a count >= 1")
-    return Subjects(count=count, personality=personality, goods=dict(goods))
+    brain = raw.get("brain", SUBJECT)
+    if not isinstance(brain, str) or not brain.strip():
+        raise ScenarioError(f"{where}: {key}.brain must be {SUBJECT!r}, builtin, llm or a "
+                            "registered brain's name")
+    return Subjects(count=count, personality=personality, goods=dict(goods),
+                    brain=brain.strip())
 
 
 def with_ticks(scenario: Scenario, ticks: int | None) -> Scenario:

@@ -36,12 +36,36 @@ class WorldFacts:
     tick_rate: float  # ticks per second
     vision: int  # tiles
     hearing: int  # tiles
+    # The scenario mechanics this world has, as rules to state (none in the default world).
+    scene: tuple[str, ...] = ()
 
     @classmethod
     def of(cls, world: World) -> WorldFacts:
         game = world.config.game
         return cls(tick_rate=world.config.world.tick_rate, vision=game.vision_radius,
-                   hearing=game.hearing_radius)
+                   hearing=game.hearing_radius, scene=scene_rules(world))
+
+
+def scene_rules(world: World) -> tuple[str, ...]:
+    """One line per scenario mechanic the world has: hazards, recipes, teams."""
+    game = world.config.game
+    lines = []
+    if world.hazard_tiles:
+        lines.append(f"- Hazard tiles (objects of kind hazard, listed under scenario.hazards) "
+                     f"cost {game.hazard_damage:g} health every tick you stand on one: walk "
+                     "round them.")
+    if world.recipes:
+        made = "; ".join(f"{out} from {' + '.join(f'{kind}*{n}' for kind, n in ins.items())}"
+                         for out, ins in world.recipes.items())
+        lines.append(f"- craft makes one item from carried goods in {game.craft_ticks} ticks: "
+                     f"{made}. Crafted goods are worth more than their parts.")
+    if world.capture_points or world.team_members:
+        lines.append(f"- Teams: a team takes a capture point by being the only team within "
+                     f"{game.capture_radius} tiles (straight line) of it for "
+                     f"{game.capture_ticks} ticks, and "
+                     "scores every tick it holds it (scenario.capture_points). team_say "
+                     "reaches every teammate anywhere; do not attack your teammates.")
+    return tuple(lines)
 
 
 @functools.cache
@@ -56,10 +80,18 @@ def _arg(key: str, arg: Arg) -> str:
     return f"{key}{'' if arg.required else '?'}={kind}"
 
 
-def action_lines() -> str:
-    """One line per action: ``attack: target=id — attack an agent ...``."""
+SCENE_ACTIONS = {"craft": "craft", "team_say": "Teams"}
+"""Actions listed only in worlds whose rules (``scene_rules``) mention them."""
+
+
+def action_lines(scene: tuple[str, ...] = ()) -> str:
+    """One line per action: ``attack: target=id — attack an agent ...``; the scenario
+    mechanics' actions only where ``scene`` has them."""
     lines = []
     for spec in ACTIONS.values():
+        needs = SCENE_ACTIONS.get(spec.name)
+        if needs is not None and not any(needs in line for line in scene):
+            continue
         args = ", ".join(_arg(k, a) for k, a in spec.args.items())
         forms = (" (give " + " or ".join("+".join(g) for g in spec.one_of) + ")"
                  if spec.one_of else "")
@@ -87,9 +119,11 @@ class PromptBuilder:
         self.seed = seed
         self.schema = decision_schema(max_actions) if structured == "schema" else None
         self._rules = load_prompt("system.txt").format(
-            actions=action_lines(), max_actions=max_actions,
+            actions=action_lines(facts.scene), max_actions=max_actions,
             tick_ms=f"{1000 / facts.tick_rate:g}", vision=facts.vision,
             hearing=facts.hearing).strip()
+        if facts.scene:
+            self._rules += "\n\nThis world's own rules:\n" + "\n".join(facts.scene)
         self.system = self._rules  # the shared block: rules, then abilities
 
     def set_abilities(self, catalog: list[dict[str, Any]]) -> None:

@@ -121,17 +121,20 @@ def add_routes(app: web.Application, server: WebServer) -> None:
 
 def _agent_metrics(server: WebServer, request: web.Request) -> dict[str, Any]:
     """Every agent's metrics (the world's, as /metrics and /top show them), highest on
-    ``sort`` first, and each brain's totals."""
+    ``sort`` first, and each brain's and each team's totals."""
     world = server.session.world
     book = world.metrics
     sort = (_words(request, "sort", tuple(METRICS)) or ["walked"])[0]
     limit = _int(request, "limit", 1000, low=1, high=100_000)
     assert limit is not None
     agents = [{"id": eid, "name": book.rows[eid]["name"], "brain": book.rows[eid]["brain"],
-               "alive": world.alive(eid), **book.of(eid)}
+               "team": book.rows[eid].get("team", ""), "alive": world.alive(eid),
+               **book.of(eid)}
               for eid, _value in book.top(sort, limit)]
+    by_team = {name: {**group, "held": world.teams.held.get(name, 0)}
+               for name, group in book.by("team").items() if name != "?"}
     return {"tick": world.tick, "enabled": book.enabled, "metrics": METRICS, "sort": sort,
-            "agents": agents, "by_brain": book.by("brain")}
+            "agents": agents, "by_brain": book.by("brain"), "by_team": by_team}
 
 
 def _entities(server: WebServer, request: web.Request) -> dict[str, Any]:

@@ -35,11 +35,12 @@ from typing import TYPE_CHECKING, Any
 
 from agent_world.core import components as c
 from agent_world.core.actions import Action
-from agent_world.core.brains import casting, speech
+from agent_world.core.brains import casting, scene, speech
 from agent_world.core.brains.memo import make_action
 from agent_world.core.brains.profiles import PROFILES, Profile
 from agent_world.core.goods import load, room, units_that_fit
 from agent_world.core.items import GOLD, ITEMS, OBJECTS
+from agent_world.core.teams import team_of
 
 if TYPE_CHECKING:
     from agent_world.core.world import AgentRow, World
@@ -74,7 +75,7 @@ class _Mind:
 
     __slots__ = ("_spare", "armed", "burden", "casting", "eid", "energy", "food_units", "foods",
                  "hp", "inv", "may_speak", "needs", "p", "perc", "pos", "reserved", "room",
-                 "row", "social", "tick", "world")
+                 "row", "social", "team", "tick", "world")
 
     def __init__(self, world: World, eid: int, row: AgentRow) -> None:
         self.world = world
@@ -99,6 +100,7 @@ class _Mind:
         self.casting = casting.can_cast(world)
         self._spare: dict[str, int] = {}
         self.armed = _weapon_bonus(inv)  # the damage bonus of the best weapon carried
+        self.team = team_of(world, eid) if world.team_members else ""
 
     def dist(self, pos: c.Position) -> int:
         return max(abs(pos.x - self.pos.x), abs(pos.y - self.pos.y))
@@ -124,6 +126,8 @@ class _Mind:
             keep = 1
         elif kind == "wood" and _builder(self):
             keep = BUILD_WOOD
+        elif self.world.recipes and scene.is_recipe_input(self.world, kind):
+            keep = have
         else:
             keep = 0
         return max(0, have - keep)
@@ -558,9 +562,10 @@ def _company(m: _Mind, cands: list[Candidate]) -> None:
         liking = m.social.relationships.get(other, 0.0)
         rich = oinv.gold > 5 or bool(oinv.items)
         avoided = m.avoids(other)
+        hostile = not avoided and not scene.mates(m, other)  # no violence within a team
         # Violence: rare, aimed at the weak, the disliked and the well-off, never at someone
         # who looks stronger.
-        if (p.fight > FIGHTER and hp > 0.6 and m.energy > 30 and liking < 0.3 and not avoided
+        if (p.fight > FIGHTER and hp > 0.6 and m.energy > 30 and liking < 0.3 and hostile
                 and rng.random() < ATTACK_CHANCE * p.fight
                 and oneeds.health <= m.needs.health
                 and _weapon_bonus(oinv) <= _weapon_bonus(m.inv) + 3):
@@ -579,7 +584,7 @@ def _company(m: _Mind, cands: list[Candidate]) -> None:
                 and casting.ready(world, eid, "shove", m.energy)):
             cands.append((0.35 + max(0.0, -liking) * 0.3, "use_ability",
                           {"ability": "shove", "target": other}))
-        if (p.steal > 0 and rich and liking < 0.2 and dist <= 4 and not avoided
+        if (p.steal > 0 and rich and liking < 0.2 and dist <= 4 and hostile
                 and rng.random() < STEAL_CHANCE * p.steal):
             cands.append((p.steal * 0.6, "steal", {"target": other}))
         # Commerce: sell spare goods to someone who needs them; traders bid for gluts.
@@ -714,6 +719,8 @@ def _burden(m: _Mind, cands: list[Candidate]) -> None:
 
 def _junk(m: _Mind, kind: str) -> bool:
     cat = ITEMS[kind].category
+    if m.world.recipes and scene.is_recipe_input(m.world, kind):
+        return False
     if cat == "material":
         return m.spare(kind) > 0
     return cat == "weapon" and m.p.trade < 1.0 and m.spare(kind) > 0
@@ -755,6 +762,8 @@ def decide(world: World, eid: int, row: AgentRow) -> Action | None:
     _burden(m, cands)
     if m.casting:
         _build(m, cands)
+    if m.world.recipes or m.team:
+        scene.scene_choices(m, cands)
     cands.append((0.12, "wander", {"ticks": 30}))
     rng = world.rng
     current = row[4].action

@@ -10,11 +10,13 @@ from agent_world.core.systems.census import census_system
 from agent_world.core.systems.combat import combat_system
 from agent_world.core.systems.decide import decide_system
 from agent_world.core.systems.economy import economy_system
+from agent_world.core.systems.hazards import hazards_system
 from agent_world.core.systems.interaction import interaction_system
 from agent_world.core.systems.lifecycle import lifecycle_system
 from agent_world.core.systems.movement import movement_system
 from agent_world.core.systems.needs import needs_system
 from agent_world.core.systems.perception import perception_system
+from agent_world.core.systems.teamplay import capture_system
 from agent_world.core.systems.upkeep import upkeep_system
 
 if TYPE_CHECKING:
@@ -30,6 +32,8 @@ SYSTEMS: tuple[Callable[[World], None], ...] = (
     interaction_system,
     combat_system,
     abilities_system,
+    hazards_system,
+    capture_system,
     economy_system,
     upkeep_system,
     lifecycle_system,

@@ -39,8 +39,9 @@ def start(world: World, intent: c.Intent, action: Action) -> None:
     if action.name == "request_ability":  # the abilities system ends it on its own timeout
         intent.deadline = world.tick + world.ability_rules.request_timeout_ticks + TIMEOUT_MARGIN
     else:
+        lasts = world.rules.craft_ticks if action.name == "craft" else action.args.get("ticks", 0)
         intent.deadline = world.tick + max(world.rules.action_timeout_ticks,
-                                           action.args.get("ticks", 0) + TIMEOUT_MARGIN)
+                                           lasts + TIMEOUT_MARGIN)
     intent.path = []
     intent.goal = -1
     intent.next_think = world.tick + world.rules.think_interval_ticks

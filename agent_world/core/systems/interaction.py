@@ -1,4 +1,5 @@
-"""Interaction: pickup, drop, eat, use, rest, say, give, trade and steal.
+"""Interaction: pickup, drop, eat, use, rest, say, give, trade, steal, and the scenario
+mechanics' craft and team_say.
 
 Goods move only as far as the receiver can carry them (``core.goods``): a pickup takes what
 fits and leaves the rest, a harvest, gift or trade that would overload someone does not
@@ -19,6 +20,8 @@ from agent_world.core.goods import fits, load, units_that_fit
 from agent_world.core.items import GOLD, ITEMS, OBJECTS
 from agent_world.core.social import adjust_relationship, adjust_reputation, witnesses
 from agent_world.core.systems.acting import chebyshev, fail, finish, give_up_on, reach, start
+from agent_world.core.systems.crafting import craft
+from agent_world.core.systems.teamplay import team_say
 
 if TYPE_CHECKING:
     from agent_world.core.world import AgentRow, World
@@ -421,6 +424,8 @@ _HANDLERS: dict[str, Callable[[World, int, AgentRow, Action], None]] = {
     "trade_accept": _trade_accept,
     "trade_decline": _trade_decline,
     "steal": _steal,
+    "craft": craft,
+    "team_say": team_say,
 }
 
 

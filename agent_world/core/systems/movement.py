@@ -52,7 +52,8 @@ def _plan(world: World, pos: c.Position, intent: c.Intent, gx: int, gy: int,
     t = world.terrain
     distance = abs(pos.x - gx) + abs(pos.y - gy)
     steps, _complete = find_path(t.blocked, t.width, t.height, (pos.x, pos.y), (gx, gy),
-                                 reach, max_nodes=min(4000, 200 + 40 * distance))
+                                 reach, max_nodes=min(4000, 200 + 40 * distance),
+                                 avoid=world.hazard_tiles or None)
     intent.path = steps
     intent.goal = gy * t.width + gx
 
@@ -106,17 +107,19 @@ _HEADINGS = ((0, -1), (1, 0), (0, 1), (-1, 0))
 
 
 def _wander_leg(world: World, pos: c.Position) -> list[int]:
-    """A straight walk of 2-6 free tiles in a random heading (no path search needed)."""
+    """A straight walk of 2-6 free tiles in a random heading (no path search needed),
+    stopping short of hazards."""
     rng = world.rng
     terrain = world.terrain
     w = terrain.width
+    hazards = world.hazard_tiles
     for _ in range(4):
         dx, dy = _HEADINGS[rng.randrange(4)]
         leg: list[int] = []
         x, y = pos.x, pos.y
         for _step in range(rng.randint(2, 6)):
             x, y = x + dx, y + dy
-            if terrain.is_blocked(x, y):
+            if terrain.is_blocked(x, y) or (hazards and y * w + x in hazards):
                 break
             leg.append(y * w + x)
         if leg:

@@ -16,7 +16,8 @@ const BRAIN_COLORS = { builtin: '#9fb3c8', llm: '#ff5fd2' };
 const OTHER_COLOR = '#dddddd';
 // Terrain ids are the server's legend keys; unknown ids get magenta so they stand out.
 const TERRAIN_RGB = { grass: [52, 84, 47], water: [31, 72, 120], rock: [92, 88, 84] };
-const OBJECT_COLORS = { tree: '#0f3b18', berry_bush: '#b0407e', rock: '#a3a3a3', shelter: '#d6ab6a' };
+const OBJECT_COLORS = { tree: '#0f3b18', berry_bush: '#b0407e', rock: '#a3a3a3', shelter: '#d6ab6a', hazard: '#c2410c', capture_point: '#facc15' };
+const WHOLE_TILE_OBJECTS = new Set(['shelter', 'hazard', 'capture_point']);  // drawn tile-sized
 const ITEM_CATEGORY = {
   berries: 'food', apple: 'food', bread: 'food', meat: 'food', wood: 'material',
   stone: 'material', iron: 'material', club: 'weapon', spear: 'weapon', sword: 'weapon',
@@ -461,8 +462,7 @@ function render() {
     for (const [key, list] of groups) {
       if (!list.length) continue;
       const kind = key.slice(2);
-      const shelter = kind === 'shelter';
-      const size = s * (shelter ? 0.86 : 0.62), off = (s - size) / 2;
+      const size = s * (WHOLE_TILE_OBJECTS.has(kind) ? 0.86 : 0.62), off = (s - size) / 2;
       ctx.globalAlpha = key[0] === 'e' ? 0.45 : 1;  // harvested bare
       ctx.fillStyle = OBJECT_COLORS[kind] || '#cccccc';
       ctx.beginPath();
