@@ -3,7 +3,9 @@
 ``python main.py [options]`` runs a world (new, or the saved one of that name, resumed).
 ``python main.py replay saves/NAME [--to TICK] [--playback [SPEED]] [--fork NEW]`` replays a
 saved world from its first snapshot, verifying it, and can fork it into a new world.
-``python main.py ability check FILE.py`` validates an ability source and dry-runs it.
+``python main.py ability check FILE.py`` validates an ability source and dry-runs it;
+``python main.py policy check FILE.py`` does the same for a policy (docs/policies.md), and
+``python main.py policy list`` lists the policies agents may use.
 ``python main.py worlds [list | delete NAME]`` lists or deletes saved worlds
 (``worlds_command``); ``python main.py report saves/NAME`` reports how a saved world lived
 (``report_command``); ``python main.py schema`` prints the brain API's JSON Schema
@@ -42,17 +44,22 @@ from agent_world.persistence import (
     fork_world,
     open_world,
 )
+from agent_world.policies.check import PolicyChecker
+from agent_world.policies.library import available_policies
+from agent_world.policies.policy import PolicyError
 from agent_world.replay_command import resolve_world_path, run_replay
 from agent_world.report_command import main as report_main
 from agent_world.sandbox import AbilityChecker, Sandbox
 from agent_world.sandbox.pool import WorkerDied
 from agent_world.schema_command import main as schema_main
+from agent_world.training.command import main as train_main
 from agent_world.types import ProviderError
 from agent_world.web import WebError, WebServer, check_web, web_token
 from agent_world.web.playback import serve_recording
 from agent_world.worlds_command import main as worlds_main
 
-__all__ = ["build_ability_parser", "build_parser", "build_replay_parser", "main"]
+__all__ = ["build_ability_parser", "build_parser", "build_policy_parser", "build_replay_parser",
+           "main"]
 
 
 def _add_run_options(parser: argparse.ArgumentParser) -> None:
@@ -86,6 +93,10 @@ OTHER_COMMANDS = """other commands (each has --help):
   python main.py replay saves/NAME [--to T] [--playback [X]] [--fork NEW]
                                        verify a saved world, play it back, or fork it
   python main.py ability check FILE.py check an ability file (gate, sandbox, dry runs)
+  python main.py policy check FILE.py  check a policy file (a brain as sandboxed code)
+  python main.py policy list           the policies agents may use (brain=policy:NAME)
+  python main.py train SCENARIO [--iterations N] [--episodes M] [--generator llm|templates]
+                                       improve a policy on a scenario from measured results
   python main.py worlds [list | delete NAME]
                                        the saved worlds: list them, or delete one
   python main.py report saves/NAME     liveliness per window of ticks, from the event log
@@ -178,6 +189,64 @@ def _ability_main(argv: Sequence[str]) -> int:
               file=sys.stderr)
         for note in report.notes:
             print(f"  {note}", file=sys.stderr)
+    return 0 if report.accepted else 1
+
+
+def build_policy_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python main.py policy",
+        description="Work with policy files: agents' brains written as sandboxed code "
+                    "(docs/policies.md), used as brain=policy:NAME.")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    check = commands.add_parser(
+        "check", help="validate a policy and dry-run decide() on real observations",
+        description="Validate a policy source (gate, RestrictedPython, metadata) and "
+                    "dry-run decide(obs, memory) through the real sandbox on observations "
+                    "of a small generated world. Prints 'accepted', or one 'rejected: "
+                    "REASON' or 'failed: REASON' line per problem, then (on stderr) each "
+                    "dry run's decision and the steps it took; exits 0 only when accepted.")
+    check.add_argument("file", type=Path, help="the policy source, e.g. my_policy.py")
+    listing = commands.add_parser(
+        "list", help="the policies agents may use: built-in examples and brains.policies",
+        description="List the policies agents may use as brain=policy:NAME: the built-in "
+                    "examples and the files of the brains.policies folder.")
+    for sub in (check, listing):
+        sub.add_argument("--config", metavar="FILE",
+                         help="YAML config whose brains/sandbox/world settings apply "
+                              "(default: ./config.yaml if present, else defaults)")
+    return parser
+
+
+def _policy_main(argv: Sequence[str]) -> int:
+    args = build_policy_parser().parse_args(argv)
+    config = load_config(args.config)
+    if args.command == "list":
+        try:
+            policies = available_policies(config.brains.policies)
+        except PolicyError as exc:
+            print(f"error: {exc.problems[0]}", file=sys.stderr)
+            return 2
+        for policy in policies.values():
+            meta = policy.meta
+            print(f"{policy.brain:<24} v{meta.version:<3} {policy.origin}: {meta.description}")
+        return 0
+    try:
+        source = args.file.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        print(f"error: cannot read {args.file}: {exc}", file=sys.stderr)
+        return 2
+    try:
+        # Another policy of that name would be refused at start-up (the same text is not
+        # another policy: the file checked is one of them).
+        taken = {name for name, policy in available_policies(config.brains.policies).items()
+                 if policy.source != source}
+    except PolicyError:
+        taken = set()  # another file is broken: this one is checked on its own
+    with PolicyChecker(config) as checker:
+        report = checker.check(source, origin=str(args.file), taken=taken)
+    print("\n".join(report.lines()))
+    for line in report.details():
+        print(f"  {line}", file=sys.stderr)
     return 0 if report.accepted else 1
 
 
@@ -506,6 +575,8 @@ def _main(argv: Sequence[str] | None) -> int:
             return _replay_main(argv[1:])
         if argv[:1] == ["ability"]:
             return _ability_main(argv[1:])
+        if argv[:1] == ["policy"]:
+            return _policy_main(argv[1:])
         if argv[:1] == ["worlds"]:
             return worlds_main(argv[1:])
         if argv[:1] == ["report"]:
@@ -514,6 +585,8 @@ def _main(argv: Sequence[str] | None) -> int:
             return schema_main(argv[1:])
         if argv[:1] == ["eval"]:
             return eval_main(argv[1:])
+        if argv[:1] == ["train"]:
+            return train_main(argv[1:])
         args = build_parser().parse_args(argv)
         config = _configure(args)
         # One line and exit 2 if a brain cannot be used.

@@ -607,7 +607,7 @@ class RemoteConfig:
     )
 
 
-BRAIN_NAME = re.compile(r"^[a-z][a-z0-9_]{1,31}$")
+BRAIN_NAME = re.compile(r"^(policy:)?[a-z][a-z0-9_]{1,31}$")  # policy:NAME: docs/policies.md
 BRAIN_CLASS = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
 
 
@@ -647,10 +647,25 @@ class BrainsConfig:
         5, "fewest ticks between two decisions of one agent, whatever happens", low=0,
         high=10**7,
     )
+    policies: str = setting(
+        "policies", "a folder of your policy files (brains written as sandboxed code, "
+        "docs/policies.md), used as brain=policy:NAME beside the built-in examples; a "
+        "folder that does not exist holds none",
+    )
+    policy_steps: int = setting(
+        20_000, "steps one policy decision may take (loop turns, function calls, items "
+        "iterated); past it the decision fails and the agent uses its built-in brain",
+        low=100, high=10_000_000,
+    )
+    policy_memory_bytes: int = setting(
+        4096, "size of the memory a policy keeps per agent, in bytes of JSON; a decision "
+        "returning more fails", low=64, high=1_000_000,
+    )
 
     def __post_init__(self) -> None:
         for name, target in self.registered.items():
-            if not BRAIN_NAME.match(name) or name in ("builtin", "llm", "remote"):
+            if (not BRAIN_NAME.match(name) or name.startswith("policy:")
+                    or name in ("builtin", "llm", "remote")):
                 raise ConfigError(
                     f"brains.{name}: a brain's name is 2-32 of a-z, 0-9 and _, starting with "
                     "a letter, and not builtin, llm or remote")
@@ -658,9 +673,18 @@ class BrainsConfig:
                 raise ConfigError(
                     f"brains.{name} = {target!r}: expected \"module:Class\", e.g. "
                     "\"my_agents.forager:Forager\"")
+        # A policy (policy:NAME) may be mixed in; whether it exists is known only once the
+        # policies are loaded (agents.registry). Policies run in sandbox processes already.
+        mixed = {name for name in self.mix if name.startswith("policy:")
+                 and BRAIN_NAME.match(name)}
         for part in ("mix", "processes"):
-            unknown = sorted(set(getattr(self, part)) - set(self.registered))
+            unknown = sorted(set(getattr(self, part)) - set(self.registered)
+                             - (mixed if part == "mix" else set()))
             if unknown:
+                if unknown[0].startswith("policy:") and part == "processes":
+                    raise ConfigError(f"brains.processes: {unknown[0]!r} is a policy, which "
+                                      "runs in the sandbox's worker processes already; "
+                                      "leave it out")
                 raise ConfigError(f"brains.{part}: {unknown[0]!r} is not a registered brain; "
                                   "register it first: brains: {NAME: \"module:Class\"}")
         if sum(self.mix.values()) > 1 + 1e-9:
@@ -674,6 +698,8 @@ class PathsConfig:
 
     saves: str = setting("saves", "folder holding one sub-folder per saved world")
     logs: str = setting("logs", "folder for world.log and the console history")
+    runs: str = setting("runs", "folder for training runs (python main.py train, "
+                        "POST /api/train), one sub-folder per run")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

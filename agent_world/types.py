@@ -183,6 +183,33 @@ class AbilityResult:
             raise ValueError(f"status {self.status!r} is not one of {ABILITY_STATUSES!r}")
 
 
+# -- policies ----------------------------------------------------------------------------------
+# An agent's brain written as sandboxed code (docs/policies.md): it runs in the same sandbox as
+# abilities, off the tick, and its decisions enter the world as plan inputs like any brain's.
+
+POLICY_METADATA = ("NAME", "DESCRIPTION", "VERSION", "PARENT")
+"""The literal assignments a policy source makes (PARENT may be left out: an original),
+besides literal UPPER_CASE constants, helper functions and one ``def decide(obs, memory):``
+returning ``{"action": ..., "args": {...}, "memory": {...}}``."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PolicyCall:
+    """One call of a policy's ``decide(obs, memory)`` for one agent: the source (known by its
+    sha256 digest) and ``ctx``, plain JSON data: ``obs`` (the observation's ``to_dict()``),
+    ``memory`` (what the agent's last decision kept) and ``seed`` (its random numbers)."""
+
+    agent: int
+    policy: str
+    digest: str
+    source: str
+    ctx: Mapping[str, JSON]
+
+    def __post_init__(self) -> None:
+        if len(self.digest) != 64:
+            raise ValueError(f"digest must be a sha256 hex digest, got {self.digest!r:.80}")
+
+
 @runtime_checkable
 class AbilityRunner(Protocol):
     """Runs ability code for the world, all calls of one tick in one batch.

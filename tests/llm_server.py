@@ -32,6 +32,7 @@ class FakeLLMServer:
         self.requests: list[dict[str, Any]] = []
         self.answer: dict[str, Any] = GOOD_PLAN
         self.text: str | None = None  # answered verbatim instead of ``answer`` when set
+        self.texts: deque[str] = deque()  # answered verbatim, one per request, before text
         # Answered to the angel (a system prompt about ability source files) when set.
         self.ability_text: str | None = None
         # "fixed": every call reports the same usage; "prefix": usage counted from the
@@ -158,6 +159,8 @@ class FakeLLMServer:
              if m.get("role") == "system"), "")
         if self.ability_text is not None and "ability source" in str(system):
             return self.ability_text.replace("{KEY}", key)
+        if self.texts:
+            return self.texts.popleft()
         if self.text is not None:
             return self.text.replace("{KEY}", key)
         if mode == "echo_key":

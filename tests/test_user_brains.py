@@ -238,7 +238,8 @@ def test_spawn_with_a_registered_brain_from_the_console(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     out = done.stdout
     assert "spawning agent 'Zed'" in out and "(brain=forager)" in out
-    assert "error: unknown brain 'farmer' (brains: builtin, llm, forager)" in out
+    assert ("error: unknown brain 'farmer' (brains: builtin, llm, forager, policy:forager, "
+            "policy:survivor, policy:trader)") in out
     assert "brain builtin" not in out.split("Zed#")[1].splitlines()[0]
     assert "brains: brain forager: " in out  # /debug shows the brain's state
     # Resumed without its brain, the agent thinks with its built-in one, and we are told.
@@ -271,7 +272,8 @@ def test_a_mix_gives_a_new_worlds_agents_to_brains_and_completion_knows_them(
         completer = WorldCompleter(session, COMMANDS)
         got = [c.text for c in completer.get_completions(
             Document("/spawn agent Zed brain="), CompleteEvent())]
-        assert got == ["brain=builtin", "brain=llm", "brain=forager", "brain=resting"]
+        assert got == ["brain=builtin", "brain=llm", "brain=forager", "brain=resting",
+                       "brain=policy:forager", "brain=policy:survivor", "brain=policy:trader"]
     finally:
         session.close()
     for bad, message in (({"mix": {"farmer": 0.5}}, "'farmer' is not a registered brain"),

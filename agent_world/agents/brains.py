@@ -19,11 +19,21 @@ from agent_world.core.items import ITEMS
 if TYPE_CHECKING:
     from agent_world.llm.brainllm import BrainLLM
 
-__all__ = ["MAX_TRACE", "MAX_TRACE_LINE", "Brain", "SimpleBrain", "deliver_hooks",
-           "sensible_args", "take_trace"]
+__all__ = ["MAX_TRACE", "MAX_TRACE_LINE", "Brain", "BrainFault", "SimpleBrain",
+           "deliver_hooks", "sensible_args", "take_trace"]
 
 MAX_TRACE = 20  # reasoning-trace lines kept per decision (the newest)
 MAX_TRACE_LINE = 300
+
+
+class BrainFault(Exception):
+    """A brain's decision failed in a way it can name: ``kind`` is what ``/stats`` and the
+    world log count it as (a policy's ``limit``, ``invalid``, ``timeout`` ...) instead of
+    ``exception``. The agent falls back to its built-in brain for that decision."""
+
+    def __init__(self, kind: str, message: str) -> None:
+        super().__init__(message)
+        self.kind = kind if kind and kind != "ok" else "exception"
 
 
 class Brain:

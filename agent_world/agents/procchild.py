@@ -16,7 +16,7 @@ from typing import Any
 
 import orjson
 
-from agent_world.agents.brains import Brain, deliver_hooks, take_trace
+from agent_world.agents.brains import Brain, BrainFault, deliver_hooks, take_trace
 from agent_world.agents.decision import DecisionError, as_plan
 from agent_world.agents.schema import action_schemas
 from agent_world.core.inputs import MAX_PLAN
@@ -54,6 +54,9 @@ def serve(requests: Connection, answers: Connection, cls: type[Brain]) -> None:
             answers.send(("ok", [d.to_dict() for d in plan], take_trace(brain)))
         except DecisionError as exc:
             answers.send(("invalid", str(exc), take_trace(brain) if brain else []))
+            continue
+        except BrainFault as exc:
+            answers.send((exc.kind, str(exc)[:300], take_trace(brain) if brain else []))
             continue
         except Exception as exc:  # the user's code
             answers.send(("exception", f"{type(exc).__name__}: {str(exc)[:200]}",

@@ -1,8 +1,11 @@
-"""Registered brains: ``brains: {forager: "my_agents.forager:Forager"}`` imported at start-up.
+"""Registered brains: ``brains: {forager: "my_agents.forager:Forager"}`` imported at start-up,
+and policies (``policy:NAME``, docs/policies.md): the built-in examples and the files of
+``brains.policies``.
 
 Importing runs the user's module, once, before the world opens; a brain that cannot be
 imported (no such module, no such class, not a ``Brain``, an exception at import) stops
-start-up with one line naming it.
+start-up with one line naming it, and so does a policy file that is not a usable policy.
+Policies' code is not imported: it is checked here and runs in the sandbox's workers.
 """
 
 from __future__ import annotations
@@ -16,6 +19,9 @@ from agent_world.agents.brains import Brain
 from agent_world.agents.llmbrain import LLMBrain
 from agent_world.config import BrainsConfig, ConfigError
 from agent_world.core.world import World
+from agent_world.policies.brain import policy_brains
+from agent_world.policies.library import available_policies
+from agent_world.policies.policy import PolicyError
 
 __all__ = ["BrainError", "load_brains", "unregistered"]
 
@@ -26,9 +32,9 @@ class BrainError(ConfigError):
 
 def load_brains(cfg: BrainsConfig, *, path: str | Path | None = None,
                 llm: bool = True) -> Mapping[str, type[Brain]]:
-    """The registered brain classes by name. ``path`` (``--brains-path``) and
-    ``brains.path`` are put first on the import path; ``llm`` says whether the world has
-    an LLM (an ``LLMBrain`` needs one)."""
+    """The registered brain classes by name, and every available policy's as
+    ``policy:NAME``. ``path`` (``--brains-path``) and ``brains.path`` are put first on the
+    import path; ``llm`` says whether the world has an LLM (an ``LLMBrain`` needs one)."""
     for folder in (cfg.path, path):
         if folder:
             where = Path(folder).resolve()
@@ -60,6 +66,20 @@ def load_brains(cfg: BrainsConfig, *, path: str | Path | None = None,
                              "llm.provider is none; configure one (llm.provider, llm.model) "
                              "or register another brain")
         loaded[name] = cls
+    try:
+        policies = policy_brains(available_policies(cfg.policies).values())
+    except PolicyError as exc:
+        raise BrainError(f"brains.policies: {exc.problems[0]}"
+                         + (f" (and {len(exc.problems) - 1} more problems)"
+                            if len(exc.problems) > 1 else "")
+                         + "; python main.py policy check FILE says what is wrong") from None
+    unknown = sorted(name for name in cfg.mix if name.startswith("policy:")
+                     and name not in policies)
+    if unknown:
+        raise BrainError(f"brains.mix: no policy named {unknown[0].removeprefix('policy:')!r} "
+                         f"(policies: {', '.join(sorted(policies)) or 'none'}); its file goes "
+                         f"in brains.policies ({cfg.policies or 'none set'})")
+    loaded.update(policies)
     return loaded
 
 

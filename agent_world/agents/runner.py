@@ -30,6 +30,7 @@ from agent_world.agents.brains import (
     MAX_TRACE,
     MAX_TRACE_LINE,
     Brain,
+    BrainFault,
     deliver_hooks,
     take_trace,
 )
@@ -43,6 +44,8 @@ from agent_world.core import components as c
 from agent_world.core.actions import Action
 from agent_world.core.inputs import MAX_PLAN
 from agent_world.core.world import World
+from agent_world.policies.brain import PolicyBrain
+from agent_world.policies.runner import PolicyRunner
 from agent_world.thinking.manager import ThinkingManager
 from agent_world.thinking.metrics import percentile
 from agent_world.thinking.mind import Mind
@@ -102,12 +105,24 @@ class UserBrains(ThinkingManager):
                                            cfg.processes[name])
                       for name, cls in classes.items() if name in cfg.processes}
         self._pooled: dict[int, BrainProcesses] = {}  # agent -> the processes its brain is in
+        # Policies (brain=policy:NAME) run in the sandbox's worker processes, started when
+        # the first policy agent asks for a decision. Their calls are killed at 80% of the
+        # deadline, so that a worker thread is never stuck in one.
+        self.policies: PolicyRunner | None = None
+        if any(issubclass(cls, PolicyBrain) for cls in classes.values()):
+            self.policies = PolicyRunner(
+                world.config.sandbox, steps=cfg.policy_steps,
+                memory_bytes=cfg.policy_memory_bytes, timeout_s=0.8 * cfg.deadline_ms / 1000)
         self._expired: set[int] = set()
         self._deaths: queue.SimpleQueue[int] = queue.SimpleQueue()
         self.replaced = 0  # workers started in place of stuck ones, in all
         self._stuck = 0  # workers inside a decision given up on, now
         for _ in range(cfg.workers):
             self._start_worker()
+
+    def names(self) -> list[str]:
+        """The brains' names: the registered ones, then the policies (``policy:NAME``)."""
+        return sorted(self.classes, key=lambda name: (name.startswith("policy:"), name))
 
     def _deadline_ms(self, cls: type[Brain]) -> float:
         if cls.deadline_ms is not None:
@@ -126,12 +141,15 @@ class UserBrains(ThinkingManager):
     # -- the thinking layer's hooks (main thread) ----------------------------------------------
 
     def on_events(self, tick: int, report: TickReport) -> None:
+        watching = bool(self.minds)  # none (every policy registered, none used): cheap
         for event in report.events:
             dead = event.get("agent") if event.get("type") == "death" else None
             if isinstance(dead, int):  # its mind is gone already; its brain (if any, even
                 self._hooks.pop(dead, None)  # one being made now) hears of it on a worker
                 self._last_action.pop(dead, None)
                 self._deaths.put(dead)
+            if not watching:
+                continue
             for key in ENTITY_KEYS:
                 named = event.get(key)
                 if isinstance(named, int) and named in self.minds:
@@ -144,6 +162,10 @@ class UserBrains(ThinkingManager):
                 priority: int) -> Job | None:
         world = self.world
         name = world.store.get(eid, c.Agent).brain
+        if self.policies is not None and issubclass(self.classes[name], PolicyBrain):
+            # Once per run: starts the policies' workers (about a tenth of a second, between
+            # ticks) so that no decision waits for them against its deadline.
+            self.policies.start()
         obs = observe(world, eid)
         hooks = self._hooks.pop(eid, [])
         last = self._last_action.pop(eid, None)
@@ -289,6 +311,8 @@ class UserBrains(ThinkingManager):
             if brain is None:
                 brain = self.classes[name]()
                 brain.llm = self.llm
+                if isinstance(brain, PolicyBrain):
+                    brain.runner = self.policies
                 brain.on_spawn(job.agent)
                 with self._lock:
                     self._brains[job.agent] = brain
@@ -297,6 +321,8 @@ class UserBrains(ThinkingManager):
             actions, reasoning = as_plan(answer, max_actions=MAX_PLAN)
         except DecisionError as exc:
             return self._fault(job, started, "invalid", str(exc))
+        except BrainFault as exc:  # a fault the brain names (a policy's limit ...)
+            return self._fault(job, started, exc.kind, str(exc)[:300])
         except Exception as exc:  # the user's code: anything can go wrong in it
             return self._fault(job, started, "exception",
                                f"{type(exc).__name__}: {str(exc)[:200]}")
@@ -422,7 +448,16 @@ class UserBrains(ThinkingManager):
             **({"processes": ", ".join(
                 f"{name} {len(pool.slots)} ({pool.restarts} restarted)"
                 for name, pool in sorted(self.pools.items()))} if self.pools else {}),
+            **({"policy sandbox": self._policy_figures()}
+               if self.policies is not None and self.policies.started else {}),
         }
+
+    def _policy_figures(self) -> str:
+        assert self.policies is not None
+        figures = self.policies.stats()
+        per_call = figures.get("ms_per_call", {})
+        return (f"{figures.get('calls', 0)} calls, p50 {per_call.get('p50', 0):g} ms, "
+                f"p99 {per_call.get('p99', 0):g} ms, {figures.get('kills', 0)} killed")
 
     def describe_entity(self, eid: int) -> list[str]:
         """The console's /debug seam: the agent's brain, its state and last decision."""
@@ -434,6 +469,9 @@ class UserBrains(ThinkingManager):
         lines.extend(self.last_lines(mind))
         with self._lock:
             tick, trace = self._traces.get(eid, (0, []))
+            brain = self._brains.get(eid)
+        if isinstance(brain, PolicyBrain):
+            lines.extend(brain.describe())
         if trace:
             lines.append(f"reasoning trace (asked at t={tick}):")
             lines.extend(f"  {line}" for line in trace)
@@ -443,3 +481,5 @@ class UserBrains(ThinkingManager):
         if self.stop_workers(timeout):
             for pool in self.pools.values():
                 pool.close()
+            if self.policies is not None:
+                self.policies.close()

@@ -100,12 +100,14 @@ async def spawn(console: Console, args: SpawnArgs) -> list[str]:
                                "or remote.enabled: false)")
         if args.brain is not None and args.brain not in (*BRAINS, "remote"):
             brains = getattr(console.session, "brains", None)
-            known = sorted(brains.classes) if brains is not None else []
+            known = brains.names() if brains is not None else []
             if args.brain not in known:
+                fix = ("put its file in the brains.policies folder (docs/policies.md)"
+                       if args.brain.startswith("policy:") else
+                       "register yours in the config: brains: {NAME: \"module:Class\"}")
                 raise CommandError(
                     f"unknown brain {args.brain!r} (brains: {', '.join([*BRAINS, *known])}); "
-                    "register yours in the config: brains: {NAME: \"module:Class\"}"
-                    f"{did_you_mean(args.brain, [*BRAINS, *known])}")
+                    f"{fix}{did_you_mean(args.brain, [*BRAINS, *known])}")
         cap = world.settings.max_agents
         if len(world.agents()) + console.pending_agents >= cap:
             raise CommandError(f"the world holds {len(world.agents())} agents and "

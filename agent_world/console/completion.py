@@ -98,6 +98,6 @@ class WorldCompleter(Completer):
             values = _OPTION_VALUES.get(key.lower(), ())
             brains = getattr(self.session, "brains", None)
             if key.lower() == "brain" and brains is not None:
-                values = (*values, *sorted(brains.classes))  # the registered ones too
+                values = (*values, *brains.names())  # the registered ones, the policies
             return ((f"{key}={v}", "") for v in values)
         return ((o, "option") for o in _SPAWN_OPTIONS.get(family, ()))

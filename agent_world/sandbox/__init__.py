@@ -1,4 +1,5 @@
-"""The sandbox: where ability code runs, in layers, failing closed.
+"""The sandbox: where ability code (and policies, agents' brains as code: docs/policies.md)
+runs, in layers, failing closed.
 
 1. ``gate``: source size and AST depth (without recursion), then an AST allowlist.
 2. ``compiler``: RestrictedPython's transformer with its guards, then
@@ -8,6 +9,8 @@
 5. ``runtime.export_result`` and ``core.effects`` check what comes back.
 
 ``host.Sandbox`` is what the program uses; ``check.AbilityChecker`` dry-runs a source.
+Policies pass the same layers under their own ``gate.Contract`` and run through
+``SandboxRunner.decide`` (``agent_world.policies``).
 An outer layer: it depends on the core, never the reverse.
 """
 

@@ -18,7 +18,8 @@ dangerous), and then rewrites the result once more:
   format any object (a function's text holds its address), ``_fval_`` plain data only.
 
 The injected names start with ``_``, which the gate refuses in ability code, so the code can
-neither call nor replace them.
+neither call nor replace them. Policies (``agent_world.policies``) pass the same gate under
+their own contract and are rewritten exactly the same way.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 from RestrictedPython.transformer import RestrictingNodeTransformer
 
-from agent_world.sandbox.gate import Gated, GateError, gate
+from agent_world.sandbox.gate import ABILITY, Contract, Gated, GateError, gate
 
 if TYPE_CHECKING:
     from agent_world.core.abilities import AbilityMeta
@@ -118,8 +119,9 @@ class BudgetRewriter(ast.NodeTransformer):
         return ast.FormattedValue(value=call, conversion=-1, format_spec=None)
 
 
-def compile_gated(gated: Gated, name: str) -> CodeType:
-    """Restrict, budget and compile a tree that passed the gate (it is consumed)."""
+def compile_gated(gated: Gated, name: str, kind: str = "ability") -> CodeType:
+    """Restrict, budget and compile a tree that passed the gate (it is consumed); ``kind``
+    names the code object (``<ability NAME>``, ``<policy NAME>``)."""
     errors: list[str] = []
     warnings: list[str] = []
     used: dict[str, bool] = {}
@@ -133,15 +135,16 @@ def compile_gated(gated: Gated, name: str) -> CodeType:
     try:
         tree = BudgetRewriter().visit(tree)
         ast.fix_missing_locations(tree)
-        return compile(tree, f"<ability {name}>", "exec", dont_inherit=True)
+        return compile(tree, f"<{kind} {name}>", "exec", dont_inherit=True)
     except Exception as exc:  # fail closed
         raise GateError(f"the source could not be compiled ({type(exc).__name__}: "
                         f"{str(exc)[:200]})") from None
 
 
-def compile_source(source: object, name: str = "ability") -> CodeType:
+def compile_source(source: object, name: str = "ability",
+                   contract: Contract = ABILITY) -> CodeType:
     """Gate, restrict and compile (what a worker does; the host checked the metadata)."""
-    return compile_gated(gate(source), name)
+    return compile_gated(gate(source, contract), name, contract.kind)
 
 
 def compile_ability(source: object) -> tuple[AbilityMeta, CodeType]:

@@ -5,9 +5,12 @@ with the reason). Nothing recurses over the untrusted tree before its depth is k
 size and depth checks walk it with an explicit stack, and only a tree that passed them
 reaches RestrictedPython (whose transformer recurses).
 
-What passes is a module of literal metadata assignments (``NAME``, ``DESCRIPTION``,
-``ENERGY_COST``, ``COOLDOWN``, ``RANGE``, optionally ``ARGS``) and exactly one
-``def execute(ctx):``, written in a small subset of Python:
+Two kinds of source pass the same gate, each by its ``Contract``: an **ability** is a module
+of literal metadata assignments (``NAME``, ``DESCRIPTION``, ``ENERGY_COST``, ``COOLDOWN``,
+``RANGE``, optionally ``ARGS``) and exactly one ``def execute(ctx):``; a **policy** (an
+agent's brain, docs/policies.md) is literal metadata (``NAME``, ``DESCRIPTION``,
+``VERSION``, optionally ``PARENT``), literal ``UPPER_CASE`` constants, helper functions and
+one ``def decide(obs, memory):``. Both are written in a small subset of Python:
 
 - statements: assignment (also augmented), if, for, while, break, continue, pass, return,
   raise, assert, del, try/except/else/finally (each handler naming an exception), nested
@@ -29,13 +32,16 @@ import ast
 import io
 import re
 import tokenize
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 from agent_world.types import ABILITY_METADATA as METADATA_NAMES
 from agent_world.types import MAX_ABILITY_SOURCE as MAX_SOURCE_CHARS
+from agent_world.types import POLICY_METADATA
 
-__all__ = ["ALLOWED_ATTRIBUTES", "RUNTIME_NAMES", "GateError", "Gated", "gate"]
+__all__ = ["ABILITY", "ALLOWED_ATTRIBUTES", "CONTRACTS", "POLICY", "RUNTIME_NAMES", "Contract",
+           "GateError", "Gated", "gate"]
 
 MAX_LINES = 600
 MAX_DEPTH = 40
@@ -108,6 +114,7 @@ FORBIDDEN_NAMES = frozenset({
 })
 
 _FORMAT_SPEC = re.compile(r"^[<>^]?[+-]?\d{0,2}(\.\d{1,2})?[dfeg%s]?$")
+_CONSTANT = re.compile(r"^[A-Z][A-Z0-9_]*$")  # a policy's own top-level constants
 
 
 class GateError(ValueError):
@@ -117,10 +124,27 @@ class GateError(ValueError):
 @dataclass(frozen=True, slots=True)
 class Gated:
     """A source that passed the gate: its literal metadata values (checked as metadata by
-    ``compiler.compile_ability``) and its parsed tree."""
+    ``compiler.compile_ability`` or ``agent_world.policies``), its parsed tree and (a
+    policy's) the literal values of its ``UPPER_CASE`` constants, in file order."""
 
     values: dict[str, Any]
     tree: ast.Module
+    constants: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Contract:
+    """What one kind of source is: its metadata names, the function a call runs
+    (``entry``) and how its top level is laid out (``layout`` returns the metadata and
+    constants, or raises GateError). ``what`` and ``plural`` name the kind in messages
+    ("an ability", "abilities")."""
+
+    kind: str
+    what: str
+    plural: str
+    metadata: tuple[str, ...]
+    entry: str
+    layout: Callable[[ast.Module], tuple[dict[str, Any], dict[str, Any]]]
 
 
 def _where(node: ast.AST) -> str:
@@ -170,7 +194,7 @@ def _check_shape(tree: ast.AST) -> None:
         stack.extend((child, depth + 1) for child in ast.iter_child_nodes(node))
 
 
-def _name_ok(name: str | None, node: ast.AST, what: str) -> None:
+def _name_ok(name: str | None, node: ast.AST, what: str, plural: str = "abilities") -> None:
     if name is None:
         return
     if not name.isascii() or not name.isidentifier():
@@ -178,7 +202,7 @@ def _name_ok(name: str | None, node: ast.AST, what: str) -> None:
     if name.startswith("_"):
         raise GateError(f"{_where(node)}{what} {name!r:.40} starts with '_'")
     if name in FORBIDDEN_NAMES:
-        raise GateError(f"{_where(node)}{what} {name!r} is not available to abilities")
+        raise GateError(f"{_where(node)}{what} {name!r} is not available to {plural}")
 
 
 def _check_constant(node: ast.Constant) -> None:
@@ -217,37 +241,39 @@ def _check_function(node: ast.FunctionDef | ast.Lambda) -> None:
             raise GateError(f"{_where(node)}annotations are not allowed")
 
 
-def _check_node(node: ast.AST, bound: set[str]) -> None:
+def _check_node(node: ast.AST, bound: set[str], contract: Contract) -> None:
+    plural = contract.plural
     if type(node) not in ALLOWED_NODES:
-        raise GateError(f"{_where(node)}{type(node).__name__} is not allowed in an ability")
+        raise GateError(f"{_where(node)}{type(node).__name__} is not allowed in "
+                        f"{contract.what}")
     if isinstance(node, ast.Name):
-        _name_ok(node.id, node, "name")
+        _name_ok(node.id, node, "name", plural)
         if isinstance(node.ctx, ast.Load) and node.id not in bound and (
-                node.id not in RUNTIME_NAMES and node.id not in METADATA_NAMES):
+                node.id not in RUNTIME_NAMES and node.id not in contract.metadata):
             raise GateError(f"{_where(node)}unknown name {node.id!r}: not assigned in the "
-                            "ability and not provided by the runtime")
+                            f"{contract.kind} and not provided by the runtime")
     elif isinstance(node, ast.Attribute):
-        _name_ok(node.attr, node, "attribute")
+        _name_ok(node.attr, node, "attribute", plural)
         if node.attr not in ALLOWED_ATTRIBUTES:
             raise GateError(f"{_where(node)}attribute {node.attr!r} is not available; "
-                            f"abilities may use {', '.join(sorted(ALLOWED_ATTRIBUTES))}")
+                            f"{plural} may use {', '.join(sorted(ALLOWED_ATTRIBUTES))}")
         if not isinstance(node.ctx, ast.Load):
             raise GateError(f"{_where(node)}assigning or deleting attributes is not allowed")
     elif isinstance(node, (ast.FunctionDef, ast.Lambda)):
         _check_function(node)
         if isinstance(node, ast.FunctionDef):
-            _name_ok(node.name, node, "function name")
+            _name_ok(node.name, node, "function name", plural)
         for arg in node.args.args:
-            _name_ok(arg.arg, node, "parameter")
+            _name_ok(arg.arg, node, "parameter", plural)
     elif isinstance(node, ast.keyword):
         if node.arg is None:
             raise GateError(f"{_where(node)}'**' arguments are not allowed")
-        _name_ok(node.arg, node, "keyword")
+        _name_ok(node.arg, node, "keyword", plural)
     elif isinstance(node, ast.ExceptHandler):
         if node.type is None:
             raise GateError(f"{_where(node)}a bare 'except:' is not allowed; name the "
                             "exception (e.g. except ValueError:)")
-        _name_ok(node.name, node, "exception name")
+        _name_ok(node.name, node, "exception name", plural)
     elif isinstance(node, ast.Constant):
         _check_constant(node)
     elif isinstance(node, ast.FormattedValue):
@@ -281,11 +307,24 @@ def _bound_names(tree: ast.AST) -> set[str]:
     return bound
 
 
-def _metadata(tree: ast.Module) -> dict[str, Any]:
+def _without_docstring(tree: ast.Module) -> list[ast.stmt]:
     body = list(tree.body)
     if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
             and isinstance(body[0].value.value, str):
         body = body[1:]  # a module docstring
+    return body
+
+
+def _literal(stmt: ast.Assign, name: str) -> Any:
+    try:
+        return ast.literal_eval(stmt.value)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        raise GateError(f"{_where(stmt)}{name} must be a literal value") from None
+
+
+def _metadata(tree: ast.Module) -> tuple[dict[str, Any], dict[str, Any]]:
+    """An ability's layout: metadata assignments and ``def execute(ctx)``, nothing else."""
+    body = _without_docstring(tree)
     values: dict[str, Any] = {}
     functions = []
     for stmt in body:
@@ -302,10 +341,7 @@ def _metadata(tree: ast.Module) -> dict[str, Any]:
                             f"{', '.join(METADATA_NAMES)}")
         if name in values:
             raise GateError(f"{_where(stmt)}{name} is assigned twice")
-        try:
-            values[name] = ast.literal_eval(stmt.value)
-        except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
-            raise GateError(f"{_where(stmt)}{name} must be a literal value") from None
+        values[name] = _literal(stmt, name)
     if len(functions) != 1 or functions[0].name != "execute":
         raise GateError("an ability defines exactly one top-level function, def execute(ctx)")
     execute = functions[0]
@@ -318,16 +354,69 @@ def _metadata(tree: ast.Module) -> dict[str, Any]:
     if missing:
         raise GateError(f"missing metadata: {', '.join(missing)} (an ability assigns "
                         f"{', '.join(METADATA_NAMES)} as literals)")
-    return values
+    return values, {}
 
 
-def gate(source: object) -> Gated:
-    """Check a source file; its metadata values and tree, or GateError saying why not."""
+def _policy_layout(tree: ast.Module) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A policy's layout: metadata and UPPER_CASE constants assigned literals, functions
+    (``decide(obs, memory)`` and any helpers), nothing else."""
+    values: dict[str, Any] = {}
+    constants: dict[str, Any] = {}
+    functions: dict[str, ast.FunctionDef] = {}
+    names = ", ".join(POLICY_METADATA)
+    for stmt in _without_docstring(tree):
+        if isinstance(stmt, ast.FunctionDef):
+            if stmt.name in functions:
+                raise GateError(f"{_where(stmt)}function {stmt.name!r} is defined twice")
+            functions[stmt.name] = stmt
+            continue
+        if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1
+                and isinstance(stmt.targets[0], ast.Name)):
+            raise GateError(f"{_where(stmt)}at the top level a policy has only metadata "
+                            f"({names}), UPPER_CASE constants and functions (def "
+                            "decide(obs, memory) and its helpers)")
+        name = stmt.targets[0].id
+        if name not in POLICY_METADATA and not _CONSTANT.match(name):
+            raise GateError(f"{_where(stmt)}top-level name {name!r} is neither metadata "
+                            f"({names}) nor an UPPER_CASE constant")
+        if name in values or name in constants:
+            raise GateError(f"{_where(stmt)}{name} is assigned twice")
+        (values if name in POLICY_METADATA else constants)[name] = _literal(stmt, name)
+    clash = sorted(set(functions) & (set(values) | set(constants)))
+    if clash:
+        raise GateError(f"{clash[0]} is both a function and a constant")
+    decide = functions.get("decide")
+    if decide is None:
+        raise GateError("a policy defines def decide(obs, memory) at the top level")
+    if [a.arg for a in decide.args.args] != ["obs", "memory"]:
+        raise GateError(f"{_where(decide)}decide takes exactly two parameters, obs and "
+                        "memory")
+    count = sum(isinstance(n, (ast.FunctionDef, ast.Lambda)) for n in ast.walk(tree))
+    if count > MAX_FUNCTIONS:
+        raise GateError(f"more than {MAX_FUNCTIONS} functions")
+    missing = [k for k in POLICY_METADATA if k != "PARENT" and k not in values]
+    if missing:
+        raise GateError(f"missing metadata: {', '.join(missing)} (a policy assigns {names} "
+                        "as literals; PARENT may be left out)")
+    return values, constants
+
+
+ABILITY = Contract(kind="ability", what="an ability", plural="abilities",
+                   metadata=METADATA_NAMES, entry="execute", layout=_metadata)
+POLICY = Contract(kind="policy", what="a policy", plural="policies", metadata=POLICY_METADATA,
+                  entry="decide", layout=_policy_layout)
+CONTRACTS = {c.kind: c for c in (ABILITY, POLICY)}
+"""The kinds of source the sandbox runs, by name."""
+
+
+def gate(source: object, contract: Contract = ABILITY) -> Gated:
+    """Check a source file against ``contract``; its metadata values, tree and constants,
+    or GateError saying why not."""
     try:
         text = _check_text(source)
         try:
             _check_tokens(text)
-            tree = ast.parse(text, filename="<ability>", mode="exec")
+            tree = ast.parse(text, filename=f"<{contract.kind}>", mode="exec")
         except SyntaxError as exc:
             raise GateError(f"line {exc.lineno}: syntax error: {exc.msg}") from None
         except (tokenize.TokenError, IndentationError) as exc:
@@ -338,11 +427,11 @@ def gate(source: object) -> Gated:
         _check_shape(tree)
         bound = _bound_names(tree)
         for node in ast.walk(tree):
-            _check_node(node, bound)
-        values = _metadata(tree)
+            _check_node(node, bound, contract)
+        values, constants = contract.layout(tree)
     except GateError:
         raise
     except Exception as exc:  # fail closed: anything unexpected is a rejection
         raise GateError(f"the source could not be validated ({type(exc).__name__}: "
                         f"{str(exc)[:200]})") from None
-    return Gated(values, tree)
+    return Gated(values, tree, constants)

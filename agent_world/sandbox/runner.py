@@ -8,6 +8,10 @@ calls once the tick's sandbox budget is spent and reports the rest ``postponed``
 
 Replaying, nothing is postponed and calls get ``replay_slack`` times the timeout: the log
 decides what was stopped, not this machine's speed.
+
+``decide`` runs one policy call (an agent's brain written as sandboxed code,
+docs/policies.md) on the same workers and protocol, for a brain's worker thread: no tick
+budget, a wall-clock timeout of the caller's choosing.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 from agent_world.config import SandboxConfig
@@ -29,6 +34,7 @@ from agent_world.types import (
     ABILITY_STATUSES,
     AbilityCall,
     AbilityResult,
+    PolicyCall,
 )
 
 __all__ = ["SandboxRunner", "percentile"]
@@ -131,23 +137,65 @@ class SandboxRunner:
                     self.call_ms.append(r.ms)
         return results
 
-    def _batch(self, worker: Worker, calls: Sequence[AbilityCall], out: list[AbilityResult],
-               *, timeout: float, budget_end: float | None, steps: int, alloc: int) -> None:
-        """Send ``calls`` to ``worker`` and append results to ``out`` until all are in or the
-        worker had to go (the caller then goes on with the spare)."""
-        sources = {c.digest: c.source for c in calls if c.digest not in worker.known}
+    def decide(self, call: PolicyCall, *, steps: int, alloc: int, memory_bytes: int,
+               timeout_s: float) -> AbilityResult:
+        """Run one policy call, ``decide(obs, memory)``; the result's ``effects`` is the
+        decision the worker checked (``runtime.export_decision``), its ``ms`` the whole
+        round trip. Killed past ``timeout_s`` of wall-clock time (waiting for a worker to
+        be ready included); never postponed. Never raises for anything the code does."""
+        started = time.monotonic()
+        deadline = started + timeout_s
+        out: list[AbilityResult] = []
+        trips = 0
+        while not out and time.monotonic() < deadline:
+            worker = self.pool.current(deadline)
+            if worker is None:
+                break
+            trips += 1
+            self._batch(worker, [call], out, timeout=max(0.0, deadline - time.monotonic()),
+                        budget_end=None, steps=steps, alloc=alloc, kind="policy",
+                        extra={"memory_bytes": memory_bytes})
+        elapsed = (time.monotonic() - started) * 1000
+        result = replace(out[0], ms=elapsed) if out else AbilityResult(
+            status=ABILITY_KILLED, reason="no sandbox worker was ready in time", ms=elapsed)
+        with self._lock:
+            self.batches += 1
+            self.round_trips += trips
+            self.calls += 1
+            self._ms_total += elapsed
+            self.tick_ms.append(elapsed)
+            self.trips_per_batch.append(trips)
+            if result.status == ABILITY_KILLED:
+                self.kills += 1
+            elif result.status != ABILITY_OK:
+                self.errors += 1
+            self.call_ms.append(result.ms)
+        return result
+
+    def _batch(self, worker: Worker, calls: Sequence[AbilityCall | PolicyCall],
+               out: list[AbilityResult], *, timeout: float, budget_end: float | None,
+               steps: int, alloc: int, kind: str = "ability",
+               extra: dict[str, Any] | None = None) -> None:
+        """Send ``calls`` (of ``kind`` code) to ``worker`` and append results to ``out``
+        until all are in or the worker had to go (the caller then goes on with the spare)."""
+        # A worker caches compiled code by kind and digest; so does ``known``.
+        prefix = "" if kind == "ability" else f"{kind}:"
+        sources = {c.digest: c.source for c in calls if prefix + c.digest not in worker.known}
         stop_after_ms = 1e9 if budget_end is None else max(
             0.0, (budget_end - time.monotonic()) * 1000)
         request = {"op": "run", "steps": steps, "alloc": alloc,
                    "cpu_s": self.cfg.cpu_seconds, "stop_after_ms": stop_after_ms,
                    "sources": sources,
                    "calls": [{"digest": c.digest, "ctx": c.ctx} for c in calls]}
+        if kind != "ability":
+            request["kind"] = kind
+        request.update(extra or {})
         try:
             worker.send(request)
         except WorkerDied:
             self.pool.discard(worker)
             return
-        worker.known.update(sources)
+        worker.known.update(prefix + digest for digest in sources)
         for _call in calls:
             began = time.monotonic()
             try:

@@ -47,12 +47,13 @@ import sys
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, TypeVar
 
+import orjson
 from RestrictedPython.Guards import guarded_iter_unpack_sequence, guarded_unpack_sequence
 
 from agent_world.sandbox.plain import TooLong, render, set_order
 
-__all__ = ["MAX_INT_BITS", "MAX_SEQUENCE", "Escalated", "Meter", "Rng", "SandboxLimit",
-           "build_globals", "export_result"]
+__all__ = ["DECISION_KEYS", "MAX_INT_BITS", "MAX_SEQUENCE", "Escalated", "Meter", "Rng",
+           "SandboxLimit", "build_globals", "export_decision", "export_result", "memory_size"]
 
 T = TypeVar("T")
 
@@ -66,6 +67,12 @@ RESULT_NODES = 512
 RESULT_DEPTH = 4
 RESULT_STRING = 500
 RESULT_INT = 2**53
+
+# What a policy's decide may return (export_decision).
+DECISION_KEYS = ("action", "args", "memory", "reasoning")
+ACTION_NAME = 40  # characters of an action's name
+REASONING = 300  # characters of a decision's reasoning
+MEMORY_DEPTH = 8  # levels of nesting in a policy's memory
 
 
 class SandboxLimit(BaseException):
@@ -174,8 +181,10 @@ def _escalate() -> None:
         raise Escalated(exc)
 
 
-def build_globals(meter: Meter, seed: int) -> dict[str, Any]:
-    """Fresh globals for one call."""
+def build_globals(meter: Meter, seed: int, kind: str = "ability") -> dict[str, Any]:
+    """Fresh globals for one call of ``kind`` code (``ability`` or ``policy``: the two
+    differ only in how their error messages name them)."""
+    where, whom = ("a policy", "policies") if kind == "policy" else ("an ability", "abilities")
     step = meter.step
     alloc = meter.alloc
     rng = Rng(seed)
@@ -224,14 +233,14 @@ def build_globals(meter: Meter, seed: int) -> dict[str, Any]:
     def getitem(obj: Any, key: Any) -> Any:
         t = type(obj)
         if t not in (dict, list, tuple, str, range):
-            raise TypeError(f"a {t.__name__} cannot be indexed in an ability")
+            raise TypeError(f"a {t.__name__} cannot be indexed in {where}")
         if type(key) is slice:
             return account(obj[key])
         return obj[key]
 
     def write(obj: Any) -> Any:
         if type(obj) not in (dict, list):
-            raise TypeError(f"a {type(obj).__name__} cannot be changed in an ability")
+            raise TypeError(f"a {type(obj).__name__} cannot be changed in {where}")
         return obj
 
     def unpack_sequence(it: Any, spec: Any, _getiter_: Any) -> Any:
@@ -329,7 +338,7 @@ def build_globals(meter: Meter, seed: int) -> dict[str, Any]:
     def inplacevar(op: str, x: Any, y: Any) -> Any:
         fn = inplace_ops.get(op)
         if fn is None:
-            raise TypeError(f"{op} is not available in an ability")
+            raise TypeError(f"{op} is not available in {where}")
         return fn(x, y)
 
     # -- attributes ---------------------------------------------------------------------------
@@ -416,7 +425,7 @@ def build_globals(meter: Meter, seed: int) -> dict[str, Any]:
         t = type(obj)
         allowed = SAFE_ATTRIBUTES.get(t)
         if allowed is None or name not in allowed:
-            raise AttributeError(f"{t.__name__}.{name} is not available to abilities")
+            raise AttributeError(f"{t.__name__}.{name} is not available to {whom}")
         maker = sized.get((t, name))
         if maker is not None:
             return maker(obj)
@@ -546,7 +555,7 @@ def build_globals(meter: Meter, seed: int) -> dict[str, Any]:
     }
     return {
         "__builtins__": builtins,
-        "__name__": "ability",
+        "__name__": kind,
         "_getattr_": getattr_guard,
         "_getitem_": getitem,
         "_getiter_": getiter,
@@ -624,3 +633,105 @@ def export_result(value: Any) -> Any:
             raise ResultError(f"the result holds a {t.__name__}; only dicts, lists, text, "
                               "numbers, true/false and None may come back")
     return value
+
+
+def _plain_walk(value: Any, *, what: str, nodes: int, depth: int, text: int) -> int:
+    """Check that ``value`` is JSON data (dicts with text keys, lists, text, finite numbers,
+    true/false and None) within ``nodes`` values, ``depth`` levels and ``text`` characters
+    per string; the number of values seen. Iterative, every visit counted (shared
+    references cannot hide their expanded size)."""
+    seen = 0
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        node, level = stack.pop()
+        seen += 1
+        if seen > nodes:
+            raise ResultError(f"{what} has more than {nodes} values")
+        t = type(node)
+        if t is dict or t is list:
+            if level > depth:
+                raise ResultError(f"{what} is nested deeper than {depth} levels")
+            if t is dict:
+                for k, v in node.items():
+                    if type(k) is not str:
+                        raise ResultError(f"{what} has a key of type {kind_name(k)}; keys "
+                                          "must be text")
+                    if len(k) > text:
+                        raise ResultError(f"{what} has a key of {len(k)} characters; at most "
+                                          f"{text}")
+                    stack.append((v, level + 1))
+            else:
+                stack.extend((v, level + 1) for v in node)
+        elif t is str:
+            if len(node) > text:
+                raise ResultError(f"{what} holds a text of {len(node)} characters; at most "
+                                  f"{text}")
+        elif t is int:
+            if abs(node) > RESULT_INT:
+                raise ResultError(f"{what} holds an integer beyond 2**53")
+        elif t is float:
+            if not math.isfinite(node):
+                raise ResultError(f"{what} holds a number that is not finite")
+        elif t is not bool and node is not None:
+            raise ResultError(f"{what} holds a {kind_name(node)}; only dicts, lists, text, "
+                              "numbers, true/false and None may come back")
+    return seen
+
+
+def kind_name(value: Any) -> str:
+    """A value's kind in words, never its text (which could hold an address)."""
+    return {tuple: "tuple", set: "set", frozenset: "frozenset", bytes: "bytes",
+            range: "range", type(None): "None"}.get(type(value), type(value).__name__)
+
+
+def memory_size(memory: Any, limit: int) -> int:
+    """The size of a policy's memory in bytes of compact JSON (ResultError if it is not
+    JSON data, or more than ``limit`` bytes)."""
+    if type(memory) is not dict:
+        raise ResultError(f"memory must be a dict, got a {kind_name(memory)}")
+    _plain_walk(memory, what="memory", nodes=max(1, limit), depth=MEMORY_DEPTH, text=limit)
+    size = _json_size(memory)
+    if size > limit:
+        raise ResultError(f"memory is {size} bytes of JSON; at most {limit}")
+    return size
+
+
+def _json_size(value: Any) -> int:
+    return len(orjson.dumps(value))
+
+
+def export_decision(value: Any, memory_bytes: int) -> dict[str, Any]:
+    """Check what a policy's ``decide(obs, memory)`` returned: a dict with ``action`` (text)
+    and optionally ``args`` (a dict), ``memory`` (a dict of JSON data of at most
+    ``memory_bytes`` bytes) and ``reasoning`` (text). Returns it (``args`` filled in) or
+    raises ResultError. The action and its arguments are checked against the action set by
+    the host, which knows it."""
+    if type(value) is not dict:
+        raise ResultError(f"decide must return a dict {{\"action\": ..., \"args\": {{...}}, "
+                          f"\"memory\": {{...}}}}, got a {kind_name(value)}")
+    for key in value:
+        if type(key) is not str or key not in DECISION_KEYS:
+            shown = repr(key)[:40] if type(key) is str else f"a {kind_name(key)}"
+            raise ResultError(f"decide returned the key {shown}; a decision has only "
+                              f"{', '.join(DECISION_KEYS)}")
+    action = value.get("action")
+    if type(action) is not str or not action or len(action) > ACTION_NAME:
+        shown = repr(action)[:40] if type(action) is str else f"a {kind_name(action)}"
+        raise ResultError(f"'action' must be an action's name, got {shown}")
+    args = value.get("args")
+    if args is None:
+        args = {}
+    if type(args) is not dict:
+        raise ResultError(f"'args' must be a dict, got a {kind_name(args)}")
+    _plain_walk(args, what="'args'", nodes=RESULT_NODES, depth=RESULT_DEPTH,
+                text=RESULT_STRING)
+    reasoning = value.get("reasoning")
+    if reasoning is not None and (type(reasoning) is not str or len(reasoning) > REASONING):
+        raise ResultError(f"'reasoning' must be text of at most {REASONING} characters")
+    out: dict[str, Any] = {"action": action, "args": args}
+    if reasoning is not None:
+        out["reasoning"] = reasoning
+    if "memory" in value:
+        memory_size(value["memory"], memory_bytes)
+        out["memory"] = value["memory"]
+    return out

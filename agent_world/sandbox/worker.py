@@ -12,8 +12,13 @@ replaces it after any kill.
 Requests: ``{"op": "run", "steps", "alloc", "cpu_s", "stop_after_ms", "sources":
 {digest: source}, "calls": [{"digest", "ctx"}]}``. For each call, in order, one result frame
 ``{"status", "effects" | "reason", "steps"}``, then ``{"op": "done"}``. Compiled code is cached
-by digest. A call is started only while ``stop_after_ms`` has not passed since the batch
-arrived; later ones come back ``postponed``.
+by kind and digest. A call is started only while ``stop_after_ms`` has not passed since the
+batch arrived; later ones come back ``postponed``.
+
+A request with ``"kind": "policy"`` (and ``"memory_bytes"``) holds policies
+(docs/policies.md): their sources pass the gate under the policy contract, and each call
+runs ``decide(ctx["obs"], ctx["memory"])``, whose answer ``runtime.export_decision`` checks
+(the memory within ``memory_bytes``); the frame's ``effects`` is the decision.
 
 A reason becomes world state (the "disabled" reason), and a replay computes it again in
 another worker, so it is built from the exception's type name and its arguments rendered by
@@ -33,7 +38,7 @@ from types import CodeType
 from typing import Any
 
 from agent_world.sandbox.compiler import compile_source
-from agent_world.sandbox.gate import GateError
+from agent_world.sandbox.gate import CONTRACTS, GateError
 from agent_world.sandbox.plain import clean_reason, exception_text
 from agent_world.sandbox.protocol import encode, read_frame, write_all
 from agent_world.sandbox.runtime import (
@@ -42,6 +47,7 @@ from agent_world.sandbox.runtime import (
     ResultError,
     SandboxLimit,
     build_globals,
+    export_decision,
     export_result,
 )
 from agent_world.types import ABILITY_ERROR, ABILITY_KILLED, ABILITY_OK, ABILITY_POSTPONED
@@ -84,17 +90,26 @@ def _failed(exc: BaseException, meter: Meter) -> dict[str, Any]:
     return {"status": ABILITY_ERROR, "reason": clean_reason(reason), "steps": meter.steps_used}
 
 
-def run_call(code: CodeType, ctx: Any, steps: int, alloc: int) -> dict[str, Any]:
+def run_call(code: CodeType, ctx: Any, steps: int, alloc: int, *, kind: str = "ability",
+             memory_bytes: int = 0) -> dict[str, Any]:
     """Run one call; the result frame. Deterministic for the same code, ctx and limits
-    (except MemoryError, which depends on the process and is reported as a kill)."""
+    (except MemoryError, which depends on the process and is reported as a kill). An
+    ability's ``execute(ctx)`` returns effects; a policy's ``decide(ctx["obs"],
+    ctx["memory"])`` (``kind="policy"``) a decision, its memory within ``memory_bytes``."""
     seed = ctx.get("seed", 0) if type(ctx) is dict else 0
     meter = Meter(steps, alloc)
     try:
-        scope = build_globals(meter, seed if type(seed) is int else 0)
+        scope = build_globals(meter, seed if type(seed) is int else 0, kind)
         exec(code, scope)
-        value = scope["execute"](ctx)
-        if meter.failure is None:
-            export_result(value)
+        entry = scope[CONTRACTS[kind].entry]
+        if kind == "policy":
+            value = entry(ctx.get("obs"), ctx.get("memory"))
+            if meter.failure is None:
+                value = export_decision(value, memory_bytes)
+        else:
+            value = entry(ctx)
+            if meter.failure is None:
+                export_result(value)
     except SandboxLimit:
         pass  # the meter holds the reason
     except Escalated as exc:
@@ -108,7 +123,7 @@ def run_call(code: CodeType, ctx: Any, steps: int, alloc: int) -> dict[str, Any]
 
 
 def _serve(memory_mb: int) -> None:
-    compiled: dict[str, CodeType | str] = {}
+    compiled: dict[tuple[str, str], CodeType | str] = {}
     write_all(1, encode({"op": "ready", "pid": os.getpid()}))
     while True:
         try:
@@ -119,17 +134,22 @@ def _serve(memory_mb: int) -> None:
             return
         arrived = time.monotonic()
         stop_after = arrived + float(request.get("stop_after_ms", 1e9)) / 1000
+        kind = request.get("kind", "ability")
+        contract = CONTRACTS.get(kind)
+        if contract is None:
+            return  # a request this worker does not understand: stop
         for digest, source in request.get("sources", {}).items():
             try:
-                compiled[digest] = compile_source(source)
+                compiled[kind, digest] = compile_source(source, contract=contract)
             except GateError as exc:
-                compiled[digest] = f"rejected: {exc}"
+                compiled[kind, digest] = f"rejected: {exc}"
             if len(compiled) > CODE_CACHE:
                 del compiled[next(iter(compiled))]
         _cpu_allowance(int(request.get("cpu_s", 2)))
         steps, alloc = int(request["steps"]), int(request["alloc"])
+        memory_bytes = int(request.get("memory_bytes", 0))
         for call in request["calls"]:
-            entry = compiled.get(call["digest"])
+            entry = compiled.get((kind, call["digest"]))
             if time.monotonic() > stop_after:
                 result: dict[str, Any] = {"status": ABILITY_POSTPONED,
                                           "reason": "the tick's sandbox time ran out"}
@@ -138,7 +158,8 @@ def _serve(memory_mb: int) -> None:
             elif isinstance(entry, str):
                 result = {"status": ABILITY_ERROR, "reason": entry}
             else:
-                result = run_call(entry, call["ctx"], steps, alloc)
+                result = run_call(entry, call["ctx"], steps, alloc, kind=kind,
+                                  memory_bytes=memory_bytes)
             if "reason" in result:
                 result["reason"] = clean_reason(result["reason"])
             try:

@@ -40,6 +40,7 @@ TRIGGER_CHECK_TICKS = 5
 QUIET_FAILURES = ("budget", "breaker")  # no request was made: nothing to count against it
 BURST = 3.0  # unprompted decisions an agent may ask for in a row before its pace holds it
 PENDING_TICKS = 100  # a reaction that could not be asked for at once is kept this long
+MAX_FAULT_TEXT = 200  # characters of a fault's error kept in its decision_fault input (the log)
 
 
 class ThinkingManager:
@@ -291,8 +292,8 @@ class ThinkingManager:
         mind.last_error_tick = tick
         if self.world.metrics.enabled:  # the agent's metrics count it, and so replay it
             self.world_inbox.submit("decision_fault", {
-                "agent": outcome.agent, "kind": outcome.error_kind, "source": self.source},
-                source=self.source)
+                "agent": outcome.agent, "kind": outcome.error_kind, "source": self.source,
+                "error": str(outcome.error)[:MAX_FAULT_TEXT]}, source=self.source)
         self.on_failed(tick, outcome, mind)
         text = f"{outcome.error_kind}: {outcome.error}"
         mind.notes.append(text)

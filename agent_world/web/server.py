@@ -36,6 +36,7 @@ from agent_world.web.subscriptions import (
     SubscriptionError,
     parse_subscription,
 )
+from agent_world.web.training import TrainingRuns
 
 if TYPE_CHECKING:
     from agent_world.app import Session
@@ -128,6 +129,7 @@ class WebServer:
         self.clients: set[Client] = set()
         self.feed.listeners.append(self._on_delta)
         loop.observers.extend([self.feed, self.series])
+        self.training = TrainingRuns(self)
         self.app = self._build_app()
         self.url: str | None = None
         self.note = ""  # said at start-up when the server is not where it was asked to be
@@ -190,6 +192,7 @@ class WebServer:
         app = web.Application(client_max_size=MAX_BODY, middlewares=[self._guard])
         app[SERVER_KEY] = self
         api.add_routes(app, self)
+        self.training.add_routes(app)
         app.router.add_get("/ws", self._ws)
         app.router.add_get("/agents", self._agents)
         app.router.add_get("/", self._index)
@@ -295,6 +298,7 @@ class WebServer:
         return site
 
     async def close(self) -> None:
+        self.training.close()
         if self._watchdog is not None:
             self._watchdog.cancel()
             with contextlib.suppress(asyncio.CancelledError):

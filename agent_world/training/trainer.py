@@ -1,0 +1,300 @@
+"""The training loop: generate -> check -> evaluate -> accept or keep the best.
+
+Each iteration a generator writes a new version from the best so far and its training
+bundle. The version is checked in the sandbox (``PolicyChecker``, under the scenario's
+world) and evaluated over the same seeds as the best with the evaluation harness
+(``eval.runner.evaluate``: one replayable save folder per episode). It is accepted only
+when its mean score beats the best's by the margin (``margin`` of the best's magnitude, at
+least ``MIN_GAIN``), with no more decision faults than the best and none that ran out of
+its budget; otherwise the best stays and the reason goes back to the generator.
+
+Every version is kept in ``OUT/versions/vNNN-NAME/`` (``policy.py``, ``bundle.json``,
+``result.json`` with its score, status and parent); the best is ``OUT/best.py``, the lineage
+``OUT/lineage.md`` and ``lineage.json``. A run reports what it does through ``on_message``
+(``step``, ``episode_summary``, ``critique``, ``done``) and stops between episodes once
+``stop`` is set.
+"""
+
+from __future__ import annotations
+
+import io
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from agent_world.config import Config
+from agent_world.eval.episode import Episode
+from agent_world.eval.runner import evaluate
+from agent_world.eval.scenario import Scenario
+from agent_world.policies import PolicyChecker, PolicyReport
+from agent_world.training.bundle import STEP_FAULTS, make_bundle
+from agent_world.training.generators import GeneratorError, PolicyGenerator
+from agent_world.training.source import stamp
+
+__all__ = ["MIN_GAIN", "TrainError", "Trainer", "Version", "lineage_table"]
+
+MIN_GAIN = 0.01
+Message = dict[str, Any]
+
+
+class TrainError(Exception):
+    """A run that cannot go on (its starting policy does not pass)."""
+
+
+@dataclass(slots=True)
+class Version:
+    number: int
+    name: str
+    parent: str | None
+    status: str  # start | accepted | kept (not better) | rejected (check) | failed
+    summary: str  # what the generator changed
+    source: str = ""
+    score: float | None = None
+    ci95: float | None = None
+    faults: int = 0
+    budget_faults: int = 0
+    steps_max: int = 0
+    steps_budget: int = 0
+    reason: str = ""
+    seconds: float = 0.0
+    folder: str = ""
+    bundle: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def version(self) -> int:
+        return self.number + 1  # VERSION starts at 1
+
+    def row(self) -> dict[str, Any]:
+        return {k: v for k, v in asdict(self).items() if k not in ("source", "bundle")}
+
+
+def lineage_table(versions: Sequence[Version], best: Version | None) -> list[str]:
+    lines = ["| version | name | parent | status | score | faults | steps (max of budget) "
+             "| why |", "|---:|---|---|---|---:|---:|---:|---|"]
+    for v in versions:
+        score = "-" if v.score is None else f"{v.score:,.2f} ± {v.ci95 or 0:,.2f}"
+        mark = " (best)" if best is not None and v is best else ""
+        steps = f"{v.steps_max:,} of {v.steps_budget:,}" if v.steps_budget else "-"
+        why = v.reason.replace("|", "/")[:160]
+        lines.append(f"| {v.number} | {v.name}{mark} | {v.parent or '-'} | {v.status} | "
+                     f"{score} | {v.faults} | {steps} | {why} |")
+    return lines
+
+
+class Trainer:
+    def __init__(self, scenario: Scenario, *, start: str, stem: str, iterations: int,
+                 episodes: int, generator: PolicyGenerator, out: Path, base: Config,
+                 contract: str, workers: int = 1, margin: float = 0.02, first_seed: int = 1,
+                 on_message: Callable[[Message], None] = lambda _m: None,
+                 stop: threading.Event | None = None) -> None:
+        self.scenario = scenario
+        self.start = start
+        self.stem = stem
+        self.iterations = iterations
+        self.seeds = list(range(first_seed, first_seed + episodes))
+        self.generator = generator
+        self.out = out
+        self.base = base
+        self.contract = contract
+        self.workers = workers
+        self.margin = margin
+        self.on_message = on_message
+        self.stop = stop or threading.Event()
+        self.versions: list[Version] = []
+        self.best: Version | None = None
+        self.feedback: list[str] = []
+
+    # -- the loop ------------------------------------------------------------------------
+
+    def run(self) -> Version | None:
+        """Train; the best version (also ``OUT/best.py``), None when stopped before the
+        starting policy was evaluated."""
+        self.out.mkdir(parents=True, exist_ok=True)
+        (self.out / "contract.md").write_text(self.contract, encoding="utf-8")
+        checker = PolicyChecker(self.scenario.config(self.base))
+        try:
+            first = self._attempt(checker, 0, self.start, parent=None,
+                                  summary="the starting policy")
+            self._write_lineage()
+            if first.status != "start" and self.stop.is_set():
+                self._send("done", best=None, score=None, versions=1, stopped=True,
+                           out=str(self.out))
+                return None
+            if first.status != "start":
+                raise TrainError(f"the starting policy does not pass: {first.reason}")
+            self.best = first
+            self._write_lineage()
+            for number in range(1, self.iterations + 1):
+                if self.stop.is_set():
+                    break
+                self._iterate(checker, number)
+                self._write_lineage()
+        finally:
+            checker.close()
+            self.generator.close()
+        best = self.best
+        assert best is not None
+        self._send("done", best=best.name, score=best.score, versions=len(self.versions),
+                   stopped=self.stop.is_set(), out=str(self.out))
+        return best
+
+    def _iterate(self, checker: PolicyChecker, number: int) -> None:
+        best = self.best
+        assert best is not None
+        self._send("step", iteration=number, stage="generate", generator=self.generator.name,
+                   best=best.name)
+        began = time.perf_counter()
+        try:
+            proposal = self.generator.propose(best.source, best.bundle, self.feedback)
+        except GeneratorError as exc:
+            version = Version(number=number, name=f"{self.stem}_v{number}", parent=best.name,
+                              status="failed", summary="", reason=f"generator: {exc}",
+                              seconds=round(time.perf_counter() - began, 1))
+            self.versions.append(version)
+            self._critique(version)
+            return
+        version = self._attempt(checker, number, proposal.source,
+                                parent=f"{best.name}@{best.version}", summary=proposal.summary)
+        if version.status == "start":  # evaluated: now compare it with the best
+            self._judge(version, best)
+        self._critique(version)
+
+    def _attempt(self, checker: PolicyChecker, number: int, source: str, *,
+                 parent: str | None, summary: str) -> Version:
+        """Stamp, check and evaluate one version; ``start`` when it was evaluated."""
+        began = time.perf_counter()
+        name = f"{self.stem}_v{number}"
+        folder = self.out / "versions" / f"v{number:03d}-{name}"
+        folder.mkdir(parents=True, exist_ok=True)
+        version = Version(number=number, name=name, parent=parent, status="start",
+                          summary=summary, source=source, folder=str(folder))
+        try:
+            version.source = stamp(source, name=name, version=number + 1, parent=parent)
+        except SyntaxError as exc:
+            (folder / "policy.py").write_text(source, encoding="utf-8")
+            version.status = "rejected"
+            version.reason = f"not Python: {exc.msg} (line {exc.lineno})"
+            return self._keep(version, began)
+        source = version.source
+        (folder / "policy.py").write_text(source, encoding="utf-8")
+        self._send("step", iteration=number, stage="check", version=name)
+        report = checker.check(source, origin=str(folder / "policy.py"))
+        version.steps_budget = report.step_budget
+        if not report.accepted:
+            version.status = "rejected"
+            version.reason = "; ".join(report.problems)[:600]
+            return self._keep(version, began)
+        self._send("step", iteration=number, stage="evaluate", version=name,
+                   episodes=len(self.seeds))
+        evaluation = evaluate(
+            self.scenario, [f"policy:{name}"], self.seeds, folder / "episodes",
+            workers=self.workers, base=self.base.replace(brains={"policies": str(folder)}),
+            progress=io.StringIO(), on_episode=lambda e: self._episode(name, e),
+            cancelled=self.stop.is_set)
+        if not evaluation.episodes:
+            version.status = "failed"
+            version.reason = ("stopped" if evaluation.cancelled else
+                              "every episode failed: " + "; ".join(
+                                  f["error"] for f in evaluation.failed)[:400])
+            return self._keep(version, began)
+        bundle = make_bundle(contract=self.contract, scenario=self._scenario_facts(),
+                             check=report, evaluation=evaluation)
+        version.bundle = bundle
+        version.score = bundle["score"]["mean"]
+        version.ci95 = bundle["score"]["ci95"]
+        version.faults = sum(bundle["errors"].values())
+        version.budget_faults = sum(n for kind, n in bundle["errors"].items()
+                                    if kind in STEP_FAULTS)
+        version.steps_max = max(bundle["steps"]["check_max"], bundle["steps"]["episodes_max"])
+        if evaluation.cancelled:
+            version.status = "failed"
+            version.reason = (f"stopped after {len(evaluation.episodes)} of "
+                              f"{len(self.seeds)} episodes")
+        elif evaluation.failed:
+            version.status = "failed"
+            version.reason = f"{len(evaluation.failed)} episodes failed: " + \
+                evaluation.failed[0]["error"][:300]
+        return self._keep(version, began, report)
+
+    def _judge(self, version: Version, best: Version) -> None:
+        assert version.score is not None and best.score is not None
+        need = best.score + max(MIN_GAIN, self.margin * abs(best.score))
+        if version.budget_faults:
+            version.status = "kept"
+            version.reason = (f"{version.budget_faults} decisions ran out of their budget "
+                              f"(steps, memory or time)")
+        elif version.faults > best.faults:
+            version.status = "kept"
+            version.reason = f"{version.faults} decision faults, the best has {best.faults}"
+        elif version.score <= need:
+            version.status = "kept"
+            version.reason = (f"score {version.score:,.2f} does not beat {need:,.2f} (the best "
+                              f"{best.score:,.2f} plus the margin)")
+        else:
+            version.status = "accepted"
+            version.reason = (f"score {version.score:,.2f} beats {need:,.2f} (the best "
+                              f"{best.score:,.2f} plus the margin)")
+            self.best = version
+            self.generator.accepted()
+            (self.out / "best.py").write_text(version.source, encoding="utf-8")
+        self._write_result(version)
+
+    # -- records and messages ------------------------------------------------------------
+
+    def _keep(self, version: Version, began: float,
+              report: PolicyReport | None = None) -> Version:
+        version.seconds = round(time.perf_counter() - began, 1)
+        self.versions.append(version)
+        if version.number == 0 and version.status == "start":
+            (self.out / "best.py").write_text(version.source, encoding="utf-8")
+        if version.folder:
+            if version.bundle:
+                (Path(version.folder) / "bundle.json").write_bytes(
+                    orjson.dumps(version.bundle, option=orjson.OPT_INDENT_2))
+            self._write_result(version)
+        return version
+
+    def _write_result(self, version: Version) -> None:
+        if version.folder:
+            (Path(version.folder) / "result.json").write_bytes(
+                orjson.dumps(version.row(), option=orjson.OPT_INDENT_2))
+
+    def _write_lineage(self) -> None:
+        rows = [v.row() for v in self.versions]
+        (self.out / "lineage.json").write_bytes(orjson.dumps(
+            {"scenario": self.scenario.name, "seeds": self.seeds,
+             "generator": self.generator.name, "margin": self.margin,
+             "best": self.best.name if self.best else None, "versions": rows},
+            option=orjson.OPT_INDENT_2))
+        (self.out / "lineage.md").write_text(
+            "\n".join([f"# Training on {self.scenario.name}: {len(self.versions)} versions",
+                       "", *lineage_table(self.versions, self.best)]) + "\n",
+            encoding="utf-8")
+
+    def _critique(self, version: Version) -> None:
+        best = self.best
+        line = f"v{version.number} {version.name} ({version.summary or 'no change'}): " \
+               f"{version.status}: {version.reason}"
+        self.feedback.append(line)
+        self._send("critique", version=version.name, status=version.status,
+                   score=version.score, reason=version.reason, summary=version.summary,
+                   best=best.name if best else None, best_score=best.score if best else None)
+
+    def _episode(self, name: str, episode: Episode) -> None:
+        self._send("episode_summary", version=name, seed=episode.seed, score=episode.score,
+                   ticks=episode.ticks, alive=episode.alive, subjects=episode.subjects,
+                   faults=sum(episode.notes.get("faults", {}).values()),
+                   seconds=episode.seconds)
+
+    def _scenario_facts(self) -> dict[str, Any]:
+        s = self.scenario
+        return {"name": s.name, "objective": s.objective, "description": s.description,
+                "score": s.describe_score(), "ticks": s.ticks}
+
+    def _send(self, kind: str, **fields: Any) -> None:
+        self.on_message({"type": kind, **fields})

@@ -1,0 +1,285 @@
+"""Training runs over HTTP and WebSocket, on the world's own web server.
+
+- ``POST /api/train`` ``{"scenario", "iterations", "episodes", "generator", "from", "code",
+  "ticks", "margin", "seed"}`` starts a run (``training.command.prepare`` checks it: 400
+  with one line when something is wrong; 409 while another run is under way) and answers
+  ``{"run_id", "out"}``.
+- ``WS /ws/train/{run_id}`` sends what the run said so far, then each message as it comes:
+  ``step``, ``episode_summary``, ``critique``, ``done`` (and ``error`` if the run could not
+  go on). It takes ``{"type": "terminate"}``: the run stops after the episodes under way.
+- ``GET /api/train`` lists the runs; ``GET /api/train/{run_id}`` is one run's state and
+  lineage; ``GET /api/train/{run_id}/code`` the current best policy's source.
+
+The security rules are the viewer's: a POST passes the server's guard (the token when one
+is set, JSON, the page's own origin, never on a read-only server), and a WebSocket must come
+from the page's origin; ``terminate`` is a write, so it needs the token too (the
+``Authorization`` header when connecting, or a ``token`` field in the message) and is
+refused on a read-only server. A run works in a thread of its own (its episodes in worker
+processes, one at a time by default), never on the world's loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hmac
+import secrets
+import threading
+from collections import deque
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import orjson
+from aiohttp import WSMsgType, web
+
+from agent_world.config import ConfigError
+from agent_world.policies import PolicyError
+from agent_world.training.command import TrainRequest, prepare
+from agent_world.training.trainer import Message, Trainer, TrainError
+from agent_world.web import api
+
+if TYPE_CHECKING:
+    from agent_world.web.server import WebServer
+
+__all__ = ["TrainingRuns"]
+
+HISTORY = 2000  # messages a run keeps for late watchers
+WATCHER_QUEUE = 1000
+MAX_RUNS = 20  # finished runs remembered
+REQUEST_KEYS = {"scenario", "iterations", "episodes", "generator", "from", "code", "ticks",
+                "margin", "seed"}
+
+
+class Run:
+    def __init__(self, run_id: str, trainer: Trainer, stop: threading.Event) -> None:
+        self.run_id = run_id
+        self.trainer = trainer
+        self.stop = stop
+        self.history: deque[Message] = deque(maxlen=HISTORY)
+        self.watchers: set[asyncio.Queue[Message | None]] = set()
+        self.state = "running"  # running | done | stopped | failed
+        self.thread: threading.Thread | None = None
+
+    def publish(self, message: Message) -> None:
+        """On the event loop: keep it and pass it to every watcher (a full one loses it)."""
+        self.history.append(message)
+        for queue in list(self.watchers):
+            with contextlib.suppress(asyncio.QueueFull):
+                queue.put_nowait(message)
+        if message["type"] in ("done", "error"):
+            for queue in list(self.watchers):
+                with contextlib.suppress(asyncio.QueueFull):
+                    queue.put_nowait(None)
+
+    def describe(self) -> dict[str, Any]:
+        t = self.trainer
+        best = t.best
+        return {"run_id": self.run_id, "state": self.state, "scenario": t.scenario.name,
+                "generator": t.generator.name, "iterations": t.iterations,
+                "episodes": len(t.seeds), "out": str(t.out),
+                "best": None if best is None else {"name": best.name, "score": best.score},
+                "versions": [v.row() for v in t.versions]}
+
+
+class TrainingRuns:
+    """The runs one web server started."""
+
+    def __init__(self, server: WebServer) -> None:
+        self.server = server
+        self.runs: dict[str, Run] = {}
+
+    def add_routes(self, app: web.Application) -> None:
+        app.router.add_post("/api/train", self._start)
+        app.router.add_get("/api/train", self._list)
+        app.router.add_get("/api/train/{run_id}", self._one)
+        app.router.add_get("/api/train/{run_id}/code", self._code)
+        app.router.add_get("/ws/train/{run_id}", self._watch)
+
+    def _run(self, request: web.Request) -> Run:
+        run = self.runs.get(request.match_info["run_id"])
+        if run is None:
+            raise web.HTTPNotFound(reason=f"no training run {request.match_info['run_id']!r} "
+                                          "(GET /api/train lists them)")
+        return run
+
+    # -- HTTP ----------------------------------------------------------------------------
+
+    async def _start(self, request: web.Request) -> web.StreamResponse:
+        if any(run.state == "running" for run in self.runs.values()):
+            return api.error(409, "a training run is under way; watch it, terminate it "
+                                  "(WS /ws/train/ID) or wait for it to end")
+        try:
+            body = orjson.loads(await request.read())
+        except orjson.JSONDecodeError as exc:
+            return api.error(400, f"the body is not JSON: {exc}")
+        try:
+            train = _request(body)
+        except ValueError as exc:
+            return api.error(400, str(exc))
+        config = self.server.session.config
+        run_id = secrets.token_hex(6)
+        out = Path(config.paths.runs) / f"{Path(train.scenario).stem}-{run_id}"
+        loop = asyncio.get_running_loop()
+        stop = threading.Event()
+        holder: list[Run] = []
+
+        def said(message: Message) -> None:  # on the run's thread
+            loop.call_soon_threadsafe(holder[0].publish, message)
+
+        try:
+            trainer = prepare(train, config, out, on_message=said, stop=stop)
+        except (ConfigError, ValueError, PolicyError) as exc:
+            return api.error(400, str(exc))
+        run = Run(run_id, trainer, stop)
+        holder.append(run)
+        self.runs[run_id] = run
+        self._forget_old()
+        run.thread = threading.Thread(target=self._work, args=(run, loop),
+                                      name=f"train-{run_id}", daemon=True)
+        run.thread.start()
+        return api.json_response({"run_id": run_id, "out": str(out),
+                                  "watch": f"/ws/train/{run_id}",
+                                  "code": f"/api/train/{run_id}/code"}, status=202)
+
+    @staticmethod
+    def _work(run: Run, loop: asyncio.AbstractEventLoop) -> None:
+        try:
+            run.trainer.run()
+            run.state = "stopped" if run.stop.is_set() else "done"
+        except TrainError as exc:
+            run.state = "failed"
+            loop.call_soon_threadsafe(run.publish, {"type": "error", "error": str(exc)})
+        except Exception as exc:  # reported to the watchers, never raised into the world
+            run.state = "failed"
+            loop.call_soon_threadsafe(run.publish, {
+                "type": "error", "error": f"{type(exc).__name__}: {str(exc)[:300]}"})
+
+    def _forget_old(self) -> None:
+        finished = [k for k, r in self.runs.items() if r.state != "running"]
+        for key in finished[:max(0, len(finished) - MAX_RUNS)]:
+            del self.runs[key]
+
+    async def _list(self, _request: web.Request) -> web.StreamResponse:
+        return api.json_response({"runs": [{k: v for k, v in run.describe().items()
+                                            if k != "versions"}
+                                           for run in self.runs.values()]})
+
+    async def _one(self, request: web.Request) -> web.StreamResponse:
+        return api.json_response(self._run(request).describe())
+
+    async def _code(self, request: web.Request) -> web.StreamResponse:
+        run = self._run(request)
+        best = run.trainer.best
+        if best is None:
+            return api.error(409, "the starting policy is still being checked and evaluated; "
+                                  "ask again shortly")
+        return api.json_response({"run_id": run.run_id, "name": best.name,
+                                  "version": best.version, "parent": best.parent,
+                                  "score": best.score, "source": best.source})
+
+    # -- WebSocket -----------------------------------------------------------------------
+
+    async def _watch(self, request: web.Request) -> web.StreamResponse:
+        server = self.server
+        run = self._run(request)
+        if not server.same_origin(request):
+            return api.error(403, f"origin {request.headers.get('Origin')!r} is not this "
+                                  "server's")
+        ws = web.WebSocketResponse(compress=False, max_msg_size=4096, heartbeat=30)
+        if not ws.can_prepare(request).ok:
+            return api.error(400, "/ws/train/ID is a WebSocket: connect with a WebSocket "
+                                  "client (docs/api.md)")
+        await ws.prepare(request)
+        may_write = server.authorized(request)
+        queue: asyncio.Queue[Message | None] = asyncio.Queue(maxsize=WATCHER_QUEUE)
+        for message in run.history:
+            await ws.send_bytes(orjson.dumps(message))
+        finished = run.state != "running" and any(
+            m["type"] in ("done", "error") for m in run.history)
+        if finished:
+            await ws.close()
+            return ws
+        run.watchers.add(queue)
+        sender = asyncio.create_task(self._send(ws, queue))
+        try:
+            async for msg in ws:
+                if msg.type != WSMsgType.TEXT:
+                    continue
+                reply = self._on_message(run, msg.data, may_write)
+                if reply is not None:
+                    await ws.send_bytes(orjson.dumps(reply))
+        finally:
+            run.watchers.discard(queue)
+            sender.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await sender
+        return ws
+
+    @staticmethod
+    async def _send(ws: web.WebSocketResponse, queue: asyncio.Queue[Message | None]) -> None:
+        while True:
+            message = await queue.get()
+            if message is None:
+                await ws.close()
+                return
+            await ws.send_bytes(orjson.dumps(message))
+
+    def _on_message(self, run: Run, text: str, may_write: bool) -> Message | None:
+        try:
+            msg = orjson.loads(text)
+        except orjson.JSONDecodeError as exc:
+            return {"type": "error", "error": f"not JSON: {exc}"}
+        kind = msg.get("type") if isinstance(msg, dict) else None
+        if kind != "terminate":
+            return {"type": "error", "error": f"unknown message type {kind!r}; this socket "
+                                              "takes only {\"type\": \"terminate\"}"}
+        server = self.server
+        if server.read_only:
+            return {"type": "error", "error": "this world is served read-only "
+                                              "(web.read_only); terminate is refused"}
+        token = msg.get("token")
+        if not may_write and not (server.token is not None and isinstance(token, str)
+                                  and hmac.compare_digest(token.encode(),
+                                                          server.token.encode())):
+            return {"type": "error", "error": "terminate needs the access token: connect "
+                                              "with 'Authorization: Bearer TOKEN' or send "
+                                              "it as \"token\""}
+        run.stop.set()
+        return {"type": "terminating", "run_id": run.run_id}
+
+    def close(self) -> None:
+        """Stop every run (the world is stopping); their threads end with the process."""
+        for run in self.runs.values():
+            run.stop.set()
+
+
+def _request(body: Any) -> TrainRequest:
+    if not isinstance(body, dict):
+        raise ValueError("send a JSON object: {\"scenario\": ..., \"iterations\": ..., "
+                         "\"episodes\": ...}")
+    unknown = sorted(set(body) - REQUEST_KEYS)
+    if unknown:
+        raise ValueError(f"unknown key {unknown[0]!r}; the keys are "
+                         f"{', '.join(sorted(REQUEST_KEYS))}")
+    scenario = body.get("scenario")
+    if not isinstance(scenario, str) or not scenario.strip():
+        raise ValueError("'scenario' must name a scenario (foraging, market ...)")
+    if "/" in scenario or scenario.endswith((".yaml", ".yml")):
+        raise ValueError("'scenario' must be a built-in scenario's name over the web (files "
+                         "are for the command line)")
+    typed: dict[str, tuple[type | tuple[type, ...], Any]] = {
+        "iterations": (int, 5), "episodes": (int, 3), "generator": (str, "templates"),
+        "from": (str, None), "code": (str, None), "ticks": (int, None),
+        "margin": ((int, float), 0.02), "seed": (int, 0)}
+    values: dict[str, Any] = {}
+    for key, (kind, default) in typed.items():
+        value = body.get(key, default)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, kind)):
+            raise ValueError(f"{key!r} must be a {getattr(kind, '__name__', 'number')}, got "
+                             f"{value!r:.40}")
+        values[key] = value
+    start = values.pop("from")
+    if start is not None and start.endswith(".py"):
+        raise ValueError("'from' must be a policy's name over the web (send a file's source "
+                         "as 'code')")
+    return TrainRequest(scenario=scenario, start=start, workers=1, **values)
