@@ -63,6 +63,10 @@ class Run:
     def publish(self, message: Message) -> None:
         """On the event loop: keep it and pass it to every watcher (a full one loses it)."""
         self.history.append(message)
+        if message["type"] == "done":  # said before the run's thread returns
+            self.state = "stopped" if message.get("stopped") else "done"
+        elif message["type"] == "error":
+            self.state = "failed"
         for queue in list(self.watchers):
             with contextlib.suppress(asyncio.QueueFull):
                 queue.put_nowait(message)
@@ -143,14 +147,12 @@ class TrainingRuns:
 
     @staticmethod
     def _work(run: Run, loop: asyncio.AbstractEventLoop) -> None:
+        """The run's thread. Its state changes with its last message, on the loop."""
         try:
             run.trainer.run()
-            run.state = "stopped" if run.stop.is_set() else "done"
         except TrainError as exc:
-            run.state = "failed"
             loop.call_soon_threadsafe(run.publish, {"type": "error", "error": str(exc)})
         except Exception as exc:  # reported to the watchers, never raised into the world
-            run.state = "failed"
             loop.call_soon_threadsafe(run.publish, {
                 "type": "error", "error": f"{type(exc).__name__}: {str(exc)[:300]}"})
 
