@@ -243,8 +243,8 @@ def test_a_run_over_the_web_api_streams_its_progress_and_serves_its_best(
             assert bad.status == 400 and "unknown scenario" in (await bad.json())["error"]
             bad = await s.http.post(s.url + "/api/train",
                                     json={"scenario": "foraging", "episodes": "two"})
-            assert bad.status == 400 and "'episodes' must be a int" in (await bad.json())[
-                "error"]
+            assert bad.status == 400 and "'episodes' must be a whole number, got 'two'" in (
+                await bad.json())["error"]
             started = await s.http.post(s.url + "/api/train", json={
                 "scenario": "foraging", "iterations": 1, "episodes": 1, "ticks": 200})
             assert started.status == 202

@@ -269,16 +269,16 @@ def _request(body: Any) -> TrainRequest:
     if "/" in scenario or scenario.endswith((".yaml", ".yml")):
         raise ValueError("'scenario' must be a built-in scenario's name over the web (files "
                          "are for the command line)")
-    typed: dict[str, tuple[type | tuple[type, ...], Any]] = {
-        "iterations": (int, 5), "episodes": (int, 3), "generator": (str, "templates"),
-        "from": (str, None), "code": (str, None), "ticks": (int, None),
-        "margin": ((int, float), 0.02), "seed": (int, 0)}
+    whole, text, number = (int, "a whole number"), (str, "text"), ((int, float), "a number")
+    typed: dict[str, tuple[tuple[Any, str], Any]] = {
+        "iterations": (whole, 5), "episodes": (whole, 3), "generator": (text, "templates"),
+        "from": (text, None), "code": (text, None), "ticks": (whole, None),
+        "margin": (number, 0.02), "seed": (whole, 0)}
     values: dict[str, Any] = {}
-    for key, (kind, default) in typed.items():
+    for key, ((kind, said), default) in typed.items():
         value = body.get(key, default)
         if value is not None and (isinstance(value, bool) or not isinstance(value, kind)):
-            raise ValueError(f"{key!r} must be a {getattr(kind, '__name__', 'number')}, got "
-                             f"{value!r:.40}")
+            raise ValueError(f"{key!r} must be {said}, got {value!r:.40}")
         values[key] = value
     start = values.pop("from")
     if start is not None and start.endswith(".py"):
