@@ -78,6 +78,18 @@ def test_a_hazard_can_kill() -> None:
     assert not world.alive(victim)
 
 
+def test_a_tile_stops_hurting_only_when_its_last_hazard_is_gone() -> None:
+    world = small_world()
+    first, second = _hazard(world, 4, 4), _hazard(world, 4, 4)
+    bush = world.spawn_object("berry_bush", 4, 4)
+    tile = 4 * world.terrain.width + 4
+    world.remove_entity(bush)
+    world.remove_entity(first)
+    assert tile in world.hazard_tiles
+    world.remove_entity(second)
+    assert tile not in world.hazard_tiles
+
+
 def test_routes_go_round_hazards_when_the_way_round_is_short() -> None:
     width = height = 9
     blocked = bytearray(width * height)

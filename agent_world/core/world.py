@@ -447,9 +447,13 @@ class World:
                 self.terrain.unblock(pos.x, pos.y)
             if obj.kind == "shelter":
                 self._shelter_area(pos.x, pos.y, -1)
-            self.hazard_tiles.discard(pos.y * self.terrain.width + pos.x)
-            self.capture_points.discard(eid)
-            self.teams.points.pop(eid, None)
+            elif obj.kind == "hazard" and not any(  # (this one has left the grid)
+                    store.get(other, c.StaticObject).kind == "hazard"
+                    for other in self.objects_grid.at(pos.x, pos.y)):
+                self.hazard_tiles.discard(pos.y * self.terrain.width + pos.x)
+            elif obj.kind == "capture_point":
+                self.capture_points.discard(eid)
+                self.teams.points.pop(eid, None)
         self.ground_changed(eid)
         store.delete(eid)
 
