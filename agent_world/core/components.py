@@ -115,6 +115,10 @@ class Combat:
     last_attacked: int = -1_000_000
 
 
+HEARD_SIZE = 5
+"""Speech an agent keeps in ``Perception.heard`` (the newest)."""
+
+
 @dataclass(slots=True)
 class Perception:
     """What an agent currently sees (nearest first) and recently heard."""

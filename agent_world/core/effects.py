@@ -486,8 +486,6 @@ def _transfer(world: World, caster: int, e: Effect) -> str:
 
 
 def _message(world: World, caster: int, text: str, to: int | None) -> str:
-    from agent_world.core.systems.interaction import HEARD_SIZE  # noqa: PLC0415 - cycle
-
     pos = world.store.get(caster, c.Position)
     entry: dict[str, Any] = {"tick": world.tick, "from": caster,
                              "name": world.name_of(caster), "text": text}
@@ -499,7 +497,7 @@ def _message(world: World, caster: int, text: str, to: int | None) -> str:
             continue
         log = world.store.get(other, c.Perception).heard
         log.append(dict(entry))
-        if len(log) > HEARD_SIZE:
+        if len(log) > c.HEARD_SIZE:
             del log[0]
         heard += 1
     return f"message {text!r} (heard by {heard})"

@@ -28,7 +28,6 @@ if TYPE_CHECKING:
 
 __all__ = ["interaction_system", "notice_theft"]
 
-HEARD_SIZE = 5
 IDLE_TICKS = 10
 REST_TICKS = 300
 MAX_WITNESS_EFFECTS = 8
@@ -211,7 +210,7 @@ def _say(world: World, eid: int, row: AgentRow, action: Action) -> None:
     for listener in heard_by:
         heard = store.get(listener, c.Perception).heard
         heard.append(entry)
-        if len(heard) > HEARD_SIZE:
+        if len(heard) > c.HEARD_SIZE:
             del heard[0]
     social.last_spoke = world.tick
     world.count("speech")

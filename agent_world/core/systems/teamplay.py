@@ -15,9 +15,6 @@ if TYPE_CHECKING:
 
 __all__ = ["capture_system", "team_say"]
 
-HEARD_SIZE = 5  # as speech heard nearby (interaction.HEARD_SIZE)
-
-
 def capture_system(world: World) -> None:
     """Advance every capture point: who is there, who takes it, who scores."""
     if not world.capture_points:
@@ -80,7 +77,7 @@ def team_say(world: World, eid: int, row: AgentRow, action: Action) -> None:
     for listener in heard_by:
         heard = store.get(listener, c.Perception).heard
         heard.append(entry)
-        if len(heard) > HEARD_SIZE:
+        if len(heard) > c.HEARD_SIZE:
             del heard[0]
     channel = world.teams.channel.setdefault(team, [])
     channel.append({"tick": world.tick, "from": eid, "name": name, "text": text,
