@@ -88,6 +88,14 @@ _FORMATS: dict[str, Callable[[Event], str]] = {
                      + f": \"{e['text']}\" (heard by {e['heard_by']})",
     "gift": lambda e: f"GIFT     {_who(e)} gives {e['qty']} {e['item']} to "
                       f"{_who(e, 'target', 'target_name')}",
+    "team_say": lambda e: f"TEAM     {_who(e)} to team {e['team']}: \"{e['text']}\" "
+                          f"(heard by {e['heard_by']})",
+    "craft": lambda e: f"CRAFT    {_who(e)} makes a {e['item']} from "
+                       + ", ".join(f"{n} {kind}" for kind, n in e["inputs"].items()),
+    "capture": lambda e: f"CAPTURE  team {e['team']} takes the point at ({e['x']}, {e['y']})"
+                         + (f" from {e['previous']}" if e.get("previous") else ""),
+    "hazard": lambda e: f"HAZARD   {_who(e)} is hurt for {e['damage']:g} at ({e['x']}, "
+                        f"{e['y']})",
     "price": lambda e: f"PRICE    {e['item']} {e['old']:g} -> {e['price']:g} gold "
                        f"(supply {e['supply']}, demand {e['demand']:g})",
     "overrun": lambda e: f"OVERRUN  tick {e['late_tick']} took {e['ms']:g} ms (budget "

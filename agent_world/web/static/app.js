@@ -900,6 +900,10 @@ function summarize(e) {
       ? `${who} tried to steal ${e.item || ''} from ${n(e.victim, e.victim_name)}${e.noticed ? ' and was caught' : ''}`
       : `${who} stole ${e.qty ?? ''} ${e.item || ''} from ${n(e.victim, e.victim_name)}${e.noticed ? ' (seen)' : ''}`;
     case 'gift': return `${who} gave ${e.item ? `${e.qty ?? 1} ${e.item}` : goods(e.goods)} to ${n(e.target, e.target_name)}`;
+    case 'team_say': return `${who} → team ${e.team}: “${e.text}”`;
+    case 'craft': return `${who} crafted a ${e.item}`;
+    case 'capture': return `team ${e.team} took the point at ${e.x},${e.y}${e.previous ? ` from ${e.previous}` : ''}`;
+    case 'hazard': return `${who} hurt by thorns (${fmt(e.damage, 1)})`;
     case 'trade_offer': return `${who} offers ${goods(e.give)} to ${n(e.target, e.target_name)} for ${goods(e.want)}`;
     case 'trade': return `${who} traded ${goods(e.give)} with ${n(e.target, e.target_name)} for ${goods(e.want)}`;
     case 'trade_declined': return `${who} declined ${n(e.target, e.target_name)}'s offer`;
