@@ -41,7 +41,7 @@ def test_the_default_world_has_no_hazards_recipes_points_or_teams() -> None:
     assert "teams" not in json.loads(world.state_bytes())
     facts = WorldFacts.of(world)
     assert facts.scene == ()
-    lines = action_lines(facts.scene)
+    lines = action_lines(facts.scene_actions)
     assert "- craft:" not in lines and "- team_say:" not in lines
     world.close()
 
@@ -369,7 +369,7 @@ def test_the_llm_is_told_the_rules_of_the_mechanics_its_world_has() -> None:
     facts = WorldFacts.of(world)
     text = "\n".join(facts.scene)
     assert "Hazard tiles" in text and "club from wood*2" in text and "capture point" in text
-    lines = action_lines(facts.scene)
+    lines = action_lines(facts.scene_actions)
     assert "- craft:" in lines and "- team_say:" in lines
     agent = world.agents()[0][0]
     view = observe(world, agent).prompt_view()["scenario"]

@@ -36,20 +36,29 @@ class WorldFacts:
     tick_rate: float  # ticks per second
     vision: int  # tiles
     hearing: int  # tiles
-    # The scenario mechanics this world has, as rules to state (none in the default world).
+    # The scenario mechanics this world has, as rules to state, and the actions that go
+    # with them (none in the default world).
     scene: tuple[str, ...] = ()
+    scene_actions: frozenset[str] = frozenset()
 
     @classmethod
     def of(cls, world: World) -> WorldFacts:
         game = world.config.game
+        rules, actions = scene_rules(world)
         return cls(tick_rate=world.config.world.tick_rate, vision=game.vision_radius,
-                   hearing=game.hearing_radius, scene=scene_rules(world))
+                   hearing=game.hearing_radius, scene=rules, scene_actions=actions)
 
 
-def scene_rules(world: World) -> tuple[str, ...]:
-    """One line per scenario mechanic the world has: hazards, recipes, teams."""
+SCENE_ACTIONS = frozenset({"craft", "team_say"})
+"""Actions listed only in worlds that have their mechanics (``scene_rules``)."""
+
+
+def scene_rules(world: World) -> tuple[tuple[str, ...], frozenset[str]]:
+    """One line per scenario mechanic the world has (hazards, recipes, teams), and the
+    actions of ``SCENE_ACTIONS`` that it has them for."""
     game = world.config.game
     lines = []
+    actions: set[str] = set()
     if world.hazard_tiles:
         lines.append(f"- Hazard tiles (objects of kind hazard, listed under scenario.hazards) "
                      f"cost {game.hazard_damage:g} health every tick you stand on one: walk "
@@ -59,13 +68,15 @@ def scene_rules(world: World) -> tuple[str, ...]:
                          for out, ins in world.recipes.items())
         lines.append(f"- craft makes one item from carried goods in {game.craft_ticks} ticks: "
                      f"{made}. Crafted goods are worth more than their parts.")
+        actions.add("craft")
     if world.capture_points or world.team_members:
         lines.append(f"- Teams: a team takes a capture point by being the only team within "
                      f"{game.capture_radius} tiles (straight line) of it for "
                      f"{game.capture_ticks} ticks, and "
                      "scores every tick it holds it (scenario.capture_points). team_say "
                      "reaches every teammate anywhere; do not attack your teammates.")
-    return tuple(lines)
+        actions.add("team_say")
+    return tuple(lines), frozenset(actions)
 
 
 @functools.cache
@@ -80,17 +91,12 @@ def _arg(key: str, arg: Arg) -> str:
     return f"{key}{'' if arg.required else '?'}={kind}"
 
 
-SCENE_ACTIONS = {"craft": "craft", "team_say": "Teams"}
-"""Actions listed only in worlds whose rules (``scene_rules``) mention them."""
-
-
-def action_lines(scene: tuple[str, ...] = ()) -> str:
-    """One line per action: ``attack: target=id — attack an agent ...``; the scenario
-    mechanics' actions only where ``scene`` has them."""
+def action_lines(scene_actions: frozenset[str] = frozenset()) -> str:
+    """One line per action: ``attack: target=id — attack an agent ...``; of the scenario
+    mechanics' actions (``SCENE_ACTIONS``) only those in ``scene_actions``."""
     lines = []
     for spec in ACTIONS.values():
-        needs = SCENE_ACTIONS.get(spec.name)
-        if needs is not None and not any(needs in line for line in scene):
+        if spec.name in SCENE_ACTIONS and spec.name not in scene_actions:
             continue
         args = ", ".join(_arg(k, a) for k, a in spec.args.items())
         forms = (" (give " + " or ".join("+".join(g) for g in spec.one_of) + ")"
@@ -119,7 +125,7 @@ class PromptBuilder:
         self.seed = seed
         self.schema = decision_schema(max_actions) if structured == "schema" else None
         self._rules = load_prompt("system.txt").format(
-            actions=action_lines(facts.scene), max_actions=max_actions,
+            actions=action_lines(facts.scene_actions), max_actions=max_actions,
             tick_ms=f"{1000 / facts.tick_rate:g}", vision=facts.vision,
             hearing=facts.hearing).strip()
         if facts.scene:
