@@ -67,6 +67,7 @@ RESULT_NODES = 512
 RESULT_DEPTH = 4
 RESULT_STRING = 500
 RESULT_INT = 2**53
+RESULT_KEY = 40  # characters of a key in an ability's result
 
 # What a policy's decide may return (export_decision).
 DECISION_KEYS = ("action", "args", "memory", "reasoning")
@@ -595,51 +596,23 @@ SAFE_ATTRIBUTES: dict[type[Any], frozenset[str]] = {
 
 def export_result(value: Any) -> Any:
     """Check that a call's return value is plain effect data within the caps; returns it
-    unchanged or raises ResultError. Iterative: a deep or self-referencing value is refused
-    by the depth and node caps, never by a recursion error. Every visit counts, so a value
-    that shares references (``a = [b, b]`` ...) cannot hide its expanded size."""
+    unchanged or raises ResultError (``_plain_walk``: iterative, every visit counted)."""
     if type(value) is not list:
         raise ResultError(f"execute must return a list of effect dicts, got a "
                           f"{type(value).__name__}")
-    nodes = 0
-    stack: list[tuple[Any, int]] = [(value, 1)]
-    while stack:
-        node, depth = stack.pop()
-        nodes += 1
-        if nodes > RESULT_NODES:
-            raise ResultError(f"the result has more than {RESULT_NODES} values")
-        t = type(node)
-        if t is dict or t is list:
-            if depth >= RESULT_DEPTH:
-                raise ResultError(f"the result is nested deeper than {RESULT_DEPTH} levels")
-            if t is dict:
-                for k, v in node.items():
-                    if type(k) is not str or len(k) > 40:
-                        raise ResultError("effect keys must be short text")
-                    stack.append((v, depth + 1))
-            else:
-                stack.extend((v, depth + 1) for v in node)
-        elif t is str:
-            if len(node) > RESULT_STRING:
-                raise ResultError(f"a text value of {len(node)} characters; at most "
-                                  f"{RESULT_STRING}")
-        elif t is int:
-            if abs(node) > RESULT_INT:
-                raise ResultError("an integer beyond 2**53")
-        elif t is float:
-            if not math.isfinite(node):
-                raise ResultError("a number that is not finite")
-        elif t is not bool and node is not None:
-            raise ResultError(f"the result holds a {t.__name__}; only dicts, lists, text, "
-                              "numbers, true/false and None may come back")
+    # The list itself is the first level: its effects' values may nest two more.
+    _plain_walk(value, what="the result", nodes=RESULT_NODES, depth=RESULT_DEPTH - 1,
+                text=RESULT_STRING, key=RESULT_KEY)
     return value
 
 
-def _plain_walk(value: Any, *, what: str, nodes: int, depth: int, text: int) -> int:
+def _plain_walk(value: Any, *, what: str, nodes: int, depth: int, text: int,
+                key: int | None = None) -> int:
     """Check that ``value`` is JSON data (dicts with text keys, lists, text, finite numbers,
-    true/false and None) within ``nodes`` values, ``depth`` levels and ``text`` characters
-    per string; the number of values seen. Iterative, every visit counted (shared
-    references cannot hide their expanded size)."""
+    true/false and None) within ``nodes`` values, ``depth`` levels, ``text`` characters
+    per string and ``key`` (default ``text``) per key; the number of values seen.
+    Iterative, every visit counted (shared references cannot hide their expanded size)."""
+    key_chars = text if key is None else key
     seen = 0
     stack: list[tuple[Any, int]] = [(value, 1)]
     while stack:
@@ -656,9 +629,9 @@ def _plain_walk(value: Any, *, what: str, nodes: int, depth: int, text: int) -> 
                     if type(k) is not str:
                         raise ResultError(f"{what} has a key of type {kind_name(k)}; keys "
                                           "must be text")
-                    if len(k) > text:
+                    if len(k) > key_chars:
                         raise ResultError(f"{what} has a key of {len(k)} characters; at most "
-                                          f"{text}")
+                                          f"{key_chars}")
                     stack.append((v, level + 1))
             else:
                 stack.extend((v, level + 1) for v in node)
