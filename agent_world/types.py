@@ -150,6 +150,11 @@ RECORDED_STATUSES = (ABILITY_KILLED, ABILITY_POSTPONED)
 """Outcomes that depend on wall-clock time; the world logs them as ``ability_outcome``."""
 
 
+def _check_digest(digest: str) -> None:
+    if len(digest) != 64:
+        raise ValueError(f"digest must be a sha256 hex digest, got {digest!r:.80}")
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class AbilityCall:
     """One execution of an ability's ``execute(ctx)``: the source (known by its sha256 digest,
@@ -163,8 +168,7 @@ class AbilityCall:
     ctx: Mapping[str, JSON]
 
     def __post_init__(self) -> None:
-        if len(self.digest) != 64:
-            raise ValueError(f"digest must be a sha256 hex digest, got {self.digest!r:.80}")
+        _check_digest(self.digest)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -206,8 +210,7 @@ class PolicyCall:
     ctx: Mapping[str, JSON]
 
     def __post_init__(self) -> None:
-        if len(self.digest) != 64:
-            raise ValueError(f"digest must be a sha256 hex digest, got {self.digest!r:.80}")
+        _check_digest(self.digest)
 
 
 @runtime_checkable
