@@ -31,7 +31,7 @@ from agent_world.config import Config
 from agent_world.eval.episode import Episode
 from agent_world.eval.runner import evaluate
 from agent_world.eval.scenario import Scenario
-from agent_world.policies import PolicyChecker, PolicyReport
+from agent_world.policies import PolicyChecker
 from agent_world.training.bundle import STEP_FAULTS, make_bundle
 from agent_world.training.generators import GeneratorError, PolicyGenerator
 from agent_world.training.source import stamp
@@ -51,7 +51,8 @@ class Version:
     number: int
     name: str
     parent: str | None
-    status: str  # start | accepted | kept (not better) | rejected (check) | failed
+    status: str  # start | accepted | kept (not better) | rejected (check) | failed, and
+    # evaluated while it waits to be judged
     summary: str  # what the generator changed
     source: str = ""
     score: float | None = None
@@ -120,15 +121,18 @@ class Trainer:
         try:
             first = self._attempt(checker, 0, self.start, parent=None,
                                   summary="the starting policy")
+            if first.status == "evaluated":
+                first.status = "start"
+                self.best = first
+                self._write_result(first)
+                (self.out / "best.py").write_text(first.source, encoding="utf-8")
             self._write_lineage()
-            if first.status != "start" and self.stop.is_set():
+            if self.best is None and self.stop.is_set():
                 self._send("done", best=None, score=None, versions=1, stopped=True,
                            out=str(self.out))
                 return None
-            if first.status != "start":
+            if self.best is None:
                 raise TrainError(f"the starting policy does not pass: {first.reason}")
-            self.best = first
-            self._write_lineage()
             for number in range(1, self.iterations + 1):
                 if self.stop.is_set():
                     break
@@ -160,18 +164,18 @@ class Trainer:
             return
         version = self._attempt(checker, number, proposal.source,
                                 parent=f"{best.name}@{best.version}", summary=proposal.summary)
-        if version.status == "start":  # evaluated: now compare it with the best
+        if version.status == "evaluated":
             self._judge(version, best)
         self._critique(version)
 
     def _attempt(self, checker: PolicyChecker, number: int, source: str, *,
                  parent: str | None, summary: str) -> Version:
-        """Stamp, check and evaluate one version; ``start`` when it was evaluated."""
+        """Stamp, check and evaluate one version (``evaluated`` unless that failed)."""
         began = time.perf_counter()
         name = f"{self.stem}_v{number}"
         folder = self.out / "versions" / f"v{number:03d}-{name}"
         folder.mkdir(parents=True, exist_ok=True)
-        version = Version(number=number, name=name, parent=parent, status="start",
+        version = Version(number=number, name=name, parent=parent, status="evaluated",
                           summary=summary, source=source, folder=str(folder))
         try:
             version.source = stamp(source, name=name, version=number + 1, parent=parent)
@@ -219,7 +223,7 @@ class Trainer:
             version.status = "failed"
             version.reason = f"{len(evaluation.failed)} episodes failed: " + \
                 evaluation.failed[0]["error"][:300]
-        return self._keep(version, began, report)
+        return self._keep(version, began)
 
     def _judge(self, version: Version, best: Version) -> None:
         assert version.score is not None and best.score is not None
@@ -246,12 +250,9 @@ class Trainer:
 
     # -- records and messages ------------------------------------------------------------
 
-    def _keep(self, version: Version, began: float,
-              report: PolicyReport | None = None) -> Version:
+    def _keep(self, version: Version, began: float) -> Version:
         version.seconds = round(time.perf_counter() - began, 1)
         self.versions.append(version)
-        if version.number == 0 and version.status == "start":
-            (self.out / "best.py").write_text(version.source, encoding="utf-8")
         if version.folder:
             if version.bundle:
                 (Path(version.folder) / "bundle.json").write_bytes(
