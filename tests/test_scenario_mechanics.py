@@ -126,8 +126,14 @@ def test_hazards_are_placed_in_clumps_on_a_new_map_and_kept_in_its_state() -> No
     copy = World.from_state(json.loads(world.state_bytes()))
     assert copy.hazard_tiles == world.hazard_tiles
     assert copy.state_hash() == world.state_hash()
-    view = observe(world, world.agents()[0][0]).custom
-    assert all(isinstance(xy, list) and len(xy) == 2 for xy in view.get("hazards", []))
+    seen_any = False
+    for eid, _row in world.agents():
+        seen = observe(world, eid)
+        tiles = [[o.x, o.y] for o in seen.objects if o.kind == "hazard"]
+        assert seen.prompt_view().get("scenario", {}).get("hazards", []) == tiles
+        assert all(y * world.terrain.width + x in world.hazard_tiles for x, y in tiles)
+        seen_any = seen_any or bool(tiles)
+    assert seen_any
     world.close()
     copy.close()
 

@@ -119,8 +119,8 @@ class Observation:
     offers: tuple[Offer, ...]
     prices: Mapping[str, float]  # market price in gold per kind
     memory: tuple[str, ...]  # what happened to it lately, oldest first
-    # A scenario's own data: the agent's team and teammates, capture points, hazard tiles
-    # in sight, the recipes (``core.teams.scene_view``), and what the caller adds.
+    # A scenario's own data: the agent's team and teammates, capture points and recipes
+    # (``core.teams.scene_view``), and what the caller adds.
     custom: Mapping[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
@@ -186,7 +186,8 @@ class Observation:
         # Things are acted on by id (walking there is automatic): their distance is enough.
         items = [{"id": i.id, "kind": i.kind, "qty": i.qty, "dist": i.distance}
                  for i in self.items[:PROMPT_THINGS]]
-        # Hazards are listed as tiles under "scenario"; here they would crowd out the rest.
+        # Hazards go under "scenario" as tiles, nearest first; here they would crowd out the
+        # rest.
         objects = [{"id": o.id, "kind": o.kind, "dist": o.distance, "stock": o.stock}
                    for o in self.objects if o.kind != "hazard"][:PROMPT_THINGS]
         heard = []
@@ -210,8 +211,12 @@ class Observation:
         for o in self.offers[:PROMPT_SEEN]:
             kinds.update(o.gives, o.wants)
         view["prices"] = {k: round(v, 1) for k, v in self.prices.items() if k in kinds}
-        if self.custom:
-            view["scenario"] = dict(self.custom)
+        scenario = dict(self.custom)
+        hazards = [[o.x, o.y] for o in self.objects if o.kind == "hazard"]
+        if hazards:
+            scenario["hazards"] = hazards
+        if scenario:
+            view["scenario"] = scenario
         return view
 
 

@@ -65,8 +65,9 @@ def team_of(world: World, eid: int) -> str:
 
 
 def scene_view(world: World, eid: int, pos: c.Position) -> dict[str, Any]:
-    """What an agent knows of the scenario mechanics: its team and teammates, the capture
-    points, hazard tiles in sight and the recipes. Empty in a world without them."""
+    """What an agent knows of the scenario mechanics beyond what it sees: its team and
+    teammates, the capture points and the recipes (hazards are objects in sight). Empty in
+    a world without them."""
     view: dict[str, Any] = {}
     team = team_of(world, eid)
     if team:
@@ -86,12 +87,6 @@ def scene_view(world: World, eid: int, pos: c.Position) -> dict[str, Any]:
         points.sort(key=lambda p: (p["distance"], p["id"]))
         view["capture_points"] = points
         view["capture_ticks"] = world.rules.capture_ticks
-    if world.hazard_tiles:
-        sight = world.rules.vision_radius
-        w = world.terrain.width
-        view["hazards"] = sorted(
-            [t % w, t // w] for t in world.hazard_tiles
-            if abs(t % w - pos.x) <= sight and abs(t // w - pos.y) <= sight)
     if world.recipes:
         view["recipes"] = {out: dict(inputs) for out, inputs in world.recipes.items()}
     return view

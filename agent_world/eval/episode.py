@@ -153,8 +153,9 @@ def _teams(world: World, play: _Play) -> dict[str, dict[str, float]]:
                                       "held": float(world.teams.held.get(team, 0))})
         group["agents"] += 1
         group["alive"] += world.alive(eid)
+        figures = world.metrics.of(eid)
         for metric in TEAM_METRICS:
-            group[metric] = group.get(metric, 0.0) + world.metrics.of(eid)[metric]
+            group[metric] = group.get(metric, 0.0) + figures[metric]
     return out
 
 
