@@ -37,6 +37,7 @@ from agent_world.core.metrics import MetricsBook
 from agent_world.core.minds import Minds
 from agent_world.core.names import pick_name
 from agent_world.core.recipes import parse_recipes
+from agent_world.core.schedule import Schedule
 from agent_world.core.spatial import SpatialGrid
 from agent_world.core.systems import SYSTEMS
 from agent_world.core.systems.acting import start
@@ -112,6 +113,7 @@ class World:
         self.capture_points: set[int] = set()
         self.team_members: dict[str, set[int]] = {}
         self.replaying = False  # true while a step's inputs come from a log
+        self.schedule = Schedule()  # which agents have work this tick (derived)
         # Ids of items and objects whose ground state (existence, position, quantity, stock)
         # changed since a reader last took them; None (nothing kept) until someone asks.
         self.ground_changes: set[int] | None = None
@@ -319,8 +321,9 @@ class World:
         intent = self.store.get(eid, c.Intent)
         start(self, intent, Action(name="idle", args={"ticks": 1 + eid % r.think_interval_ticks}))
         intent.next_think = self.tick + 1 + eid % r.think_interval_ticks
-        self.store.get(eid, c.Perception).next_update = (
-            self.tick + 1 + eid % r.perception_interval_ticks)
+        look = self.tick + 1 + eid % r.perception_interval_ticks
+        self.store.get(eid, c.Perception).next_update = look
+        self.schedule.look_at(eid, look)
         self.agents_grid.insert(eid, pos)
         self.names[name.lower()] = eid
         self._perceive(eid, pos, self.store.get(eid, c.Perception))
@@ -466,11 +469,15 @@ class World:
 
     def agent_row(self, eid: int) -> AgentRow | None:
         """One agent's components (as in ``agents()``), or None if it is not an agent."""
+        return self.agent_rows().get(eid)
+
+    def agent_rows(self) -> dict[int, AgentRow]:
+        """Every living agent's components by id (cached; read-only)."""
         rows = self.agents()
         if rows is not self._rows_indexed:  # the agent set changed since the index was built
             self._row_index = dict(rows)
             self._rows_indexed = rows
-        return self._row_index.get(eid)
+        return self._row_index
 
     def is_agent(self, eid: int) -> bool:
         return self.store.has(eid, c.Agent)

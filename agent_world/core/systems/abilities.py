@@ -404,12 +404,15 @@ def _expire_requests(world: World) -> None:
         world.emit("ability_request_expired", request=rid, agent=req["agent"])
 
 
+_CASTING = ("use_ability", "request_ability")
+
+
 def abilities_system(world: World) -> None:
     book = world.abilities
     if book.statuses:
         _tick_statuses(world)
     casts: list[_Cast] = []
-    for eid, row in world.agents():
+    for eid, row in world.schedule.doing(world, _CASTING):
         action = row[4].action
         if action is None:
             continue

@@ -96,9 +96,12 @@ def _wear(world: World, eid: int, inv: c.Inventory) -> None:
         world.emit("weapon_broke", agent=eid, name=world.name_of(eid), item=weapon)
 
 
+_FIGHTING = ("attack", "defend")
+
+
 def combat_system(world: World) -> None:
     tick = world.tick
-    for eid, row in world.agents():
+    for eid, row in world.schedule.doing(world, _FIGHTING):
         intent = row[4]
         action = intent.action
         if action is None:

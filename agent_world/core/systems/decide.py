@@ -7,6 +7,7 @@ applies the same checks whoever chose it.
 
 from __future__ import annotations
 
+from collections import defaultdict
 from typing import TYPE_CHECKING
 
 from agent_world.core import brains
@@ -53,29 +54,34 @@ def begin(world: World, eid: int, row: AgentRow, action: Action) -> bool:
 def decide_system(world: World) -> None:
     tick = world.tick
     interval = world.rules.think_interval_ticks
-    for eid, row in world.agents():
-        intent, combat = row[4], row[5]
+    doing: defaultdict[str, list[tuple[int, AgentRow]]] = defaultdict(list)
+    for pair in world.agents():
+        eid, row = pair
+        intent = row[4]
         action = intent.action
         if action is not None and tick > intent.deadline:
             fail(world, eid, intent, "timed out")
             action = None
-        attacked = combat.last_attacked >= tick - 1
+        attacked = row[5].last_attacked >= tick - 1
+        following = False
         if intent.plan_source and not attacked:
             if action is None:
                 if intent.plan:
                     begin(world, eid, row, intent.plan.pop(0))
                 else:
                     intent.plan_source = ""
-            if intent.plan_source:
-                continue
-        if action is not None and tick < intent.next_think and not attacked:
-            continue
-        if intent.plan_source:  # attacked while following a plan: instinct takes over
-            world.remember(eid, "plan interrupted: attacked")
-            intent.plan.clear()
-            intent.plan_source = ""
-        choice = brains.decide(world, eid, row)
-        if choice is None or choice == action:
-            intent.next_think = tick + interval
-            continue
-        begin(world, eid, row, choice)
+            following = bool(intent.plan_source)
+        if not following and (action is None or tick >= intent.next_think or attacked):
+            if intent.plan_source:  # attacked while following a plan: instinct takes over
+                world.remember(eid, "plan interrupted: attacked")
+                intent.plan.clear()
+                intent.plan_source = ""
+            choice = brains.decide(world, eid, row)
+            if choice is None or choice == action:
+                intent.next_think = tick + interval
+            else:
+                begin(world, eid, row, choice)
+        action = intent.action
+        if action is not None:
+            doing[action.name].append(pair)
+    world.schedule.decided(world, doing)

@@ -430,7 +430,7 @@ _HANDLERS: dict[str, Callable[[World, int, AgentRow, Action], None]] = {
 
 def interaction_system(world: World) -> None:
     handlers = _HANDLERS
-    for eid, row in world.agents():
+    for eid, row in world.schedule.doing(world, handlers):
         action = row[4].action
         if action is not None:
             handler = handlers.get(action.name)

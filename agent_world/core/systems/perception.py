@@ -40,10 +40,15 @@ def perceive(world: World, eid: int, x: int, y: int,
 def perception_system(world: World) -> None:
     tick = world.tick
     interval = world.rules.perception_interval_ticks
-    for eid, (_a, pos, _n, _i, _it, _cb, perc, _so, _me) in world.agents():
-        if tick < perc.next_update:
+    schedule = world.schedule
+    rows = world.agent_rows()
+    for eid in schedule.looks_due(world):
+        row = rows.get(eid)
+        if row is None:  # died since
             continue
+        pos, perc = row[1], row[6]
         perc.next_update = tick + interval
+        schedule.look_at(eid, tick + interval)
         see_objects = (tick // interval + eid) % OBJECTS_EVERY == 0
         agents, items, objects = perceive(world, eid, pos.x, pos.y, see_objects)
         perc.agents, perc.items = agents, items
