@@ -94,6 +94,7 @@ class World:
         self.prices: dict[str, float] = {k: v.value for k, v in ITEMS.items()}
         self.offers: dict[int, dict[str, Any]] = {}
         self.offers_to: dict[int, list[int]] = {}  # addressee -> open offer ids (derived)
+        self.offers_from: dict[int, list[int]] = {}  # sender -> open offer ids (derived)
         self.next_offer = 1
         self.ledger = {"gold_created": 0, "gold_destroyed": 0}
         self.counters: dict[str, int] = {}
@@ -532,14 +533,16 @@ class World:
         self.offers[oid] = {"id": oid, "from": sender, "to": receiver, "give": give,
                             "want": want, "expires": self.tick + self.rules.offer_ttl_ticks}
         self.offers_to.setdefault(receiver, []).append(oid)
+        self.offers_from.setdefault(sender, []).append(oid)
         return oid
 
     def remove_offer(self, oid: int) -> dict[str, Any]:
         offer = self.offers.pop(oid)
-        waiting = self.offers_to[offer["to"]]
-        waiting.remove(oid)
-        if not waiting:
-            del self.offers_to[offer["to"]]
+        for index, who in ((self.offers_to, offer["to"]), (self.offers_from, offer["from"])):
+            waiting = index[who]
+            waiting.remove(oid)
+            if not waiting:
+                del index[who]
         return offer
 
     # -- events and memory -------------------------------------------------------------------
@@ -673,6 +676,7 @@ class World:
         for offer in state["offers"]:
             world.offers[int(offer["id"])] = dict(offer)
             world.offers_to.setdefault(int(offer["to"]), []).append(int(offer["id"]))
+            world.offers_from.setdefault(int(offer["from"]), []).append(int(offer["id"]))
         world.ledger = dict(state["ledger"])
         world.counters = dict(state["counters"])
         world.spawn_credit = float(state["spawn_credit"])

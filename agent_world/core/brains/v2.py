@@ -75,7 +75,7 @@ class _Mind:
 
     __slots__ = ("_spare", "armed", "burden", "casting", "eid", "energy", "food_units", "foods",
                  "hp", "inv", "may_speak", "needs", "p", "perc", "pos", "reserved", "room",
-                 "row", "social", "team", "tick", "world")
+                 "row", "rows", "social", "team", "tick", "world")
 
     def __init__(self, world: World, eid: int, row: AgentRow) -> None:
         self.world = world
@@ -101,6 +101,7 @@ class _Mind:
         self._spare: dict[str, int] = {}
         self.armed = _weapon_bonus(inv)  # the damage bonus of the best weapon carried
         self.team = team_of(world, eid) if world.team_members else ""
+        self.rows = world.agent_rows()
 
     def dist(self, pos: c.Position) -> int:
         return max(abs(pos.x - self.pos.x), abs(pos.y - self.pos.y))
@@ -136,11 +137,9 @@ class _Mind:
 def _reserved(world: World, eid: int) -> dict[str, int]:
     """Goods promised in this agent's open offers."""
     out: dict[str, int] = {}
-    if world.offers:
-        for offer in world.offers.values():
-            if offer["from"] == eid:
-                for kind, qty in offer["give"].items():
-                    out[kind] = out.get(kind, 0) + qty
+    for oid in world.offers_from.get(eid, ()):
+        for kind, qty in world.offers[oid]["give"].items():
+            out[kind] = out.get(kind, 0) + qty
     return out
 
 
@@ -256,7 +255,7 @@ def _offers(m: _Mind, cands: list[Candidate]) -> None:
         offer = world.offers[oid]
         give, want = offer["give"], offer["want"]
         sender = offer["from"]
-        srow = world.agent_row(sender)
+        srow = m.rows.get(sender)
         ok = srow is not None
         if srow is not None:
             near = m.dist(srow[1]) <= world.rules.trade_range + 1  # a step to spare
@@ -286,7 +285,7 @@ def _threats(m: _Mind, cands: list[Candidate]) -> int | None:
     attacker = combat.last_attacker
     if tick - combat.last_attacked > FIGHT_TICKS or attacker == eid or not world.alive(attacker):
         return None
-    arow = world.agent_row(attacker)
+    arow = m.rows.get(attacker)
     if arow is None:
         return None
     dist = m.dist(arow[1])
@@ -421,9 +420,9 @@ def _magic_food(m: _Mind, cands: list[Candidate], h: float, found: bool) -> None
 
 
 def _buy_food(m: _Mind, cands: list[Candidate], h: float) -> None:
-    world, eid = m.world, m.eid
+    world = m.world
     for other in m.perc.agents[:4]:
-        orow = world.agent_row(other)
+        orow = m.rows.get(other)
         if orow is None or m.avoids(other) or m.social.relationships.get(other, 0.0) < -0.3:
             continue
         oinv = orow[3]
@@ -432,7 +431,7 @@ def _buy_food(m: _Mind, cands: list[Candidate], h: float) -> None:
             continue
         kind = max(have, key=lambda k: (ITEMS[k].nutrition / world.prices[k], k))
         price = max(1, math.ceil(world.prices[kind] * (1.0 + 0.4 * h)))
-        if price <= m.inv.gold and _may_offer(world, eid, other):
+        if price <= m.inv.gold and _may_offer(m, other):
             cands.append((h * 0.9 * (0.5 + m.p.trade), "trade_offer",
                           {"target": other, "give": {GOLD: price}, "want": {kind: 1}}))
             if m.may_speak and world.rng.random() < 0.3:
@@ -441,10 +440,11 @@ def _buy_food(m: _Mind, cands: list[Candidate], h: float) -> None:
         return
 
 
-def _may_offer(world: World, eid: int, other: int) -> bool:
+def _may_offer(m: _Mind, other: int) -> bool:
     """Not too soon after the last offer, and none still waiting on ``other``."""
-    if world.tick - world.store.get(eid, c.Social).last_offer < OFFER_GAP_TICKS:
+    if m.tick - m.social.last_offer < OFFER_GAP_TICKS:
         return False
+    world, eid = m.world, m.eid
     return not any(world.offers[o]["from"] == eid for o in world.offers_to.get(other, ()))
 
 
@@ -552,7 +552,7 @@ def _company(m: _Mind, cands: list[Candidate]) -> None:
     can_feed = m.food_units >= 3
     hearing = world.rules.hearing_radius
     for other in m.perc.agents[:3]:
-        orow = world.agent_row(other)
+        orow = m.rows.get(other)
         if orow is None:
             continue
         opos, oneeds, oinv = orow[1], orow[2], orow[3]
@@ -562,7 +562,8 @@ def _company(m: _Mind, cands: list[Candidate]) -> None:
         liking = m.social.relationships.get(other, 0.0)
         rich = oinv.gold > 5 or bool(oinv.items)
         avoided = m.avoids(other)
-        hostile = not avoided and not scene.mates(m, other)  # no violence within a team
+        # No violence within a team.
+        hostile = not avoided and not (m.team and scene.mates(m, other))
         # Violence: rare, aimed at the weak, the disliked and the well-off, never at someone
         # who looks stronger.
         if (p.fight > FIGHTER and hp > 0.6 and m.energy > 30 and liking < 0.3 and hostile
@@ -588,7 +589,7 @@ def _company(m: _Mind, cands: list[Candidate]) -> None:
                 and rng.random() < STEAL_CHANCE * p.steal):
             cands.append((p.steal * 0.6, "steal", {"target": other}))
         # Commerce: sell spare goods to someone who needs them; traders bid for gluts.
-        if liking > -0.3 and dist <= 6 and not avoided and _may_offer(world, eid, other):
+        if liking > -0.3 and dist <= 6 and not avoided and _may_offer(m, other):
             sale = _sale(m, other, orow)
             if sale is not None:
                 goods, price = sale
@@ -629,7 +630,7 @@ def _social_spells(m: _Mind, cands: list[Candidate]) -> None:
     close = 0
     weary = 0
     for other in agents[:6]:
-        orow = world.agent_row(other)
+        orow = m.rows.get(other)
         if orow is not None and m.dist(orow[1]) <= 3:
             close += 1
             oneeds = orow[2]
