@@ -22,15 +22,17 @@ def perceive(world: World, eid: int, x: int, y: int,
     objects within vision radius, nearest first."""
     radius = world.rules.vision_radius
     r2 = radius * radius
+    if radius <= world.agents_grid.cell:  # the three grids share one layout
+        agents = world.agents_grid.ids_in_block(x, y, r2)
+        if eid in agents:
+            agents.remove(eid)
+        return (agents, world.items_grid.ids_in_block(x, y, r2),
+                world.objects_grid.ids_in_block(x, y, r2) if objects else None)
     grids = (world.agents_grid, world.items_grid) + ((world.objects_grid,) if objects else ())
     found: list[list[tuple[int, int]]] = [[] for _ in grids]
-    if radius <= world.agents_grid.cell:  # the three grids share one layout
-        for grid, into in zip(grids, found, strict=True):
-            grid.collect_block(x, y, r2, into)
-    else:
-        span = world.agents_grid.bucket_range(x, y, radius)
-        for grid, into in zip(grids, found, strict=True):
-            grid.collect(x, y, r2, span, into)
+    span = world.agents_grid.bucket_range(x, y, radius)
+    for grid, into in zip(grids, found, strict=True):
+        grid.collect(x, y, r2, span, into)
     for into in found:
         into.sort()
     return ([e for _d2, e in found[0] if e != eid], [e for _d2, e in found[1]],
