@@ -21,11 +21,12 @@ if TYPE_CHECKING:
 __all__ = ["fits", "goods_weight", "load", "over_capacity", "room", "units_that_fit"]
 
 UNLIMITED = math.inf
+_WEIGHT = {kind: spec.weight for kind, spec in ITEMS.items()}
 
 
 def load(inv: c.Inventory) -> float:
     """The weight an agent carries."""
-    return sum(ITEMS[k].weight * q for k, q in inv.items.items())
+    return sum(_WEIGHT[k] * q for k, q in inv.items.items())
 
 
 def goods_weight(goods: Mapping[str, int]) -> float:

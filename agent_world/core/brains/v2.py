@@ -89,8 +89,9 @@ class _Mind:
         self.energy = self.needs.energy
         self.reserved = _reserved(world, eid)
         inv = self.inv
-        self.foods = [k for k in inv.items if ITEMS[k].category == "food"
-                      and inv.items[k] > self.reserved.get(k, 0)]
+        reserved = self.reserved
+        self.foods = [k for k, q in inv.items.items() if k in _FOOD_KINDS
+                      and q > reserved.get(k, 0)]
         self.food_units = sum(inv.items[k] for k in self.foods)
         capacity = world.rules.carry_capacity
         weight = load(inv) if capacity else 0.0
@@ -144,8 +145,12 @@ def _reserved(world: World, eid: int) -> dict[str, int]:
 
 
 def _weapon_bonus(inv: c.Inventory) -> float:
-    return max((ITEMS[k].damage for k in inv.items if ITEMS[k].category == "weapon"),
-               default=0.0)
+    best = None
+    for kind in inv.items:
+        damage = _WEAPON_DAMAGE.get(kind)
+        if damage is not None and (best is None or damage > best):
+            best = damage
+    return 0.0 if best is None else best
 
 
 def _yield_weight(kind: str) -> float:
@@ -158,7 +163,7 @@ FORAGE_WEIGHT = 2.0  # the most a forage brings (2 berries and an apple)
 
 
 def _food_units(inv: c.Inventory) -> int:
-    return sum(q for k, q in inv.items.items() if ITEMS[k].category == "food")
+    return sum(q for k, q in inv.items.items() if k in _FOOD_KINDS)
 
 
 # -- what goods are worth ----------------------------------------------------------------------
@@ -229,7 +234,9 @@ def _wanted(m: _Mind) -> set[str]:
 
 
 _FOODS = tuple(k for k, v in ITEMS.items() if v.category == "food")
+_FOOD_KINDS = frozenset(_FOODS)
 _WEAPONS = tuple(k for k, v in ITEMS.items() if v.category == "weapon")
+_WEAPON_DAMAGE = {k: ITEMS[k].damage for k in _WEAPONS}
 
 
 def _builder(m: _Mind) -> bool:
@@ -766,21 +773,28 @@ def decide(world: World, eid: int, row: AgentRow) -> Action | None:
     if m.world.recipes or m.team:
         scene.scene_choices(m, cands)
     cands.append((0.12, "wander", {"ticks": 30}))
-    rng = world.rng
+    random = world.rng.random
     current = row[4].action
+    doing = current.name if current is not None else None
+    doing_args: dict[str, Any] | None = None
     best: Candidate | None = None
     best_score = -1.0
     for cand in cands:
-        score = cand[0] + rng.random() * 0.1
-        if (current is not None and current.name == cand[1] and not callable(cand[2])
-                and dict(current.args) == cand[2]):
-            score += COMMITMENT
+        score = cand[0] + random() * 0.1
+        if doing == cand[1] and not callable(cand[2]):
+            if doing_args is None:
+                assert current is not None
+                doing_args = dict(current.args)
+            if doing_args == cand[2]:
+                score += COMMITMENT
         if score > best_score:
             best, best_score = cand, score
     assert best is not None
     args = best[2]
     if callable(args):
         args = args()
-    if current is not None and current.name == best[1] and dict(current.args) == args:
-        return None
+    if doing == best[1]:
+        assert current is not None
+        if dict(current.args) == args:
+            return None
     return make_action(best[1], args)

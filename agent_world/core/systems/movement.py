@@ -28,15 +28,14 @@ def _step(world: World, eid: int, pos: c.Position, needs: c.Needs, intent: c.Int
     terrain = world.terrain
     if terrain.blocked[tile]:
         return False
-    pos.x, pos.y = tile % terrain.width, tile // terrain.width
+    pos.y, pos.x = divmod(tile, terrain.width)
     world.agents_grid.moved(eid)
     if world.metrics.enabled:
         world.metrics.walked(world, eid)
     r = world.rules
     energy = needs.energy - r.energy_per_step
-    needs.energy = 0.0 if energy < 0.0 else energy
-    slow = 2 if needs.energy < 10.0 else 1
-    interval = r.move_interval_ticks * slow
+    needs.energy = energy = 0.0 if energy < 0.0 else energy
+    interval = r.move_interval_ticks * 2 if energy < 10.0 else r.move_interval_ticks
     if eid in world.abilities.statuses:  # haste and slow, from abilities
         book, tick = world.abilities, world.tick
         if book.has_status(eid, "haste", tick):
