@@ -132,6 +132,9 @@ ACTIONS: dict[str, ActionSpec] = {
 }
 
 
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")  # control characters and line breaks
+
+
 def _check_arg(action: str, key: str, arg: Arg, value: Any) -> None:
     where = f"{action}.{key}"
     if arg.kind in ("entity", "int"):
@@ -149,7 +152,7 @@ def _check_arg(action: str, key: str, arg: Arg, value: Any) -> None:
         if not isinstance(value, str) or not value.strip() or len(value) > MAX_TEXT:
             raise ActionError(f"{where} must be non-empty text of at most {MAX_TEXT} "
                               f"characters, got {value!r:.60}")
-        if any(ord(ch) < 32 or ord(ch) == 127 for ch in value):
+        if _CONTROL.search(value):
             raise ActionError(f"{where} must not contain control characters or line breaks")
     elif arg.kind == "goods":
         if (not isinstance(value, Mapping) or not 1 <= len(value) <= MAX_GOODS_ENTRIES):
