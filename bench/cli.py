@@ -105,6 +105,9 @@ def build_parser() -> argparse.ArgumentParser:
                                                    "(default 50; quick: 10)")
     parser.add_argument("--repeats", type=int, help="runs per implementation and size in the "
                                                      "Mesa comparison (default 3; quick: 1)")
+    parser.add_argument("--seek-ticks", type=int, metavar="TICKS",
+                        help="ticks the seek section records before seeking (default 3,000; "
+                             "quick: 400; 36000 is an hour of world time)")
     parser.add_argument("--json", type=Path, metavar="PATH", help="also write the figures here")
     parser.add_argument("--markdown", nargs="?", const="-", metavar="PATH",
                         help="also print a section ready to paste into bench/RESULTS.md (or "
@@ -218,7 +221,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         if "snapshot10k" in sections:
             results["snapshot_10k_entities"] = _snapshot_10k(results, budget)
         if "seek" in sections:
-            results["seek"] = measure_seek(quick=quick, log=_log, root=root / "seek")
+            results["seek"] = measure_seek(quick=quick, log=_log, root=root / "seek",
+                                           ticks=args.seek_ticks)
     if "llm" in sections:
         results["llm_load"] = ({"skipped": "not run in --quick (run without it)"} if quick
                                else measure_llm_load(log=_log))
