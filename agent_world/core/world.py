@@ -27,6 +27,7 @@ from agent_world.config import (
 from agent_world.core import components as c
 from agent_world.core.abilities import AbilityBook
 from agent_world.core.actions import Action
+from agent_world.core.columns import AgentColumns
 from agent_world.core.components import NO_ONE
 from agent_world.core.ecs import EntityStore
 from agent_world.core.errors import WorldError
@@ -122,6 +123,8 @@ class World:
         self._late_inputs: list[Input] = []
         self._row_index: dict[int, AgentRow] = {}
         self._rows_indexed: list[tuple[int, AgentRow]] | None = None
+        self._columns = AgentColumns.of([])
+        self._columns_of: list[tuple[int, AgentRow]] | None = None
         sections = config.to_dict()
         # Settings that shape the simulation travel with its state; name and pace do not.
         self._sim_config = {name: dict(sections[name]) for name in SIMULATION_SECTIONS}
@@ -479,6 +482,14 @@ class World:
             self._row_index = dict(rows)
             self._rows_indexed = rows
         return self._row_index
+
+    def agent_columns(self) -> AgentColumns:
+        """Every living agent's hot components as parallel lists (cached; read-only)."""
+        rows = self.agents()
+        if rows is not self._columns_of:
+            self._columns = AgentColumns.of(rows)
+            self._columns_of = rows
+        return self._columns
 
     def is_agent(self, eid: int) -> bool:
         return self.store.has(eid, c.Agent)

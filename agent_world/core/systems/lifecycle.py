@@ -156,7 +156,9 @@ def _immigration(world: World) -> None:
 
 
 def lifecycle_system(world: World) -> None:
-    dead = [eid for eid, row in world.agents() if row[2].health <= 0.0]
+    columns = world.agent_columns()
+    dead = [eid for eid, needs in zip(columns.ids, columns.needs, strict=True)
+            if needs.health <= 0.0]
     for eid in dead:
         die(world, eid)
     if world.rules.lifespan_ticks and world.tick % OLD_AGE_CHECK_TICKS == 0:

@@ -207,7 +207,9 @@ _MOVERS = {"move_to": _move_to, "wander": _wander, "follow": _follow, "flee": _f
 def movement_system(world: World) -> None:
     tick = world.tick
     statuses = world.abilities.statuses
-    for eid, (_a, pos, needs, _inv, intent, _cb, _pc, _so, _me) in world.agents():
+    columns = world.agent_columns()
+    for eid, pos, needs, intent in zip(columns.ids, columns.positions, columns.needs,
+                                       columns.intents, strict=True):
         action = intent.action
         if action is None or tick < intent.next_move:
             continue

@@ -16,7 +16,9 @@ def needs_system(world: World) -> None:
     drain = r.energy_per_tick
     starve = r.starvation_damage_per_tick
     regen = r.health_regen_per_tick
-    for _eid, (_a, pos, needs, _inv, intent, _cb, _pc, _so, _me) in world.agents():
+    columns = world.agent_columns()
+    for pos, needs, intent in zip(columns.positions, columns.needs, columns.intents,
+                                  strict=True):
         hunger = needs.hunger + hunger_rate
         needs.hunger = hunger = 100.0 if hunger > 100.0 else hunger
         action = intent.action
