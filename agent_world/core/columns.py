@@ -8,7 +8,8 @@ agent set changes.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections import Counter
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from agent_world.core import components as c
@@ -21,12 +22,22 @@ __all__ = ["AgentColumns"]
 
 @dataclass(frozen=True, slots=True)
 class AgentColumns:
+    rows: list[tuple[int, AgentRow]]  # what they were made of: World.agents()
     ids: list[int]
     positions: list[c.Position]
     needs: list[c.Needs]
     intents: list[c.Intent]
+    _personalities: dict[str, int] = field(default_factory=dict)
 
     @classmethod
     def of(cls, rows: list[tuple[int, AgentRow]]) -> AgentColumns:
-        return cls(ids=[eid for eid, _row in rows], positions=[row[1] for _eid, row in rows],
+        return cls(rows=rows, ids=[eid for eid, _row in rows],
+                   positions=[row[1] for _eid, row in rows],
                    needs=[row[2] for _eid, row in rows], intents=[row[4] for _eid, row in rows])
+
+    def personalities(self) -> dict[str, int]:
+        """How many agents have each personality (it never changes, so it is counted once
+        per agent set)."""
+        if not self._personalities and self.rows:
+            self._personalities.update(Counter(row[0].personality for _eid, row in self.rows))
+        return self._personalities

@@ -124,7 +124,6 @@ class World:
         self._row_index: dict[int, AgentRow] = {}
         self._rows_indexed: list[tuple[int, AgentRow]] | None = None
         self._columns = AgentColumns.of([])
-        self._columns_of: list[tuple[int, AgentRow]] | None = None
         sections = config.to_dict()
         # Settings that shape the simulation travel with its state; name and pace do not.
         self._sim_config = {name: dict(sections[name]) for name in SIMULATION_SECTIONS}
@@ -486,9 +485,8 @@ class World:
     def agent_columns(self) -> AgentColumns:
         """Every living agent's hot components as parallel lists (cached; read-only)."""
         rows = self.agents()
-        if rows is not self._columns_of:
+        if rows is not self._columns.rows:
             self._columns = AgentColumns.of(rows)
-            self._columns_of = rows
         return self._columns
 
     def is_agent(self, eid: int) -> bool:

@@ -124,11 +124,8 @@ def newcomer_personality(world: World) -> str | None:
     mix = {p: w for p, w in world.settings.personality_mix.items() if w > 0}
     if not mix:
         return None
-    counts = dict.fromkeys(mix, 0)
-    for _eid, row in world.agents():
-        personality = row[0].personality
-        if personality in counts:
-            counts[personality] += 1
+    living = world.agent_columns().personalities()
+    counts = {p: living.get(p, 0) for p in mix}
     total = sum(mix.values())
     n = sum(counts.values()) + 1
     return max((p for p in PERSONALITIES if p in mix),
@@ -149,7 +146,7 @@ def _immigration(world: World) -> None:
     personality = newcomer_personality(world)
     if personality is None or living >= settings.max_agents:
         return
-    missing = not any(row[0].personality == personality for _eid, row in world.agents())
+    missing = not world.agent_columns().personalities().get(personality)
     if living < settings.starting_agents or missing:
         world.spawn_agent(personality=personality)
         world.count("immigrants")
