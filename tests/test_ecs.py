@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 import threading
 from dataclasses import dataclass
 
@@ -158,3 +159,39 @@ def test_many_changes_between_reads_rebuild_the_result() -> None:
     assert [e for e, _ in s.query(A)] == [e for e in ids if e not in ids[::3]]
     assert [e for e, _ in s.query(A, B)] == ids[1::3]
     s.close()
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_bursts_of_changes_between_reads_match_a_fresh_scan(seed: int) -> None:
+    """Many changes between two reads of a query (deaths and arrivals in the middle of a
+    long result, components added and removed) are applied run by run; the result must
+    match a scan from scratch."""
+    rng = random.Random(seed)
+    s = EntityStore()
+    queries = [(A,), (A, B), (B, Cc)]
+    try:
+        for i in range(200):
+            s.create(A(i), B(i) if i % 2 else Cc(i))
+        held = [s.query(*q) for q in queries]
+        snapshot = [list(r) for r in held]
+        for _burst in range(6):
+            for _ in range(rng.randint(17, 120)):
+                ids = list(s.ids())
+                target = rng.choice(ids)
+                roll = rng.random()
+                if roll < 0.35:
+                    s.delete(target)
+                elif roll < 0.6:
+                    s.create(*((A(0), B(0)) if rng.random() < 0.5 else (Cc(0),)))
+                elif roll < 0.8 and not s.has(target, B):
+                    s.add(target, B(1))
+                elif s.has(target, Cc):
+                    s.remove(target, Cc)
+            for q in queries:
+                fresh = sorted(
+                    (eid, tuple(s.get(eid, t) for t in q)) for eid in s.ids()
+                    if all(s.has(eid, t) for t in q))
+                assert s.query(*q) == fresh
+        assert [list(r) for r in held] == snapshot
+    finally:
+        s.close()
