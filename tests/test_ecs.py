@@ -195,3 +195,22 @@ def test_bursts_of_changes_between_reads_match_a_fresh_scan(seed: int) -> None:
         assert [list(r) for r in held] == snapshot
     finally:
         s.close()
+
+
+def test_a_query_handle_always_returns_what_query_returns() -> None:
+    s = EntityStore()
+    try:
+        handle = s.handle(A, B)
+        assert handle() == [] and handle() is s.query(A, B)
+        ids = [s.create(A(i), B(i)) for i in range(40)]
+        assert handle() is s.query(A, B) and [e for e, _ in handle()] == ids
+        for eid in ids[::2]:
+            s.delete(eid)
+        s.remove(ids[1], B)
+        assert [e for e, _ in handle()] == ids[3::2] and handle() is s.query(A, B)
+        s.clear()
+        assert handle() == [] and s.query(A, B) == []
+        new = s.create(A(1), B(1))
+        assert [e for e, _ in handle()] == [new] and handle() is s.query(A, B)
+    finally:
+        s.close()

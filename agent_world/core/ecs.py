@@ -19,7 +19,7 @@ from typing import Any, TypeVar
 
 import esper
 
-__all__ = ["EntityStore", "UnknownEntityError"]
+__all__ = ["EntityStore", "QueryHandle", "UnknownEntityError"]
 
 C = TypeVar("C")
 
@@ -70,6 +70,7 @@ class EntityStore:
         self._queries: dict[tuple[type[Any], ...], list[tuple[int, tuple[Any, ...]]]] = {}
         self._query_types: dict[tuple[type[Any], ...], frozenset[type[Any]]] = {}
         self._pending: dict[tuple[type[Any], ...], set[int]] = {}  # changed since last read
+        self._handles: dict[tuple[type[Any], ...], QueryHandle] = {}
         self._finalizer = weakref.finalize(self, _drop_context, self._ctx)
 
     # -- structure ------------------------------------------------------------------------
@@ -128,6 +129,9 @@ class EntityStore:
                 updated.extend(back)
         changed.clear()
         self._queries[key] = updated
+        handle = self._handles.get(key)
+        if handle is not None:
+            handle.result = updated
         return updated
 
     def _build(self, key: tuple[type[Any], ...]) -> list[tuple[int, tuple[Any, ...]]]:
@@ -195,6 +199,10 @@ class EntityStore:
         self._query_types.clear()
         self._pending.clear()
         self._next_id = 1
+        for key, handle in self._handles.items():
+            self._queries[key] = handle.result = []
+            self._query_types[key] = frozenset(key)
+            self._pending[key] = handle.pending = set()
 
     def close(self) -> None:
         """Release the esper context (also done automatically when the store is collected)."""
@@ -258,6 +266,16 @@ class EntityStore:
         The rows are live: serialise them before the next tick changes them."""
         return list(self._rows.values())
 
+    def handle(self, *types: type[Any]) -> QueryHandle:
+        """``query(*types)`` kept at hand: calling the handle returns the same list without
+        hashing the key (for queries read hundreds of times a tick)."""
+        found = self._handles.get(types)
+        if found is None:
+            result = self.query(*types)
+            found = self._handles[types] = QueryHandle(self, types, self._pending[types],
+                                                       result)
+        return found
+
     def query(self, *types: type[Any]) -> list[tuple[int, tuple[Any, ...]]]:
         """Entities having all ``types``, ascending by id, with those components.
 
@@ -270,3 +288,21 @@ class EntityStore:
         elif self._pending[types]:
             cached = self._catch_up(types)
         return cached
+
+
+class QueryHandle:
+    """A store's cached query, held by whoever reads it often (``EntityStore.handle``)."""
+
+    __slots__ = ("key", "pending", "result", "store")
+
+    def __init__(self, store: EntityStore, key: tuple[type[Any], ...], pending: set[int],
+                 result: list[tuple[int, tuple[Any, ...]]]) -> None:
+        self.store = store
+        self.key = key
+        self.pending = pending  # the store's set of changes not yet applied to ``result``
+        self.result = result
+
+    def __call__(self) -> list[tuple[int, tuple[Any, ...]]]:
+        if self.pending:
+            return self.store._catch_up(self.key)
+        return self.result

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from agent_world.core.world import AgentRow, World
 
-__all__ = ["Schedule"]
+__all__ = ["Row", "Schedule"]
 
 Row = tuple[int, "AgentRow"]
 

@@ -81,6 +81,7 @@ class World:
         self.tick = 0
         self.terrain = terrain
         self.store = EntityStore()
+        self._agents_query = self.store.handle(*AGENT_TYPES)
         self.inbox = Inbox()
         self.agents_grid = SpatialGrid(terrain.width, terrain.height)
         self.items_grid = SpatialGrid(terrain.width, terrain.height, static=True)
@@ -467,7 +468,7 @@ class World:
 
     def agents(self) -> list[tuple[int, AgentRow]]:
         """Every living agent with all its components, ascending by id (cached)."""
-        rows: list[tuple[int, AgentRow]] = self.store.query(*AGENT_TYPES)
+        rows: list[tuple[int, AgentRow]] = self._agents_query()
         return rows
 
     def agent_row(self, eid: int) -> AgentRow | None:
