@@ -83,21 +83,24 @@ class _Mind:
         self.row = row
         self.p: Profile = PROFILES[row[0].personality]
         self.tick = world.tick
-        self.pos, self.needs, self.inv = row[1], row[2], row[3]
-        self.perc, self.social = row[6], row[7]
-        self.hp = self.needs.health / self.needs.max_health
-        self.energy = self.needs.energy
-        self.reserved = _reserved(world, eid)
-        inv = self.inv
-        reserved = self.reserved
-        self.foods = [k for k, q in inv.items.items() if k in _FOOD_KINDS
-                      and q > reserved.get(k, 0)]
-        self.food_units = sum(inv.items[k] for k in self.foods)
+        needs, inv, social = row[2], row[3], row[7]
+        self.pos, self.needs, self.inv = row[1], needs, inv
+        self.perc, self.social = row[6], social
+        self.hp = needs.health / needs.max_health
+        self.energy = needs.energy
+        self.reserved = reserved = _reserved(world, eid)
+        foods: list[str] = []
+        units = 0
+        for kind, qty in inv.items.items():  # food not promised in an open offer
+            if kind in _FOOD_KINDS and qty > reserved.get(kind, 0):
+                foods.append(kind)
+                units += qty
+        self.foods, self.food_units = foods, units
         capacity = world.rules.carry_capacity
         weight = load(inv) if capacity else 0.0
         self.burden = weight / capacity if capacity else 0.0
         self.room = capacity - weight if capacity else math.inf
-        self.may_speak = self.social.last_spoke < self.tick - SPEECH_GAP_TICKS
+        self.may_speak = social.last_spoke < self.tick - SPEECH_GAP_TICKS
         self.casting = casting.can_cast(world)
         self._spare: dict[str, int] = {}
         self.armed = _weapon_bonus(inv)  # the damage bonus of the best weapon carried
@@ -230,13 +233,14 @@ def _wanted(m: _Mind) -> set[str]:
     if _builder(m) and m.inv.count("wood") < BUILD_WOOD:
         out.add("wood")
     room = m.room
-    return {k for k in out if ITEMS[k].weight <= room}
+    return {k for k in out if _WEIGHT[k] <= room}
 
 
 _FOODS = tuple(k for k, v in ITEMS.items() if v.category == "food")
 _FOOD_KINDS = frozenset(_FOODS)
 _WEAPONS = tuple(k for k, v in ITEMS.items() if v.category == "weapon")
 _WEAPON_DAMAGE = {k: ITEMS[k].damage for k in _WEAPONS}
+_WEIGHT = {k: v.weight for k, v in ITEMS.items()}
 
 
 def _builder(m: _Mind) -> bool:
