@@ -113,6 +113,12 @@ def test_stores_on_two_threads_do_not_mix() -> None:
 class Cc:
     v: int
 
+def _scan(s: EntityStore, q: tuple[type, ...]) -> list[tuple[int, tuple[object, ...]]]:
+    """What ``s.query(*q)`` must return, found from scratch."""
+    return sorted((eid, tuple(s.get(eid, t) for t in q)) for eid in s.ids()
+                  if all(s.has(eid, t) for t in q))
+
+
 _OPS = st.lists(st.tuples(st.sampled_from(["create", "delete", "add", "remove"]),
                           st.integers(0, 40), st.sampled_from([A, B, Cc])), max_size=80)
 
@@ -138,10 +144,7 @@ def test_cached_queries_always_equal_a_fresh_scan(ops) -> None:
             elif op == "remove" and target is not None and s.has(target, comp):
                 s.remove(target, comp)
             for q in queries:
-                fresh = sorted(
-                    (eid, tuple(s.get(eid, t) for t in q)) for eid in s.ids()
-                    if all(s.has(eid, t) for t in q))
-                assert s.query(*q) == fresh
+                assert s.query(*q) == _scan(s, q)
         assert [list(r) for r in held] == snapshot  # never changed under an iterator
     finally:
         s.close()
@@ -188,10 +191,7 @@ def test_bursts_of_changes_between_reads_match_a_fresh_scan(seed: int) -> None:
                 elif s.has(target, Cc):
                     s.remove(target, Cc)
             for q in queries:
-                fresh = sorted(
-                    (eid, tuple(s.get(eid, t) for t in q)) for eid in s.ids()
-                    if all(s.has(eid, t) for t in q))
-                assert s.query(*q) == fresh
+                assert s.query(*q) == _scan(s, q)
         assert [list(r) for r in held] == snapshot
     finally:
         s.close()

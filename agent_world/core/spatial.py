@@ -200,20 +200,8 @@ class SpatialGrid:
     def ids_in_block(self, x: int, y: int, r2: int) -> list[int]:
         """Ids of the entities within sqrt(r2) of (x, y), nearest first (then by id), under
         the conditions of ``collect_block``: the hot query of perception, in one call."""
-        b = (y // self.cell) * self.cols + (x // self.cell)
         found: list[tuple[int, int]] = []
-        if self.static:
-            for ex, ey, eid in self._block_cells[b]:
-                d2 = (ex - x) * (ex - x) + (ey - y) * (ey - y)
-                if d2 <= r2:
-                    found.append((d2, eid))
-        else:
-            pos = self._pos
-            for eid in self._block_ids[b]:
-                p = pos[eid]
-                d2 = (p.x - x) * (p.x - x) + (p.y - y) * (p.y - y)
-                if d2 <= r2:
-                    found.append((d2, eid))
+        self.collect_block(x, y, r2, found)
         if len(found) > 1:
             found.sort()
         return [eid for _d2, eid in found]
