@@ -24,6 +24,7 @@ from agent_world.config import Config
 from agent_world.core.world import World
 from agent_world.policies.policy import Policy, PolicyError, load_policy
 from agent_world.policies.runner import PolicyOutcome, PolicyRunner, policy_seed
+from agent_world.sandbox.check import RunnerOwner
 
 __all__ = ["AGENTS", "DryRun", "PolicyChecker", "PolicyReport", "Sample", "sample_observations"]
 
@@ -169,7 +170,7 @@ def sample_observations(config: Config, *, agents: int = AGENTS, rounds: int = 2
         world.close()
 
 
-class PolicyChecker:
+class PolicyChecker(RunnerOwner):
     """Gate, compile and dry-run policy sources. Owns a ``PolicyRunner`` (sandbox worker
     processes) unless given one; ``close`` it (or use ``with``)."""
 
@@ -179,20 +180,10 @@ class PolicyChecker:
         self._own_runner = runner is None
         # Dry runs wait as a replay would: a busy machine must not fail a source its step
         # budget accepts.
-        self.runner = runner if runner is not None else PolicyRunner(
+        self.runner: PolicyRunner = runner if runner is not None else PolicyRunner(
             config.sandbox, steps=brains.policy_steps, memory_bytes=brains.policy_memory_bytes,
             timeout_s=brains.deadline_ms / 1000 * config.sandbox.replay_slack)
         self._samples: list[Sample] | None = None
-
-    def close(self) -> None:
-        if self._own_runner:
-            self.runner.close()
-
-    def __enter__(self) -> PolicyChecker:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     def samples(self) -> list[Sample]:
         """The observations dry runs use (made once, from the configuration)."""

@@ -24,7 +24,7 @@ from __future__ import annotations
 import random
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, Protocol, Self
 
 from agent_world.config import Config
 from agent_world.core import components as c
@@ -37,7 +37,7 @@ from agent_world.sandbox.gate import GateError
 from agent_world.sandbox.runner import SandboxRunner
 from agent_world.types import AbilityCall, AbilityResult
 
-__all__ = ["AbilityChecker", "CheckReport", "sample_scenes"]
+__all__ = ["AbilityChecker", "CheckReport", "RunnerOwner", "sample_scenes"]
 
 MAX_DRY_RUN_TICKS = 60
 SAMPLE_TICKS = 300  # how long ``ability check`` lets its sample world live first
@@ -103,25 +103,38 @@ def sample_scenes(config: Config, count: int) -> tuple[Scene, ...]:
         world.close()
 
 
-class AbilityChecker:
+class _Closable(Protocol):
+    def close(self) -> None: ...
+
+
+class RunnerOwner:
+    """A checker's hold on its runner (worker processes): closed with the checker when the
+    checker made it, left alone when it was given one. Usable in ``with``."""
+
+    runner: _Closable
+    _own_runner: bool
+
+    def close(self) -> None:
+        if self._own_runner:
+            self.runner.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class AbilityChecker(RunnerOwner):
     """Gate, compile and dry-run sources. Owns a runner (worker processes) unless given one;
     use it from one thread."""
 
     def __init__(self, config: Config, runner: SandboxRunner | None = None) -> None:
         self.config = config
         self._own_runner = runner is None
-        self.runner = runner if runner is not None else SandboxRunner(config.sandbox, spare=0)
+        self.runner: SandboxRunner = runner if runner is not None else SandboxRunner(
+            config.sandbox, spare=0)
         self._sampled: tuple[Scene, ...] | None = None
-
-    def close(self) -> None:
-        if self._own_runner:
-            self.runner.close()
-
-    def __enter__(self) -> AbilityChecker:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     def check(self, source: str, *, taken: Collection[str] = (),
               scenes: Sequence[Scene] = ()) -> CheckReport:
