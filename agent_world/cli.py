@@ -170,13 +170,20 @@ def build_ability_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _read_source(path: Path) -> str | None:
+    """The text of a source file, or None after saying on stderr why it cannot be read."""
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        print(f"error: cannot read {path}: {exc}", file=sys.stderr)
+        return None
+
+
 def _ability_main(argv: Sequence[str]) -> int:
     args = build_ability_parser().parse_args(argv)
     config = load_config(args.config)
-    try:
-        source = args.file.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        print(f"error: cannot read {args.file}: {exc}", file=sys.stderr)
+    source = _read_source(args.file)
+    if source is None:
         return 2
     with AbilityChecker(config) as checker:
         report = checker.check(source)
@@ -230,10 +237,8 @@ def _policy_main(argv: Sequence[str]) -> int:
             meta = policy.meta
             print(f"{policy.brain:<24} v{meta.version:<3} {policy.origin}: {meta.description}")
         return 0
-    try:
-        source = args.file.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        print(f"error: cannot read {args.file}: {exc}", file=sys.stderr)
+    source = _read_source(args.file)
+    if source is None:
         return 2
     try:
         # Another policy of that name would be refused at start-up (the same text is not
