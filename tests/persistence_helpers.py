@@ -9,6 +9,7 @@ from typing import Any
 
 import orjson
 
+from agent_world.agents.registry import load_brains
 from agent_world.app import Session
 from agent_world.config import Config
 from agent_world.core.world import World
@@ -46,6 +47,18 @@ def run_session(config: Config, ticks: int, *, inputs: dict[int, list[tuple[str,
         asyncio.run(drive())
     finally:
         session.close()
+    return session
+
+
+def session_with(config: Config, *spawns: tuple[str, str]) -> Session:
+    """A session on a new (or the saved) world, with agents of the given brains spawned as
+    the console would: ``(name, brain)`` pairs."""
+    opened = open_world(config)
+    session = Session(config, opened.world, folder=opened.folder,
+                      brains=load_brains(config.brains))
+    for name, brain in spawns:
+        session.world.inbox.submit("spawn", {"kind": "agent", "name": name, "brain": brain},
+                                   source="console")
     return session
 
 

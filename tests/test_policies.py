@@ -37,7 +37,7 @@ from agent_world.policies.check import Sample, sample_observations
 from agent_world.policies.runner import policy_seed
 from agent_world.replay_command import run_replay
 from agent_world.sandbox.gate import ABILITY, POLICY, GateError, gate
-from tests.persistence_helpers import records, saving_config
+from tests.persistence_helpers import records, saving_config, session_with
 
 MAIN = Path(__file__).resolve().parent.parent / "main.py"
 EXAMPLES = Path(__file__).resolve().parent.parent / "agent_world" / "policies" / "examples"
@@ -94,16 +94,6 @@ def policies_config(tmp_path: Path, *sources: str, **brains: Any) -> Config:
                                 "min_gap_ticks": 2, "think_interval_ticks": 10}
     settings.update(brains)
     return saving_config(tmp_path).replace(brains=settings)
-
-
-def session_with(config: Config, *spawns: tuple[str, str]) -> Session:
-    opened = open_world(config)
-    session = Session(config, opened.world, folder=opened.folder,
-                      brains=load_brains(config.brains))
-    for name, brain in spawns:
-        session.world.inbox.submit("spawn", {"kind": "agent", "name": name, "brain": brain},
-                                   source="console")
-    return session
 
 
 @pytest.fixture(scope="module")

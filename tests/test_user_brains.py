@@ -25,7 +25,7 @@ from agent_world.console.completion import WorldCompleter
 from agent_world.persistence import open_world
 from agent_world.replay_command import run_replay
 from tests.helpers import add_agent, small_world
-from tests.persistence_helpers import records, saving_config
+from tests.persistence_helpers import records, saving_config, session_with
 
 MAIN = Path(__file__).resolve().parent.parent / "main.py"
 
@@ -85,16 +85,6 @@ def brains_config(tmp_path: Path, module: str, **registered: str) -> Config:
         "registered": {k: f"{module}:{v}" for k, v in registered.items()},
         "path": str(folder), "deadline_ms": 300, "min_gap_ticks": 2,
         "think_interval_ticks": 10})
-
-
-def session_with(config: Config, *spawns: tuple[str, str]) -> Session:
-    opened = open_world(config)
-    session = Session(config, opened.world, folder=opened.folder,
-                      brains=load_brains(config.brains))
-    for name, brain in spawns:
-        session.world.inbox.submit("spawn", {"kind": "agent", "name": name, "brain": brain},
-                                   source="console")
-    return session
 
 
 def run(session: Session, ticks: int, until: Any = None, wall_s: float = 30.0) -> int:
