@@ -347,14 +347,19 @@ def _metadata(tree: ast.Module) -> tuple[dict[str, Any], dict[str, Any]]:
     execute = functions[0]
     if [a.arg for a in execute.args.args] != ["ctx"]:
         raise GateError(f"{_where(execute)}execute takes exactly one parameter, ctx")
-    nested = sum(isinstance(n, (ast.FunctionDef, ast.Lambda)) for n in ast.walk(execute))
-    if nested > MAX_FUNCTIONS:
-        raise GateError(f"more than {MAX_FUNCTIONS} functions")
+    _limit_functions(execute)
     missing = [k for k in METADATA_NAMES if k != "ARGS" and k not in values]
     if missing:
         raise GateError(f"missing metadata: {', '.join(missing)} (an ability assigns "
                         f"{', '.join(METADATA_NAMES)} as literals)")
     return values, {}
+
+
+def _limit_functions(node: ast.AST) -> None:
+    """At most MAX_FUNCTIONS functions and lambdas in ``node``, nested ones included."""
+    count = sum(isinstance(n, (ast.FunctionDef, ast.Lambda)) for n in ast.walk(node))
+    if count > MAX_FUNCTIONS:
+        raise GateError(f"more than {MAX_FUNCTIONS} functions")
 
 
 def _policy_layout(tree: ast.Module) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -391,9 +396,7 @@ def _policy_layout(tree: ast.Module) -> tuple[dict[str, Any], dict[str, Any]]:
     if [a.arg for a in decide.args.args] != ["obs", "memory"]:
         raise GateError(f"{_where(decide)}decide takes exactly two parameters, obs and "
                         "memory")
-    count = sum(isinstance(n, (ast.FunctionDef, ast.Lambda)) for n in ast.walk(tree))
-    if count > MAX_FUNCTIONS:
-        raise GateError(f"more than {MAX_FUNCTIONS} functions")
+    _limit_functions(tree)
     missing = [k for k in POLICY_METADATA if k != "PARENT" and k not in values]
     if missing:
         raise GateError(f"missing metadata: {', '.join(missing)} (a policy assigns {names} "
