@@ -47,7 +47,12 @@ from agent_world.persistence import (
 from agent_world.policies.check import PolicyChecker
 from agent_world.policies.library import available_policies
 from agent_world.policies.policy import PolicyError
-from agent_world.replay_command import resolve_world_path, run_replay
+from agent_world.replay_command import (
+    available_cpus,
+    resolve_world_path,
+    run_replay,
+    sandboxed,
+)
 from agent_world.report_command import main as report_main
 from agent_world.sandbox import AbilityChecker, Sandbox
 from agent_world.sandbox.pool import WorkerDied
@@ -141,6 +146,10 @@ def build_replay_parser() -> argparse.ArgumentParser:
     parser.add_argument("--playback", type=speed, nargs="?", const=1.0, metavar="SPEED",
                         help="pace the replay (SPEED x real time, default 1) and print the "
                              "world log as it goes")
+    parser.add_argument("--workers", type=positive_int, metavar="N",
+                        help="processes a whole-log verification may use, each replaying "
+                             "the span between two saved states (default: the CPUs this "
+                             "process may use; 1 replays on one core)")
     parser.add_argument("--fork", metavar="NEW",
                         help="with --to: start a new world NEW from that tick and run it")
     parser.add_argument("--serve", action="store_true",
@@ -471,7 +480,9 @@ def _replay_main(argv: Sequence[str]) -> int:
     if not args.fork:
         try:
             return run_replay(path, config, to=args.to, playback=args.playback,
-                              setup=sandbox.install, from_start=args.from_start)
+                              setup=sandbox.install, from_start=args.from_start,
+                              workers=args.workers or available_cpus(),
+                              setup_factory=sandboxed)
         finally:
             sandbox.close()
     try:

@@ -9,8 +9,11 @@ folder; it needs no lock and works on a world that is running.
 
 from __future__ import annotations
 
+import os
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from agent_world.config import Config
@@ -21,16 +24,19 @@ from agent_world.persistence.lock import lock_holder
 from agent_world.persistence.replay import ReplayResult, SnapshotMismatch
 from agent_world.persistence.snapshots import (
     LoadedSnapshot,
+    claimed_tick,
+    first_tick,
     load_first_snapshot,
     load_nearest_snapshot,
-    state_file_tick,
 )
+from agent_world.persistence.spans import SetupFactory, verify_in_spans
 from agent_world.persistence.worlds import Setup
+from agent_world.sandbox import Sandbox
 from agent_world.types import TickReport
 from agent_world.worldlog import ROUTINE, format_event
 
-__all__ = ["EXIT_DIVERGED", "EXIT_OK", "EXIT_PARTIAL", "EXIT_USAGE", "resolve_world_path",
-           "run_replay"]
+__all__ = ["EXIT_DIVERGED", "EXIT_OK", "EXIT_PARTIAL", "EXIT_USAGE", "available_cpus",
+           "resolve_world_path", "run_replay", "sandboxed"]
 
 EXIT_OK = 0
 EXIT_DIVERGED = 1
@@ -74,9 +80,20 @@ def _count(n: int, noun: str, plural: str = "s") -> str:
     return f"{n} {noun}{'' if n == 1 else plural}"
 
 
-def _meta_tick(folder: SaveFolder) -> int:
-    value = folder.read_meta().get("last_tick")
-    return value if isinstance(value, int) else -1
+def available_cpus() -> int:
+    """The CPUs this process may run on: how many spans a verification replays at once."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on every platform
+        return os.cpu_count() or 1
+
+
+@contextmanager
+def sandboxed(config: Config) -> Iterator[Setup]:
+    """The ability sandbox a replayed world runs its abilities in, made in a span's worker
+    process (a ``SetupFactory``) and closed when the span is done."""
+    with Sandbox(config) as sandbox:
+        yield sandbox.install
 
 
 def _unverified(folder: SaveFolder, result: ReplayResult, reached: int, extent: int,
@@ -106,10 +123,13 @@ def _unverified(folder: SaveFolder, result: ReplayResult, reached: int, extent: 
 
 
 def run_replay(path: Path, config: Config, *, to: int | None, playback: float | None,
-               setup: Setup | None = None, from_start: bool = False) -> int:
+               setup: Setup | None = None, from_start: bool = False, workers: int = 1,
+               setup_factory: SetupFactory | None = None) -> int:
     """Replay with logged inputs only, checking every logged hash and every snapshot on the
     way: from the first snapshot, or with ``to`` (and neither ``from_start`` nor
-    ``playback``) from the latest snapshot or seek point at or before it.
+    ``playback``) from the latest snapshot or seek point at or before it. A whole-log
+    verification uses up to ``workers`` processes (``persistence.spans``; each makes what
+    its world needs with ``setup_factory``, as ``setup`` does here).
 
     Prints the verdict (OK, PARTLY VERIFIED or DIVERGED) with what was and was not
     verified. Returns the exit status (EXIT_*)."""
@@ -120,6 +140,11 @@ def run_replay(path: Path, config: Config, *, to: int | None, playback: float | 
         print(f"note: world '{folder.name}' is running ({who}); replaying what it has "
               "written so far", file=sys.stderr)
     tick_rate = folder.recorded_tick_rate(config.world.tick_rate)
+    if workers > 1 and to is None and not playback:
+        status = _verify_in_spans(folder, config, path, workers=workers, tick_rate=tick_rate,
+                                  setup_factory=setup_factory)
+        if status is not None:
+            return status
     nearest = to is not None and not from_start and not playback
     start = _nearest_start(folder, config, to) if nearest and to is not None \
         else load_first_snapshot(folder, config)
@@ -130,14 +155,9 @@ def run_replay(path: Path, config: Config, *, to: int | None, playback: float | 
         return _verify(folder, start.tick, world, path, to=to,
                        on_tick=_Playback(tick_rate, playback) if playback else None,
                        tick_rate=tick_rate,
-                       began_at=start.source if start.tick != _first_tick(folder) else None)
+                       began_at=start.source if start.tick != first_tick(folder) else None)
     finally:
         world.close()
-
-
-def _first_tick(folder: SaveFolder) -> int:
-    history = folder.history()
-    return history[0][0] if history else -1
 
 
 def _nearest_start(folder: SaveFolder, config: Config, tick: int) -> LoadedSnapshot:
@@ -155,26 +175,59 @@ def _nearest_start(folder: SaveFolder, config: Config, tick: int) -> LoadedSnaps
 
 def _verify(folder: SaveFolder, first: int, world: World, path: Path, *, to: int | None,
             on_tick: _Playback | None, tick_rate: float, began_at: Path | None = None) -> int:
-    claimed = max(_meta_tick(folder), state_file_tick(folder) or -1)
+    claimed = claimed_tick(folder)
     began = time.perf_counter()
     try:
         result = replay(world, folder, until=to, on_tick=on_tick, check_snapshots=True,
                         end=claimed if to is None else min(to, claimed))
-    except SnapshotMismatch as exc:
+    except DivergenceError as exc:
+        return _diverged(exc)
+    status = _report(folder, path, result, first=first, reached=world.tick, claimed=claimed,
+                     to=to, elapsed=time.perf_counter() - began, tick_rate=tick_rate,
+                     began_at=began_at)
+    if to is not None and status == EXIT_OK:
+        print(f"tick {world.tick} state_hash {world.state_hash()}")
+    return status
+
+
+def _verify_in_spans(folder: SaveFolder, config: Config, path: Path, *, workers: int,
+                     tick_rate: float, setup_factory: SetupFactory | None) -> int | None:
+    """The whole log verified in spans side by side (``persistence.spans``); None (after
+    saying why) when it has to be replayed from the start on one core instead."""
+    claimed = claimed_tick(folder)
+    began = time.perf_counter()
+    try:
+        verdict = verify_in_spans(folder, config, workers=workers,
+                                  setup_factory=setup_factory)
+    except DivergenceError as exc:
+        return _diverged(exc)
+    if isinstance(verdict, str):
+        if "too few" not in verdict:
+            print(f"note: replaying on one core: {verdict}", file=sys.stderr)
+        return None
+    return _report(folder, path, verdict.result, first=first_tick(folder), reached=verdict.reached,
+                   claimed=claimed, to=None, elapsed=time.perf_counter() - began,
+                   tick_rate=tick_rate, processes=verdict.spans)
+
+
+def _diverged(exc: DivergenceError) -> int:
+    if isinstance(exc, SnapshotMismatch):
         print(f"DIVERGED at tick {exc.tick}: {exc.source.name} records state {exc.expected}, "
               f"the replay reached {exc.actual}: the snapshot contradicts the event log",
               file=sys.stderr)
-        print(f"  {exc.detail}", file=sys.stderr)
-        return EXIT_DIVERGED
-    except DivergenceError as exc:
+    else:
         print(f"DIVERGED at tick {exc.tick}: the log recorded state {exc.expected}, the "
               f"replay reached {exc.actual}", file=sys.stderr)
-        print(f"  {exc.detail}", file=sys.stderr)
-        return EXIT_DIVERGED
-    elapsed = time.perf_counter() - began
+    print(f"  {exc.detail}", file=sys.stderr)
+    return EXIT_DIVERGED
+
+
+def _report(folder: SaveFolder, path: Path, result: ReplayResult, *, first: int, reached: int,
+            claimed: int, to: int | None, elapsed: float, tick_rate: float,
+            began_at: Path | None = None, processes: int = 1) -> int:
+    """Print the verdict of a finished replay; returns the exit status."""
     for note in result.notes:
         print(f"note: {note}", file=sys.stderr)
-    reached = world.tick
     extent = max(claimed, reached, result.last_logged_tick)
     if result.gap is not None or result.damaged is not None:
         extent = max(extent, final_tick(folder))
@@ -187,7 +240,7 @@ def _verify(folder: SaveFolder, first: int, world: World, path: Path, *, to: int
     counts = (f"{result.ticks} ticks, {result.inputs} inputs, {result.checks} state hashes "
               "verified")
     speed = (f"in {elapsed:.2f} s: {rate:,.0f} ticks/s, {rate / tick_rate:,.1f}x real "
-             "time")
+             "time" + (f", in {processes} processes" if processes > 1 else ""))
     checked = (f"  checked: {_count(result.checks, 'logged state hash', 'es')}"
                + (f", the last at tick {result.last_check_tick}" if result.checks else "")
                + f"; {_count(result.snapshots_checked, 'snapshot')}"
@@ -212,6 +265,4 @@ def _verify(folder: SaveFolder, first: int, world: World, path: Path, *, to: int
     if origin:
         print(origin)
     print(checked)
-    if to is not None:
-        print(f"tick {world.tick} state_hash {world.state_hash()}")
     return EXIT_OK

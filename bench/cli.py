@@ -176,6 +176,10 @@ def _run_size(agents: int, sections: set[str], budget: Budget, root: Path) -> di
                 out["replay"] = recorded["replay"]
                 rv = recorded["replay"]["verified"]
                 _log(f"  replay: {rv['ticks_per_s']} ticks/s = {rv['x_real_time']}x real time")
+                spans = recorded["replay"]["verified_in_spans"]
+                if "processes" in spans:
+                    _log(f"  replay in spans: {spans['x_real_time']}x real time "
+                         f"({spans['processes']} processes)")
     finally:
         world.close()
         del world

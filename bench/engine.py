@@ -18,6 +18,8 @@ from agent_world.core.world import World
 from agent_world.gcpolicy import GcPolicy
 from agent_world.persistence import SaveFolder, replay
 from agent_world.persistence.snapshots import load_first_snapshot
+from agent_world.persistence.spans import verify_in_spans
+from agent_world.replay_command import available_cpus
 from bench.scenario import saved_session, scaled_config, summarise
 
 __all__ = ["Budget", "build_world", "measure_flat", "measure_paced", "measure_recorded",
@@ -198,6 +200,7 @@ def measure_recorded(world: World, config: Config, name: str, *, seconds: float,
         result["replay"] = {
             "verified": _replay(folder, config, verify=True),
             "unverified": _replay(folder, config, verify=False),
+            "verified_in_spans": _replay_in_spans(folder, config),
         }
     return result
 
@@ -210,7 +213,25 @@ def _replay(folder: SaveFolder, config: Config, *, verify: bool) -> dict[str, An
     result = replay(world, folder, verify=verify)
     elapsed = time.perf_counter() - started
     world.close()
-    rate = result.ticks / elapsed if elapsed > 0 else float("inf")
-    return {"ticks": result.ticks, "checks": result.checks, "seconds": round(elapsed, 2),
+    return _replay_figures(result.ticks, result.checks, elapsed, config)
+
+
+def _replay_in_spans(folder: SaveFolder, config: Config) -> dict[str, Any]:
+    """What ``python main.py replay`` does by default: the whole log verified in spans, one
+    process per CPU (the time includes starting the processes and loading their worlds)."""
+    workers = available_cpus()
+    gc.collect()
+    started = time.perf_counter()
+    verdict = verify_in_spans(folder, config, workers=workers)
+    elapsed = time.perf_counter() - started
+    if isinstance(verdict, str):
+        return {"skipped": verdict}
+    figures = _replay_figures(verdict.result.ticks, verdict.result.checks, elapsed, config)
+    return figures | {"processes": verdict.spans}
+
+
+def _replay_figures(ticks: int, checks: int, elapsed: float, config: Config) -> dict[str, Any]:
+    rate = ticks / elapsed if elapsed > 0 else float("inf")
+    return {"ticks": ticks, "checks": checks, "seconds": round(elapsed, 2),
             "ticks_per_s": round(rate, 1),
             "x_real_time": round(rate / config.world.tick_rate, 1)}

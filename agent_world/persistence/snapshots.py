@@ -83,6 +83,18 @@ def state_file_tick(folder: SaveFolder) -> int | None:
     return int(head.group(1)) if head is not None else None
 
 
+def first_tick(folder: SaveFolder) -> int:
+    """The tick of the world's first snapshot, where a replay starts (-1: none)."""
+    history = folder.history()
+    return history[0][0] if history else -1
+
+
+def claimed_tick(folder: SaveFolder) -> int:
+    """The last tick the folder says the world reached (meta.json or world_state.json)."""
+    meta = folder.read_meta().get("last_tick")
+    return max(meta if isinstance(meta, int) else -1, state_file_tick(folder) or -1)
+
+
 def load_latest_snapshot(folder: SaveFolder, config: Config,
                          warnings: list[str]) -> LoadedSnapshot:
     """The newest state that loads and checks out: world_state.json or a later seek point,

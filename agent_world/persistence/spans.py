@@ -1,0 +1,224 @@
+"""Verifying a recording on several cores: the log split at saved states into spans that
+replay side by side, one process each.
+
+A seek point or snapshot loads only when its bytes match the hash it records, so a replay
+started from one begins from the very state a replay from the first snapshot holds at that
+tick, provided that replay reaches the same hash there. The spans therefore chain: each one
+is verified from its own starting state, and each must end on the hash of the state the next
+one started from. The first divergence of the chain is the first divergence of the log, and
+the counts add up to those of a replay from the start.
+
+Only a regular recording is split. When a span before the last finds anything a replay from
+the start would report on the way (a gap, damage, unreadable lines, a note), stops short, or
+does not end on its successor's hash, ``verify_in_spans`` returns None with the reason, and
+the caller replays from the start on one core, so that the verdict is exactly the one-core
+verdict. The last span may end in damage or a torn line: nothing comes after it.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor
+from contextlib import AbstractContextManager, nullcontext
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from agent_world.config import Config
+from agent_world.persistence.folder import SaveError, SaveFolder
+from agent_world.persistence.replay import (
+    DivergenceError,
+    ReplayResult,
+    SnapshotMismatch,
+    replay,
+)
+from agent_world.persistence.snapshots import (
+    claimed_tick,
+    first_tick,
+    load_first_snapshot,
+    load_snapshot_file,
+)
+from agent_world.persistence.worlds import Setup
+
+__all__ = ["MIN_SPAN_TICKS", "SetupFactory", "SpanVerdict", "plan_spans", "verify_in_spans"]
+
+MIN_SPAN_TICKS = 200
+"""Spans shorter than this are not worth a process of their own (starting one and loading
+its world costs about as much as replaying a few hundred ticks of a small world)."""
+
+SetupFactory = Callable[[Config], AbstractContextManager[Setup]]
+"""Makes what a span's world needs before it steps (the ability sandbox) in the worker
+process, and closes it after; a module-level function, so that it reaches the worker."""
+
+
+@dataclass(frozen=True, slots=True)
+class Span:
+    start: Path | None  # the saved state it starts from; None: the first snapshot
+    start_tick: int
+    until: int | None  # the tick it stops at; None: the end of the log
+
+
+@dataclass(slots=True)
+class _Divergence:
+    tick: int
+    expected: str
+    actual: str
+    detail: str
+    source: Path | None  # the snapshot that contradicts the log, if it was one
+
+    def error(self) -> DivergenceError:
+        if self.source is not None:
+            return SnapshotMismatch(self.tick, self.expected, self.actual, self.detail,
+                                    self.source)
+        return DivergenceError(self.tick, self.expected, self.actual, self.detail)
+
+
+@dataclass(slots=True)
+class _SpanResult:
+    start_tick: int
+    start_hash: str
+    end_tick: int = -1
+    end_hash: str = ""
+    result: ReplayResult | None = None
+    divergence: _Divergence | None = None
+    failed: str = ""  # why the span could not be replayed at all
+
+
+@dataclass(slots=True)
+class SpanVerdict:
+    """A verified recording: the replay result a replay from the start would have given,
+    and the tick it reached. ``spans`` is how many processes shared the work."""
+
+    result: ReplayResult
+    reached: int
+    spans: int
+    notes: list[str] = field(default_factory=list)
+
+
+def plan_spans(folder: SaveFolder, first: int, last: int,
+               workers: int) -> list[Span]:
+    """Up to ``workers`` spans from ``first`` to the end, split at the saved states
+    nearest to equal shares of ``first``..``last``; one span when there is too
+    little to split."""
+    whole = [Span(None, first, None)]
+    length = last - first
+    count = min(workers, length // MIN_SPAN_TICKS)
+    if count < 2:
+        return whole
+    saved = [(t, p) for t, p in folder.saved_states(until=last - MIN_SPAN_TICKS)
+             if t >= first + MIN_SPAN_TICKS]
+    cuts: list[tuple[int, Path]] = []
+    for share in range(1, count):
+        aim = first + length * share // count
+        later = [(t, p) for t, p in saved
+                 if t - (cuts[-1][0] if cuts else first) >= MIN_SPAN_TICKS]
+        if not later:
+            break
+        cuts.append(min(later, key=lambda tp: abs(tp[0] - aim)))
+    if not cuts:
+        return whole
+    spans = [Span(None, first, cuts[0][0])]
+    for (tick, path), following in zip(cuts, [*cuts[1:], None], strict=True):
+        spans.append(Span(path, tick, following[0] if following else None))
+    return spans
+
+
+def _verify_span(root: Path, config: Config, span: Span, end: int,
+                 setup_factory: SetupFactory | None) -> _SpanResult:
+    """One span, in a worker process."""
+    folder = SaveFolder.open(root)
+    try:
+        loaded = (load_snapshot_file(span.start, config) if span.start is not None
+                  else load_first_snapshot(folder, config))
+    except SaveError as exc:
+        return _SpanResult(span.start_tick, "", failed=str(exc))
+    world = loaded.world
+    out = _SpanResult(loaded.tick, loaded.hash)
+    try:
+        with setup_factory(config) if setup_factory is not None else nullcontext() as setup:
+            if setup is not None:
+                setup(world)
+            try:
+                out.result = replay(world, folder, until=span.until, check_snapshots=True,
+                                    end=end if span.until is None else None)
+            except DivergenceError as exc:
+                source = exc.source if isinstance(exc, SnapshotMismatch) else None
+                out.divergence = _Divergence(exc.tick, exc.expected, exc.actual, exc.detail,
+                                             source)
+                return out
+            out.end_tick, out.end_hash = world.tick, world.state_hash()
+    finally:
+        world.close()
+    return out
+
+
+def _irregular(result: ReplayResult) -> str:
+    """What a span before the last found that a replay from the start would report."""
+    if result.gap is not None:
+        return f"the log lost ticks {result.gap.start}..{result.gap.tick}"
+    if result.damaged is not None:
+        return f"{result.damaged.name} is damaged"
+    if result.torn or result.problems:
+        return "part of the log is unreadable"
+    if result.notes or result.warnings:
+        return "the log needs a remark"
+    return ""
+
+
+def verify_in_spans(folder: SaveFolder, config: Config, *, workers: int,
+                    setup_factory: SetupFactory | None = None) -> SpanVerdict | str:
+    """Verify the recording from its first snapshot to the end of the log, stepping on
+    through the tick the folder says the world reached as ``replay``'s ``end`` does, in up to
+    ``workers`` processes.
+
+    Returns the verdict, or a string saying why the recording must be replayed from the start
+    on one core instead (too short to split, or irregular before its last span). Raises
+    DivergenceError (SnapshotMismatch for a snapshot) at the first divergence, as
+    ``replay(..., check_snapshots=True)`` would."""
+    end = claimed_tick(folder)
+    spans = plan_spans(folder, first_tick(folder), end, workers)
+    if len(spans) < 2:
+        return "too few saved states to split the log at"
+    # Spawned, not forked: the caller may have threads (a sandbox pool's), and a fork would
+    # copy them in an unknown state.
+    context = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(max_workers=len(spans), mp_context=context) as pool:
+        futures = [pool.submit(_verify_span, folder.root, config, span, end, setup_factory)
+                   for span in spans]
+        results = [future.result() for future in futures]
+    return _combine(spans, results)
+
+
+def _combine(spans: list[Span], results: list[_SpanResult]) -> SpanVerdict | str:
+    merged = ReplayResult()
+    last = len(results) - 1
+    for i, (span, out) in enumerate(zip(spans, results, strict=True)):
+        if out.failed:
+            return f"the saved state of tick {span.start_tick} does not load ({out.failed})"
+        if i > 0 and results[i - 1].end_hash != out.start_hash:
+            return (f"the saved state of tick {span.start_tick} is not the state the replay "
+                    f"reaches there ({results[i - 1].end_hash} against {out.start_hash})")
+        if out.divergence is not None:
+            raise out.divergence.error()
+        result = out.result
+        assert result is not None
+        if i < last:
+            problem = _irregular(result)
+            if problem:
+                return f"{problem} (ticks {span.start_tick + 1}..{span.until})"
+            if out.end_tick != span.until:
+                return f"the log stops at tick {out.end_tick}, before tick {span.until}"
+        merged.ticks += result.ticks
+        merged.inputs += result.inputs
+        merged.checks += result.checks
+        merged.snapshots_checked += result.snapshots_checked
+        if result.checks:
+            merged.last_check_tick = result.last_check_tick
+        if result.snapshots_checked:
+            merged.last_snapshot_tick = result.last_snapshot_tick
+    tail = results[last].result
+    assert tail is not None
+    for name in ("last_logged_tick", "warnings", "torn_tail", "damaged", "problems", "notes",
+                 "torn", "later_files", "gap"):
+        setattr(merged, name, getattr(tail, name))
+    return SpanVerdict(merged, results[last].end_tick, len(spans))
