@@ -140,9 +140,9 @@ def run_replay(path: Path, config: Config, *, to: int | None, playback: float | 
         print(f"note: world '{folder.name}' is running ({who}); replaying what it has "
               "written so far", file=sys.stderr)
     tick_rate = folder.recorded_tick_rate(config.world.tick_rate)
-    if workers > 1 and to is None and not playback:
-        status = _verify_in_spans(folder, config, path, workers=workers, tick_rate=tick_rate,
-                                  setup_factory=setup_factory)
+    if workers > 1 and (to is None or from_start) and not playback:
+        status = _verify_in_spans(folder, config, path, to=to, workers=workers,
+                                  tick_rate=tick_rate, setup_factory=setup_factory)
         if status is not None:
             return status
     nearest = to is not None and not from_start and not playback
@@ -190,24 +190,30 @@ def _verify(folder: SaveFolder, first: int, world: World, path: Path, *, to: int
     return status
 
 
-def _verify_in_spans(folder: SaveFolder, config: Config, path: Path, *, workers: int,
-                     tick_rate: float, setup_factory: SetupFactory | None) -> int | None:
-    """The whole log verified in spans side by side (``persistence.spans``); None (after
-    saying why) when it has to be replayed from the start on one core instead."""
+def _verify_in_spans(folder: SaveFolder, config: Config, path: Path, *, to: int | None,
+                     workers: int, tick_rate: float, setup_factory: SetupFactory | None
+                     ) -> int | None:
+    """The log from its first snapshot (up to ``to``) verified in spans side by side
+    (``persistence.spans``); None when it is replayed from the start on one core instead."""
     claimed = claimed_tick(folder)
     began = time.perf_counter()
     try:
-        verdict = verify_in_spans(folder, config, workers=workers,
+        verdict = verify_in_spans(folder, config, workers=workers, until=to,
                                   setup_factory=setup_factory)
     except DivergenceError as exc:
         return _diverged(exc)
-    if isinstance(verdict, str):
-        if "too few" not in verdict:
-            print(f"note: replaying on one core: {verdict}", file=sys.stderr)
+    if verdict is None:
         return None
-    return _report(folder, path, verdict.result, first=first_tick(folder), reached=verdict.reached,
-                   claimed=claimed, to=None, elapsed=time.perf_counter() - began,
-                   tick_rate=tick_rate, processes=verdict.spans)
+    if isinstance(verdict, str):
+        print(f"note: replaying on one core: {verdict}", file=sys.stderr)
+        return None
+    status = _report(folder, path, verdict.result, first=first_tick(folder),
+                     reached=verdict.reached, claimed=claimed, to=to,
+                     elapsed=time.perf_counter() - began, tick_rate=tick_rate,
+                     processes=verdict.spans)
+    if to is not None and status == EXIT_OK:
+        print(f"tick {verdict.reached} state_hash {verdict.reached_hash}")
+    return status
 
 
 def _diverged(exc: DivergenceError) -> int:

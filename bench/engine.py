@@ -18,7 +18,7 @@ from agent_world.core.world import World
 from agent_world.gcpolicy import GcPolicy
 from agent_world.persistence import SaveFolder, replay
 from agent_world.persistence.snapshots import load_first_snapshot
-from agent_world.persistence.spans import verify_in_spans
+from agent_world.persistence.spans import SpanVerdict, verify_in_spans
 from agent_world.replay_command import available_cpus
 from bench.scenario import saved_session, scaled_config, summarise
 
@@ -224,8 +224,8 @@ def _replay_in_spans(folder: SaveFolder, config: Config) -> dict[str, Any]:
     started = time.perf_counter()
     verdict = verify_in_spans(folder, config, workers=workers)
     elapsed = time.perf_counter() - started
-    if isinstance(verdict, str):
-        return {"skipped": verdict}
+    if not isinstance(verdict, SpanVerdict):
+        return {"skipped": verdict or "too short to split"}
     figures = _replay_figures(verdict.result.ticks, verdict.result.checks, elapsed, config)
     return figures | {"processes": verdict.spans}
 

@@ -17,7 +17,12 @@ from agent_world.config import Config
 from agent_world.persistence import DivergenceError, SaveFolder, replay
 from agent_world.persistence.seekpoints import write_state_file
 from agent_world.persistence.snapshots import load_first_snapshot, load_snapshot_file
-from agent_world.persistence.spans import MIN_SPAN_TICKS, plan_spans, verify_in_spans
+from agent_world.persistence.spans import (
+    MIN_SPAN_TICKS,
+    SpanVerdict,
+    plan_spans,
+    verify_in_spans,
+)
 from agent_world.replay_command import EXIT_DIVERGED, EXIT_OK, EXIT_PARTIAL, run_replay, sandboxed
 from tests.persistence_helpers import run_session, saving_config
 
@@ -60,8 +65,8 @@ def _one_core(root: Path, cfg: Config) -> tuple[Any, int]:
 
 
 def _replay_text(root: Path, cfg: Config, capsys: pytest.CaptureFixture[str], *,
-                 workers: int) -> tuple[int, str, str]:
-    code = run_replay(root, cfg, to=None, playback=None, workers=workers)
+                 workers: int, to: int | None = None) -> tuple[int, str, str]:
+    code = run_replay(root, cfg, to=to, playback=None, workers=workers, from_start=True)
     out = capsys.readouterr()
     # The speed differs between runs; everything else must be the same.
     return code, re.sub(r" in [0-9.]+ s: .*real time(, in \d processes)?", "", out.out), out.err
@@ -89,7 +94,7 @@ def test_spans_count_exactly_what_one_replay_from_the_start_counts(
         recorded: tuple[Config, Path]) -> None:
     cfg, root = recorded
     verdict = verify_in_spans(SaveFolder.open(root), cfg, workers=3)
-    assert not isinstance(verdict, str), verdict
+    assert isinstance(verdict, SpanVerdict), verdict
     alone, reached = _one_core(root, cfg)
     assert verdict.spans == 3
     assert verdict.reached == reached == TICKS
@@ -210,3 +215,15 @@ def test_spans_run_their_worlds_with_the_ability_sandbox(
     assert code == EXIT_OK, out
     assert out.startswith("OK: replayed ticks 1..900 (900 ticks, 3 inputs, 90 state hashes ")
     assert ", in 2 processes" in out.splitlines()[0]
+
+
+def test_a_verification_up_to_a_tick_splits_too_and_ends_on_its_hash(
+        recorded: tuple[Config, Path], capsys: pytest.CaptureFixture[str]) -> None:
+    cfg, root = recorded
+    folder = SaveFolder.open(root)
+    assert [s.until for s in plan_spans(folder, 0, 750, 3, 750)] == [200, 500, 750]
+    code, out, _err = _replay_text(root, cfg, capsys, workers=3, to=750)
+    assert code == EXIT_OK, out
+    assert out.startswith("OK: replayed ticks 1..750 (750 ticks, 3 inputs, 75 state hashes")
+    assert re.search(r"^tick 750 state_hash [0-9a-f]{32}$", out, re.MULTILINE)
+    assert (code, out) == _replay_text(root, cfg, capsys, workers=1, to=750)[:2]

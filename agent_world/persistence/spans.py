@@ -21,7 +21,7 @@ import multiprocessing
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from contextlib import AbstractContextManager, nullcontext
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from agent_world.config import Config
@@ -91,16 +91,16 @@ class SpanVerdict:
 
     result: ReplayResult
     reached: int
+    reached_hash: str
     spans: int
-    notes: list[str] = field(default_factory=list)
 
 
-def plan_spans(folder: SaveFolder, first: int, last: int,
-               workers: int) -> list[Span]:
-    """Up to ``workers`` spans from ``first`` to the end, split at the saved states
-    nearest to equal shares of ``first``..``last``; one span when there is too
-    little to split."""
-    whole = [Span(None, first, None)]
+def plan_spans(folder: SaveFolder, first: int, last: int, workers: int,
+               until: int | None = None) -> list[Span]:
+    """Up to ``workers`` spans from ``first`` to ``until`` (None: the end of the log), split
+    at the saved states nearest to equal shares of ``first``..``last``; one span when there
+    is too little to split."""
+    whole = [Span(None, first, until)]
     length = last - first
     count = min(workers, length // MIN_SPAN_TICKS)
     if count < 2:
@@ -119,7 +119,7 @@ def plan_spans(folder: SaveFolder, first: int, last: int,
         return whole
     spans = [Span(None, first, cuts[0][0])]
     for (tick, path), following in zip(cuts, [*cuts[1:], None], strict=True):
-        spans.append(Span(path, tick, following[0] if following else None))
+        spans.append(Span(path, tick, following[0] if following else until))
     return spans
 
 
@@ -140,7 +140,7 @@ def _verify_span(root: Path, config: Config, span: Span, end: int,
                 setup(world)
             try:
                 out.result = replay(world, folder, until=span.until, check_snapshots=True,
-                                    end=end if span.until is None else None)
+                                    end=end)
             except DivergenceError as exc:
                 source = exc.source if isinstance(exc, SnapshotMismatch) else None
                 out.divergence = _Divergence(exc.tick, exc.expected, exc.actual, exc.detail,
@@ -166,19 +166,22 @@ def _irregular(result: ReplayResult) -> str:
 
 
 def verify_in_spans(folder: SaveFolder, config: Config, *, workers: int,
-                    setup_factory: SetupFactory | None = None) -> SpanVerdict | str:
-    """Verify the recording from its first snapshot to the end of the log, stepping on
-    through the tick the folder says the world reached as ``replay``'s ``end`` does, in up to
-    ``workers`` processes.
+                    until: int | None = None, setup_factory: SetupFactory | None = None
+                    ) -> SpanVerdict | str | None:
+    """Verify the recording from its first snapshot up to ``until`` (None: the end of the
+    log, stepping on through the tick the folder says the world reached, as ``replay``'s
+    ``end`` does) in up to ``workers`` processes, as ``replay(..., check_snapshots=True)``
+    from the first snapshot would.
 
-    Returns the verdict, or a string saying why the recording must be replayed from the start
-    on one core instead (too short to split, or irregular before its last span). Raises
-    DivergenceError (SnapshotMismatch for a snapshot) at the first divergence, as
-    ``replay(..., check_snapshots=True)`` would."""
-    end = claimed_tick(folder)
-    spans = plan_spans(folder, first_tick(folder), end, workers)
+    Returns the verdict; None when there is too little to split; or a string saying why
+    the recording must be replayed from the start on one core instead (it is irregular
+    before its last span). Raises DivergenceError (SnapshotMismatch for a snapshot) at the
+    first divergence."""
+    claimed = claimed_tick(folder)
+    end = claimed if until is None else min(until, claimed)
+    spans = plan_spans(folder, first_tick(folder), end, workers, until)
     if len(spans) < 2:
-        return "too few saved states to split the log at"
+        return None
     # Spawned, not forked: the caller may have threads (a sandbox pool's), and a fork would
     # copy them in an unknown state.
     context = multiprocessing.get_context("spawn")
@@ -221,4 +224,4 @@ def _combine(spans: list[Span], results: list[_SpanResult]) -> SpanVerdict | str
     for name in ("last_logged_tick", "warnings", "torn_tail", "damaged", "problems", "notes",
                  "torn", "later_files", "gap"):
         setattr(merged, name, getattr(tail, name))
-    return SpanVerdict(merged, results[last].end_tick, len(spans))
+    return SpanVerdict(merged, results[last].end_tick, results[last].end_hash, len(spans))
