@@ -227,7 +227,8 @@ def _replay_in_spans(folder: SaveFolder, config: Config) -> dict[str, Any]:
     if not isinstance(verdict, SpanVerdict):
         return {"skipped": verdict or "too short to split"}
     figures = _replay_figures(verdict.result.ticks, verdict.result.checks, elapsed, config)
-    return figures | {"processes": verdict.spans}
+    return figures | {"processes": verdict.spans,
+                      "worker_peak_rss_mb": round(verdict.peak_rss_kb / 1024)}
 
 
 def _replay_figures(ticks: int, checks: int, elapsed: float, config: Config) -> dict[str, Any]:

@@ -82,6 +82,7 @@ class _SpanResult:
     result: ReplayResult | None = None
     divergence: _Divergence | None = None
     failed: str = ""  # why the span could not be replayed at all
+    peak_rss_kb: int = 0  # the worker's peak resident memory
 
 
 @dataclass(slots=True)
@@ -93,6 +94,7 @@ class SpanVerdict:
     reached: int
     reached_hash: str
     spans: int
+    peak_rss_kb: int  # the largest worker's peak resident memory (what a process costs)
 
 
 def plan_spans(folder: SaveFolder, first: int, last: int, workers: int,
@@ -149,7 +151,16 @@ def _verify_span(root: Path, config: Config, span: Span, end: int,
             out.end_tick, out.end_hash = world.tick, world.state_hash()
     finally:
         world.close()
+    out.peak_rss_kb = _peak_rss_kb()
     return out
+
+
+def _peak_rss_kb() -> int:
+    try:
+        import resource  # noqa: PLC0415 - Unix only
+    except ImportError:
+        return 0
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # kilobytes on Linux
 
 
 def _irregular(result: ReplayResult) -> str:
@@ -224,4 +235,5 @@ def _combine(spans: list[Span], results: list[_SpanResult]) -> SpanVerdict | str
     for name in ("last_logged_tick", "warnings", "torn_tail", "damaged", "problems", "notes",
                  "torn", "later_files", "gap"):
         setattr(merged, name, getattr(tail, name))
-    return SpanVerdict(merged, results[last].end_tick, results[last].end_hash, len(spans))
+    return SpanVerdict(merged, results[last].end_tick, results[last].end_hash, len(spans),
+                       max(out.peak_rss_kb for out in results))
