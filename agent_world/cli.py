@@ -483,6 +483,10 @@ def _replay_main(argv: Sequence[str]) -> int:
                               setup=sandbox.install, from_start=args.from_start,
                               workers=args.workers or available_cpus(),
                               setup_factory=sandboxed)
+        except KeyboardInterrupt:
+            _say("error: replay interrupted before its verdict; nothing was changed (a "
+                 "replay only reads the folder)")
+            return 130
         finally:
             sandbox.close()
     try:

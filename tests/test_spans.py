@@ -5,7 +5,10 @@ first divergence, and the one-core replay whenever the log is not regular enough
 from __future__ import annotations
 
 import gzip
+import os
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from itertools import pairwise
 from pathlib import Path
 from typing import Any
@@ -23,6 +26,7 @@ from agent_world.persistence.spans import (
     plan_spans,
     verify_in_spans,
 )
+from agent_world.persistence.worlds import Setup
 from agent_world.replay_command import EXIT_DIVERGED, EXIT_OK, EXIT_PARTIAL, run_replay, sandboxed
 from tests.persistence_helpers import run_session, saving_config
 
@@ -227,3 +231,21 @@ def test_a_verification_up_to_a_tick_splits_too_and_ends_on_its_hash(
     assert out.startswith("OK: replayed ticks 1..750 (750 ticks, 3 inputs, 75 state hashes")
     assert re.search(r"^tick 750 state_hash [0-9a-f]{32}$", out, re.MULTILINE)
     assert (code, out) == _replay_text(root, cfg, capsys, workers=1, to=750)[:2]
+
+
+@contextmanager
+def _killed(_config: Config) -> Iterator[Setup]:
+    """A span's process that dies as the kernel's out-of-memory killer would leave it."""
+    os._exit(137)
+    yield lambda _world: None  # pragma: no cover - never reached
+
+
+def test_a_span_process_that_dies_sends_the_replay_to_one_core(
+        recorded: tuple[Config, Path], capsys: pytest.CaptureFixture[str]) -> None:
+    cfg, root = recorded
+    code = run_replay(root, cfg, to=None, playback=None, workers=2, setup_factory=_killed)
+    out = capsys.readouterr()
+    assert code == EXIT_OK, out.out + out.err
+    assert "note: replaying on one core: a span's process failed (BrokenProcessPool" in out.err
+    assert out.out.startswith("OK: replayed ticks 1..900 (900 ticks, 3 inputs, 90 state ")
+    assert "processes" not in out.out

@@ -20,6 +20,7 @@ from __future__ import annotations
 import multiprocessing
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
@@ -196,10 +197,15 @@ def verify_in_spans(folder: SaveFolder, config: Config, *, workers: int,
     # Spawned, not forked: the caller may have threads (a sandbox pool's), and a fork would
     # copy them in an unknown state.
     context = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(max_workers=len(spans), mp_context=context) as pool:
-        futures = [pool.submit(_verify_span, folder.root, config, span, end, setup_factory)
-                   for span in spans]
-        results = [future.result() for future in futures]
+    try:
+        with ProcessPoolExecutor(max_workers=len(spans), mp_context=context) as pool:
+            futures = [pool.submit(_verify_span, folder.root, config, span, end,
+                                   setup_factory) for span in spans]
+            results = [future.result() for future in futures]
+    except (BrokenProcessPool, OSError, MemoryError) as exc:
+        # A worker killed (out of memory) or not started: one core still gets there, and
+        # meets any error that is the log's own.
+        return f"a span's process failed ({type(exc).__name__}: {exc})"
     return _combine(spans, results)
 
 
