@@ -127,9 +127,10 @@ def run_replay(path: Path, config: Config, *, to: int | None, playback: float | 
                setup_factory: SetupFactory | None = None) -> int:
     """Replay with logged inputs only, checking every logged hash and every snapshot on the
     way: from the first snapshot, or with ``to`` (and neither ``from_start`` nor
-    ``playback``) from the latest snapshot or seek point at or before it. A whole-log
-    verification uses up to ``workers`` processes (``persistence.spans``; each makes what
-    its world needs with ``setup_factory``, as ``setup`` does here).
+    ``playback``) from the latest snapshot or seek point at or before it. A verification
+    from the first snapshot without ``playback`` uses up to ``workers`` processes
+    (``persistence.spans``; each makes what its world needs with ``setup_factory``, as
+    ``setup`` does here).
 
     Prints the verdict (OK, PARTLY VERIFIED or DIVERGED) with what was and was not
     verified. Returns the exit status (EXIT_*)."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import gzip
+import re
 from pathlib import Path
 from typing import Any
 
@@ -119,3 +120,9 @@ def use_snapshot(folder: Path, tick: int) -> None:
             path.unlink()
     data = gzip.decompress((snapshots / f"{tick:010d}.json.gz").read_bytes())
     (folder / "world_state.json").write_bytes(data)
+
+
+def without_speed(verdict: str) -> str:
+    """A replay's printed verdict without what differs between runs: the time, the speed and
+    how many processes shared the work."""
+    return re.sub(r" in [0-9.]+ s: .*real time(, in \d+ processes)?", "", verdict)

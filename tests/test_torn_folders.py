@@ -30,6 +30,7 @@ from tests.persistence_helpers import (
     run_session,
     saving_config,
     use_snapshot,
+    without_speed,
 )
 
 Inputs = dict[int, list[tuple[str, dict[str, Any]]]]
@@ -63,8 +64,11 @@ def _resume(cfg: Config, expect_tick: int, inputs: Inputs = INPUTS) -> list[str]
 
 
 def _replay(root: Path, cfg: Config, capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
+    """The one-core verdict, after checking that a verification in spans reaches it too."""
     code = run_replay(root, cfg, to=None, playback=None)
     out = capsys.readouterr()
+    in_spans = run_replay(root, cfg, to=None, playback=None, workers=3)
+    assert (in_spans, without_speed(capsys.readouterr().out)) == (code, without_speed(out.out))
     return code, out.out + out.err
 
 
