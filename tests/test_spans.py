@@ -18,7 +18,7 @@ import orjson
 import pytest
 
 from agent_world.config import Config
-from agent_world.persistence import DivergenceError, SaveFolder, replay
+from agent_world.persistence import DivergenceError, SaveFolder, replay, spans
 from agent_world.persistence.seekpoints import write_state_file
 from agent_world.persistence.snapshots import load_first_snapshot, load_snapshot_file
 from agent_world.persistence.spans import (
@@ -35,6 +35,16 @@ TICKS = 900
 INPUTS = {3: [("spawn", {"kind": "agent", "name": "Visitor", "personality": "trader"})],
           420: [("spawn", {"kind": "gold", "qty": 30})],
           650: [("spawn", {"kind": "apple", "qty": 2})]}
+
+
+REAL_SPLIT_BYTE_TICKS = spans.SPLIT_BYTE_TICKS
+
+
+@pytest.fixture(autouse=True)
+def split_small_logs(monkeypatch: pytest.MonkeyPatch) -> None:
+    """These worlds are small enough to replay on one core in no time: split them anyway,
+    as a large world's log would be."""
+    monkeypatch.setattr(spans, "SPLIT_BYTE_TICKS", 0)
 
 
 @pytest.fixture(scope="module")
@@ -94,6 +104,19 @@ def test_spans_split_at_saved_states_at_least_a_minimum_apart(
     assert all(b - a >= MIN_SPAN_TICKS for a, b in pairwise(starts))
     assert TICKS - starts[-1] >= MIN_SPAN_TICKS
     assert len(plan_spans(folder, 0, 2 * MIN_SPAN_TICKS - 1, 4)) == 1
+
+
+def test_a_log_that_replays_in_no_time_is_not_split(recorded: tuple[Config, Path],
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """Twelve agents over 900 ticks replay in a fraction of a second on one core; starting
+    processes for them would only slow the verification down."""
+    _cfg, root = recorded
+    monkeypatch.setattr(spans, "SPLIT_BYTE_TICKS", REAL_SPLIT_BYTE_TICKS)
+    folder = SaveFolder.open(root)
+    assert len(plan_spans(folder, 0, TICKS, 8)) == 1
+    state = folder.saved_states()[-1][1].stat().st_size
+    monkeypatch.setattr(spans, "SPLIT_BYTE_TICKS", TICKS * state)
+    assert len(plan_spans(folder, 0, TICKS, 8)) == 4  # exactly enough work: split
 
 
 def test_spans_count_exactly_what_one_replay_from_the_start_counts(

@@ -41,11 +41,19 @@ from agent_world.persistence.snapshots import (
 )
 from agent_world.persistence.worlds import Setup
 
-__all__ = ["MIN_SPAN_TICKS", "SetupFactory", "SpanVerdict", "plan_spans", "verify_in_spans"]
+__all__ = ["MIN_SPAN_TICKS", "SPLIT_BYTE_TICKS", "SetupFactory", "SpanVerdict", "plan_spans",
+           "verify_in_spans"]
 
 MIN_SPAN_TICKS = 200
-"""Spans shorter than this are not worth a process of their own (starting one and loading
-its world costs about as much as replaying a few hundred ticks of a small world)."""
+"""No span is shorter than this."""
+
+SPLIT_BYTE_TICKS = 300_000_000
+"""A log is split only when replaying it is long enough to dwarf what each process costs
+before it replays a tick (0.5-1 s: imports, loading its world, starting its sandbox).
+Estimated as the ticks to replay times the size of the world's latest saved state, which
+grows with the world as its tick cost does: a 1,000-agent world's seek points are about
+0.5 MB and its ticks about 7 ms, so this is about 4 s on one core. The default 20-agent
+world replays thousands of ticks a second: splitting it would only slow it down."""
 
 SetupFactory = Callable[[Config], AbstractContextManager[Setup]]
 """Makes what a span's world needs before it steps (the ability sandbox) in the worker
@@ -108,8 +116,11 @@ def plan_spans(folder: SaveFolder, first: int, last: int, workers: int,
     count = min(workers, length // MIN_SPAN_TICKS)
     if count < 2:
         return whole
-    saved = [(t, p) for t, p in folder.saved_states(until=last - MIN_SPAN_TICKS)
-             if t >= first + MIN_SPAN_TICKS]
+    states = folder.saved_states(until=last)
+    if not states or length * _size(states[-1][1]) < SPLIT_BYTE_TICKS:
+        return whole
+    saved = [(t, p) for t, p in states
+             if first + MIN_SPAN_TICKS <= t <= last - MIN_SPAN_TICKS]
     cuts: list[tuple[int, Path]] = []
     for share in range(1, count):
         aim = first + length * share // count
@@ -124,6 +135,13 @@ def plan_spans(folder: SaveFolder, first: int, last: int, workers: int,
     for (tick, path), following in zip(cuts, [*cuts[1:], None], strict=True):
         spans.append(Span(path, tick, following[0] if following else until))
     return spans
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:  # deleted since it was listed (the budget thins seek points out)
+        return 0
 
 
 def _verify_span(root: Path, config: Config, span: Span, end: int,
