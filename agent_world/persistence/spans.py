@@ -8,11 +8,12 @@ is verified from its own starting state, and each must end on the hash of the st
 one started from. The first divergence of the chain is the first divergence of the log, and
 the counts add up to those of a replay from the start.
 
-Only a regular recording is split. When a span before the last finds anything a replay from
-the start would report on the way (a gap, damage, unreadable lines, a note), stops short, or
-does not end on its successor's hash, ``verify_in_spans`` returns None with the reason, and
-the caller replays from the start on one core, so that the verdict is exactly the one-core
-verdict. The last span may end in damage or a torn line: nothing comes after it.
+Only a regular recording is verified in spans. When a span before the last finds anything a
+replay from the start would report on the way (a gap, damage, unreadable lines, a note),
+stops short, or does not end on its successor's hash, or a span's process dies,
+``verify_in_spans`` returns the reason, and the caller replays from the start on one core,
+so that the verdict is exactly the one-core verdict. The last span may end in damage or a
+torn line: nothing comes after it.
 """
 
 from __future__ import annotations
@@ -41,8 +42,8 @@ from agent_world.persistence.snapshots import (
 )
 from agent_world.persistence.worlds import Setup
 
-__all__ = ["MIN_SPAN_TICKS", "SPLIT_BYTE_TICKS", "SetupFactory", "SpanVerdict", "plan_spans",
-           "verify_in_spans"]
+__all__ = ["MIN_SPAN_TICKS", "SPLIT_BYTE_TICKS", "SetupFactory", "Span", "SpanVerdict",
+           "plan_spans", "verify_in_spans"]
 
 MIN_SPAN_TICKS = 200
 """No span is shorter than this."""
@@ -62,6 +63,8 @@ process, and closes it after; a module-level function, so that it reaches the wo
 
 @dataclass(frozen=True, slots=True)
 class Span:
+    """Ticks ``start_tick`` + 1 .. ``until`` of the log, replayed from a saved state."""
+
     start: Path | None  # the saved state it starts from; None: the first snapshot
     start_tick: int
     until: int | None  # the tick it stops at; None: the end of the log
