@@ -23,7 +23,7 @@ __all__ = ["AgentColumns"]
 # C-level getters: a rebuild (every tick at 10,000 agents, where someone dies or arrives
 # each tick) runs no Python step per agent.
 _FIRST, _SECOND = itemgetter(0), itemgetter(1)
-_POSITION, _NEEDS, _INTENT = itemgetter(1), itemgetter(2), itemgetter(4)
+_POSITION, _NEEDS, _INTENT, _COMBAT = itemgetter(1), itemgetter(2), itemgetter(4), itemgetter(5)
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,6 +33,7 @@ class AgentColumns:
     positions: list[c.Position]
     needs: list[c.Needs]
     intents: list[c.Intent]
+    combats: list[c.Combat]
     _personalities: dict[str, int] = field(default_factory=dict)
 
     @classmethod
@@ -40,7 +41,8 @@ class AgentColumns:
         components = list(map(_SECOND, rows))
         return cls(rows=rows, ids=list(map(_FIRST, rows)),
                    positions=list(map(_POSITION, components)),
-                   needs=list(map(_NEEDS, components)), intents=list(map(_INTENT, components)))
+                   needs=list(map(_NEEDS, components)), intents=list(map(_INTENT, components)),
+                   combats=list(map(_COMBAT, components)))
 
     def personalities(self) -> dict[str, int]:
         """How many agents have each personality (it never changes, so it is counted once

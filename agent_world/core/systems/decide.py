@@ -55,14 +55,22 @@ def decide_system(world: World) -> None:
     tick = world.tick
     interval = world.rules.think_interval_ticks
     doing: defaultdict[str, list[tuple[int, AgentRow]]] = defaultdict(list)
-    for pair in world.agents():
-        eid, row = pair
-        intent = row[4]
+    columns = world.agent_columns()
+    calm = tick - 1  # attacked at or after it: decide now
+    for pair, intent, combat in zip(columns.rows, columns.intents, columns.combats,
+                                    strict=True):
         action = intent.action
+        # Most agents are busy with nothing to decide: busy within their deadline, not
+        # attacked, and following a plan or not yet due to reconsider.
+        if (action is not None and tick <= intent.deadline and combat.last_attacked < calm
+                and (intent.plan_source or tick < intent.next_think)):
+            doing[action.name].append(pair)
+            continue
+        eid, row = pair
         if action is not None and tick > intent.deadline:
             fail(world, eid, intent, "timed out")
             action = None
-        attacked = row[5].last_attacked >= tick - 1
+        attacked = combat.last_attacked >= calm
         following = False
         if intent.plan_source and not attacked:
             if action is None:
