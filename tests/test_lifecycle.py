@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from collections import Counter
+
+import orjson
 from helpers import act, add_agent, give_plan, goods_of, ground, of_type, run, small_world
 
 from agent_world.core import components as c
 from agent_world.core.components import NO_ONE
+from agent_world.core.world import World
 
 # Worlds without estate dues and inheritance (the rule of worlds saved before them) drop all
 # the gold too; tests/test_balance_estate.py covers the estate.
@@ -143,3 +147,26 @@ def test_no_immigration_when_it_is_turned_off() -> None:
         w.inbox.submit("kill", {"target": eid})
     assert of_type(run(w, 50), "spawn") == []
     assert w.agents() == []
+
+
+def test_the_personality_counts_follow_deaths_arrivals_and_a_reload() -> None:
+    """Immigration reads how many agents of each personality live from counts kept as agents
+    arrive and die; they must always equal a count of the living, loaded worlds included."""
+    w = small_world(world={"starting_agents": 8, "immigration_interval_ticks": 5})
+
+    def counted(world: World) -> dict[str, int]:
+        return dict(Counter(row[0].personality for _eid, row in world.agents()))
+
+    for step in range(4):
+        victims = [eid for eid, row in w.agents() if row[0].personality != "trader"][:2]
+        for eid in victims:
+            w.inbox.submit("kill", {"target": eid})
+        run(w, 12)
+        assert w.personalities == counted(w), step
+    assert w.counters["immigrants"] >= 4
+    loaded = World.from_state(orjson.loads(w.state_bytes()), w.config)
+    assert loaded.personalities == counted(loaded) == counted(w)
+    for eid, _row in list(w.agents()):
+        w.inbox.submit("kill", {"target": eid})
+    w.step()
+    assert w.personalities == counted(w)  # no personality left at a count of 0

@@ -8,8 +8,7 @@ agent set changes.
 
 from __future__ import annotations
 
-from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from operator import itemgetter
 from typing import TYPE_CHECKING
 
@@ -34,7 +33,6 @@ class AgentColumns:
     needs: list[c.Needs]
     intents: list[c.Intent]
     combats: list[c.Combat]
-    _personalities: dict[str, int] = field(default_factory=dict)
 
     @classmethod
     def of(cls, rows: list[tuple[int, AgentRow]]) -> AgentColumns:
@@ -43,10 +41,3 @@ class AgentColumns:
                    positions=list(map(_POSITION, components)),
                    needs=list(map(_NEEDS, components)), intents=list(map(_INTENT, components)),
                    combats=list(map(_COMBAT, components)))
-
-    def personalities(self) -> dict[str, int]:
-        """How many agents have each personality (it never changes, so it is counted once
-        per agent set)."""
-        if not self._personalities and self.rows:
-            self._personalities.update(Counter(row[0].personality for _eid, row in self.rows))
-        return self._personalities

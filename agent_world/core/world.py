@@ -115,6 +115,8 @@ class World:
         self.hazard_tiles: set[int] = set()
         self.capture_points: set[int] = set()
         self.team_members: dict[str, set[int]] = {}
+        # Living agents by personality (derived): immigration reads it every tick at scale.
+        self.personalities: dict[str, int] = {}
         self.replaying = False  # true while a step's inputs come from a log
         self.schedule = Schedule()  # which agents have work this tick (derived)
         # Ids of items and objects whose ground state (existence, position, quantity, stock)
@@ -320,6 +322,7 @@ class World:
         if team is not None:
             self.store.add(eid, c.Team(team))
             self.team_members.setdefault(team, set()).add(eid)
+        self.personalities[personality] = self.personalities.get(personality, 0) + 1
         # Stagger the expensive per-agent work across ticks: a newcomer first takes in its
         # surroundings for a few ticks, so a crowd does not make its first decisions at once.
         intent = self.store.get(eid, c.Intent)
@@ -434,7 +437,13 @@ class World:
         store = self.store
         if store.has(eid, c.Agent):
             self.agents_grid.remove(eid)
-            self.names.pop(store.get(eid, c.Agent).name.lower(), None)
+            agent = store.get(eid, c.Agent)
+            self.names.pop(agent.name.lower(), None)
+            left = self.personalities[agent.personality] - 1
+            if left:
+                self.personalities[agent.personality] = left
+            else:
+                del self.personalities[agent.personality]
             team = store.try_get(eid, c.Team)
             if team is not None:
                 members = self.team_members[team.name]
@@ -715,7 +724,10 @@ class World:
             return
         if store.has(eid, c.Agent):
             self.agents_grid.insert(eid, pos)
-            self.names[store.get(eid, c.Agent).name.lower()] = eid
+            agent = store.get(eid, c.Agent)
+            self.names[agent.name.lower()] = eid
+            self.personalities[agent.personality] = self.personalities.get(
+                agent.personality, 0) + 1
             team = store.try_get(eid, c.Team)
             if team is not None:
                 self.team_members.setdefault(team.name, set()).add(eid)

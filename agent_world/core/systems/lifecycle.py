@@ -124,7 +124,7 @@ def newcomer_personality(world: World) -> str | None:
     mix = {p: w for p, w in world.settings.personality_mix.items() if w > 0}
     if not mix:
         return None
-    living = world.agent_columns().personalities()
+    living = world.personalities
     counts = {p: living.get(p, 0) for p in mix}
     total = sum(mix.values())
     n = sum(counts.values()) + 1
@@ -146,7 +146,7 @@ def _immigration(world: World) -> None:
     personality = newcomer_personality(world)
     if personality is None or living >= settings.max_agents:
         return
-    missing = not world.agent_columns().personalities().get(personality)
+    missing = not world.personalities.get(personality)
     if living < settings.starting_agents or missing:
         world.spawn_agent(personality=personality)
         world.count("immigrants")
