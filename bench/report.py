@@ -224,6 +224,14 @@ def _summary_tables(results: dict[str, Any]) -> list[Table]:
             headline.rows.append([f"replay --to T at {seek['agents']:,} agents "
                                   f"({seek['recorded']['ticks']:,} ticks recorded), slowest",
                                   f"{slowest:.2f} s", "<= 10 s"])
+        verify = seek.get("verify")
+        if verify:
+            one, split = verify["one_core"], verify["default"]
+            headline.rows.append([f"verifying all {seek['recorded']['ticks']:,} ticks at "
+                                  f"{seek['agents']:,} agents: one core, then by default",
+                                  f"{one['seconds']:,.1f} s, {split['seconds']:,.1f} s "
+                                  f"({split['processes']} process"
+                                  f"{'es' if split['processes'] > 1 else ''})", "-"])
     if headline.rows:
         tables.append(headline)
     if load is not None and "skipped" not in load:

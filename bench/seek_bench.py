@@ -8,7 +8,9 @@ default seek points), flat out; its recording is then opened as the served repla
 indexer, so only the save folder helps) and sought to targets in falling order, so no seek
 can start from the world on screen. The targets include the worst case for seek points:
 the tick before each one (the most ticks to replay). Then ``replay --to T`` (in process)
-for three of the targets: load the nearest saved state, replay and verify to T.
+for three of the targets: load the nearest saved state, replay and verify to T. Last, the
+whole recording verified as ``replay`` does, on one core and by default (in spans on every
+CPU, when it is long enough to split).
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from agent_world.persistence import SaveFolder
-from agent_world.replay_command import run_replay
+from agent_world.replay_command import available_cpus, run_replay, sandboxed
 from agent_world.sandbox import Sandbox
 from agent_world.web.playback import open_recording
 from bench.engine import build_world
@@ -100,6 +102,26 @@ def _replay_to(folder: SaveFolder, config: Any, targets: list[int]) -> list[dict
     return rows
 
 
+def _verify_whole(folder: SaveFolder, config: Any, log: Callable[[str], None]
+                  ) -> dict[str, Any]:
+    """``python main.py replay saves/NAME`` in process, on one core and by default (in spans
+    on every CPU when the log is long enough): the time to verify the whole recording."""
+    rows: dict[str, Any] = {}
+    for label, workers in (("one_core", 1), ("default", available_cpus())):
+        log(f"seek: verifying the whole recording ({label.replace('_', ' ')})")
+        sandbox = Sandbox(config, wait=False)
+        out = io.StringIO()
+        started = time.perf_counter()
+        with contextlib.redirect_stdout(out):
+            status = run_replay(folder.root, config, to=None, playback=None,
+                                setup=sandbox.install, workers=workers,
+                                setup_factory=sandboxed)
+        rows[label] = {"seconds": round(time.perf_counter() - started, 1), "status": status,
+                       "processes": workers if ", in " in out.getvalue() else 1}
+        sandbox.close()
+    return rows
+
+
 def measure_seek(*, quick: bool = False, log: Callable[[str], None] = print,
                  root: Path, ticks: int | None = None) -> dict[str, Any]:
     """``ticks``: how long a recording to make (default 3,000; 400 with ``quick``)."""
@@ -115,8 +137,10 @@ def measure_seek(*, quick: bool = False, log: Callable[[str], None] = print,
     seconds = sorted(r["seconds"] for r in rows)
     log("seek: replay --to into the recording")
     replays = _replay_to(folder, config, targets[:3])
+    verified = _verify_whole(folder, config, log)
     return {
         "agents": AGENTS, "recorded": recorded, "seeks": rows, "replay_to": replays,
+        "verify": verified,
         "p50_s": seconds[len(seconds) // 2], "max_s": seconds[-1],
         "over_goal": sum(s > GOAL_S for s in seconds), "goal_s": GOAL_S,
     }
