@@ -147,9 +147,10 @@ def build_replay_parser() -> argparse.ArgumentParser:
                         help="pace the replay (SPEED x real time, default 1) and print the "
                              "world log as it goes")
     parser.add_argument("--workers", type=positive_int, metavar="N",
-                        help="processes a whole-log verification may use, each replaying "
-                             "the span between two saved states (default: the CPUs this "
-                             "process may use; 1 replays on one core)")
+                        help="processes a verification from the first snapshot may use, "
+                             "each replaying the span between two saved states, when the log "
+                             "is long enough (default: the CPUs this process may use; 1 "
+                             "replays on one core)")
     parser.add_argument("--fork", metavar="NEW",
                         help="with --to: start a new world NEW from that tick and run it")
     parser.add_argument("--serve", action="store_true",

@@ -60,8 +60,8 @@ def decide_system(world: World) -> None:
     for pair, intent, combat in zip(columns.rows, columns.intents, columns.combats,
                                     strict=True):
         action = intent.action
-        # Most agents are busy with nothing to decide: busy within their deadline, not
-        # attacked, and following a plan or not yet due to reconsider.
+        # Most agents have nothing to decide: an action within its deadline, not attacked,
+        # and following a plan or not yet due to reconsider.
         if (action is not None and tick <= intent.deadline and combat.last_attacked < calm
                 and (intent.plan_source or tick < intent.next_think)):
             doing[action.name].append(pair)
