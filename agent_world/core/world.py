@@ -321,8 +321,6 @@ class World:
         )
         if team is not None:
             self.store.add(eid, c.Team(team))
-            self.team_members.setdefault(team, set()).add(eid)
-        self.personalities[personality] = self.personalities.get(personality, 0) + 1
         # Stagger the expensive per-agent work across ticks: a newcomer first takes in its
         # surroundings for a few ticks, so a crowd does not make its first decisions at once.
         intent = self.store.get(eid, c.Intent)
@@ -331,8 +329,7 @@ class World:
         look = self.tick + 1 + eid % r.perception_interval_ticks
         self.store.get(eid, c.Perception).next_update = look
         self.schedule.look_at(eid, look)
-        self.agents_grid.insert(eid, pos)
-        self.names[name.lower()] = eid
+        self._index(eid)  # the grid, the name, the personality count, the team
         self._perceive(eid, pos, self.store.get(eid, c.Perception))
         self.count("agents_spawned")
         self.emit("spawn", agent=eid, name=name, personality=personality, x=x, y=y,
