@@ -18,15 +18,17 @@ from agent_world.core.items import ITEMS
 if TYPE_CHECKING:
     from agent_world.core.world import World
 
-__all__ = ["fits", "goods_weight", "load", "over_capacity", "room", "units_that_fit"]
+__all__ = ["WEIGHTS", "fits", "goods_weight", "load", "over_capacity", "room",
+           "units_that_fit"]
 
 UNLIMITED = math.inf
-_WEIGHT = {kind: spec.weight for kind, spec in ITEMS.items()}
+WEIGHTS = {kind: spec.weight for kind, spec in ITEMS.items()}
+"""Each kind's weight, as a table (read in hot loops)."""
 
 
 def load(inv: c.Inventory) -> float:
     """The weight an agent carries."""
-    return sum(_WEIGHT[k] * q for k, q in inv.items.items())
+    return sum(WEIGHTS[k] * q for k, q in inv.items.items())
 
 
 def goods_weight(goods: Mapping[str, int]) -> float:

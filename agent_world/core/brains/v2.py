@@ -38,7 +38,7 @@ from agent_world.core.actions import Action
 from agent_world.core.brains import casting, scene, speech
 from agent_world.core.brains.memo import make_action
 from agent_world.core.brains.profiles import PROFILES, Profile
-from agent_world.core.goods import load, room, units_that_fit
+from agent_world.core.goods import WEIGHTS, load, room, units_that_fit
 from agent_world.core.items import GOLD, ITEMS, OBJECTS
 from agent_world.core.teams import team_of
 
@@ -233,14 +233,13 @@ def _wanted(m: _Mind) -> set[str]:
     if _builder(m) and m.inv.count("wood") < BUILD_WOOD:
         out.add("wood")
     room = m.room
-    return {k for k in out if _WEIGHT[k] <= room}
+    return {k for k in out if WEIGHTS[k] <= room}
 
 
 _FOODS = tuple(k for k, v in ITEMS.items() if v.category == "food")
 _FOOD_KINDS = frozenset(_FOODS)
 _WEAPONS = tuple(k for k, v in ITEMS.items() if v.category == "weapon")
 _WEAPON_DAMAGE = {k: ITEMS[k].damage for k in _WEAPONS}
-_WEIGHT = {k: v.weight for k, v in ITEMS.items()}
 
 
 def _builder(m: _Mind) -> bool:
