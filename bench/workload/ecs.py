@@ -1,5 +1,6 @@
-"""The workload on Agent World's engine: an EntityStore, a SpatialGrid and plain system
-functions run in a fixed order, all drawing on one seeded RNG (the game itself is not used).
+"""The workload on Agent World's engine: an EntityStore, space as flat arrays over the torus
+and plain system functions run in a fixed order, all drawing on one seeded RNG (the game
+itself is not used).
 """
 
 from __future__ import annotations
