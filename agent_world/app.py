@@ -203,7 +203,10 @@ class Session:
         if report is not None:
             for thinker in self._thinkers:
                 thinker.on_tick(report)
-        forked = self.persistence.between_ticks() if self.persistence is not None else False
+        forked = False
+        if self.persistence is not None:
+            # The tick's cost spaces the seek points: a replay of it costs about the same.
+            forked = self.persistence.between_ticks(self.loop.last_tick_seconds)
         self.gc.between_ticks(busy=forked)
 
     def add_thinker(self, thinker: TickObserver, attr: str) -> None:

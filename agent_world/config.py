@@ -732,9 +732,17 @@ class PersistenceConfig:
         low=1, high=100_000,
     )
     seek_interval_ticks: int = setting(
-        100, "a seek point (a gzipped snapshot in seek/) is written this often, so a "
-        "replay, a fork or the viewer's timeline never has to replay more than this many "
-        "ticks to reach any tick; 0 writes none", low=0, high=10**9,
+        100, "seek points (gzipped snapshots in seek/, where a seek, a fork or a resume "
+        "starts replaying) fall on multiples of this many ticks, at most one on each: on "
+        "every one when seek_target_ms is 0, else as seek_target_ms spaces them; 0 writes "
+        "none", low=0, high=10**9,
+    )
+    seek_target_ms: int = setting(
+        1000, "the longest replay a seek should need: the next seek point is written once "
+        "replaying from the last one would take longer, as this run's ticks measure it (a "
+        "small world writes few, a large one many; loading the point adds to it, about "
+        "0.4 s at 1,000 agents); 0: a seek point on every seek_interval_ticks",
+        low=0, high=3_600_000,
     )
     seek_budget_mb: int = setting(
         1024, "disk space seek points may take; past it every other one in the older half "

@@ -6,10 +6,12 @@ from __future__ import annotations
 import gzip
 import itertools
 from pathlib import Path
+from typing import Any
 
 import orjson
 import pytest
 
+from agent_world.config import Config
 from agent_world.persistence import SaveFolder, fork_world, open_world
 from agent_world.persistence.seekpoints import SeekPoints
 from agent_world.persistence.snapshots import load_snapshot_file
@@ -21,12 +23,18 @@ from tests.persistence_helpers import (
     saving_config,
 )
 
+
+def every(ticks: int, tmp_path: Path, **persistence: Any) -> Config:
+    """A seek point on every multiple of ``ticks``, whatever the ticks cost."""
+    return saving_config(tmp_path, seek_interval_ticks=ticks, seek_target_ms=0, **persistence)
+
+
 SPAWN = {30: [("spawn", {"kind": "agent", "name": "Zed"})],
          160: [("spawn", {"kind": "agent", "name": "Ada"})]}
 
 
 def test_the_running_world_leaves_a_seek_point_every_interval(tmp_path: Path) -> None:
-    cfg = saving_config(tmp_path, snapshot_interval_ticks=1000, seek_interval_ticks=50)
+    cfg = every(50, tmp_path, snapshot_interval_ticks=1000)
     session = run_session(cfg, 230, inputs=SPAWN)
     folder = SaveFolder(tmp_path / "saves" / "w")
     assert [t for t, _ in folder.seek_points()] == [50, 100, 150, 200]
@@ -41,7 +49,7 @@ def test_the_running_world_leaves_a_seek_point_every_interval(tmp_path: Path) ->
 
 
 def test_resume_after_a_crash_starts_from_the_newest_seek_point(tmp_path: Path) -> None:
-    cfg = saving_config(tmp_path, snapshot_interval_ticks=1000, seek_interval_ticks=100)
+    cfg = every(100, tmp_path, snapshot_interval_ticks=1000)
     run_session(cfg, 330, inputs=SPAWN)
     root = tmp_path / "saves" / "w"
     # As if the process died at tick 330: world_state.json still holds the first snapshot.
@@ -60,8 +68,7 @@ def test_resume_after_a_crash_starts_from_the_newest_seek_point(tmp_path: Path) 
 
 def test_a_damaged_seek_point_is_skipped_and_a_lost_future_is_deleted(
         tmp_path: Path) -> None:
-    cfg = saving_config(tmp_path, snapshot_interval_ticks=1000, seek_interval_ticks=100,
-                        events_chunk_ticks=10_000)
+    cfg = every(100, tmp_path, snapshot_interval_ticks=1000, events_chunk_ticks=10_000)
     run_session(cfg, 330, inputs=SPAWN)
     folder = SaveFolder(tmp_path / "saves" / "w")
     (folder.root / "world_state.json").unlink()
@@ -85,7 +92,7 @@ def test_a_damaged_seek_point_is_skipped_and_a_lost_future_is_deleted(
 
 
 def test_a_fork_starts_from_the_nearest_seek_point(tmp_path: Path) -> None:
-    cfg = saving_config(tmp_path, snapshot_interval_ticks=1000, seek_interval_ticks=100)
+    cfg = every(100, tmp_path, snapshot_interval_ticks=1000)
     run_session(cfg, 330, inputs=SPAWN)
     source = SaveFolder.open(tmp_path / "saves" / "w")
     # Without the log before tick 200 only the seek point of 200 can give the fork its start.
@@ -102,7 +109,7 @@ def test_a_fork_starts_from_the_nearest_seek_point(tmp_path: Path) -> None:
 
 def test_a_seek_point_the_disk_refuses_is_skipped_and_the_world_goes_on(
         tmp_path: Path) -> None:
-    cfg = saving_config(tmp_path, seek_interval_ticks=50)
+    cfg = every(50, tmp_path)
     opened = open_world(cfg)
     assert opened.folder is not None
     opened.folder.seek_dir.write_bytes(b"")  # a file where the folder should be
@@ -137,7 +144,7 @@ def test_past_the_budget_old_seek_points_thin_out_and_recent_ones_stay_dense(
 
 def test_replay_to_a_tick_starts_from_the_nearest_seek_point(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    cfg = saving_config(tmp_path, snapshot_interval_ticks=1000, seek_interval_ticks=100)
+    cfg = every(100, tmp_path, snapshot_interval_ticks=1000)
     run_session(cfg, 330, inputs=SPAWN)
     root = tmp_path / "saves" / "w"
     assert run_replay(root, cfg, to=250, playback=None) == 0

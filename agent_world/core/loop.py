@@ -72,6 +72,7 @@ class TickLoop:
         self.ticks_run = 0
         self.overruns = 0
         self._durations: deque[float] = deque(maxlen=HISTORY)
+        self.last_tick_seconds = 0.0  # what the last tick cost the main thread (the clock's)
         self._stopped = False
         self._reanchor = True
         # Work that must stay out of ticks (garbage collection): runs after each tick,
@@ -165,6 +166,7 @@ class TickLoop:
             observer.on_tick(report)
         elapsed = self.clock.now() - start
         self._durations.append(elapsed)
+        self.last_tick_seconds = elapsed
         self.ticks_run += 1
         if elapsed > self.period:
             self.overruns += 1

@@ -235,7 +235,7 @@ class SaveFolder:
         return self.seek_dir / f"{tick:010d}.json.gz"
 
     def seek_points(self) -> list[tuple[int, Path]]:
-        """Seek points (``persistence.seek_interval_ticks``), oldest first."""
+        """Seek points (``persistence.seek_target_ms`` spaces them), oldest first."""
         return snapshot_files(self.seek_dir)
 
     def saved_states(self, until: int | None = None) -> list[tuple[int, Path]]:

@@ -37,7 +37,7 @@ from agent_world.persistence.forked import (
     fork_state,
     read_forked_state,
 )
-from agent_world.persistence.seekpoints import SeekPoints
+from agent_world.persistence.seekpoints import SeekPoints, SeekSpacing
 from agent_world.persistence.snapshots import encode_snapshot
 from agent_world.types import Input, TickReport
 
@@ -102,7 +102,7 @@ class Persistence:
         self.world = world
         self._report = report
         self._queue: queue.SimpleQueue[_Job] = queue.SimpleQueue()
-        self._state_due: tuple[bool, bool, bool] | None = None  # (hash, snapshot, seek point)
+        self._state_due: tuple[bool, bool] | None = None  # (hash, snapshot)
         # Main-thread figures.
         self.main_ms_last = 0.0
         self.main_ms_max = 0.0
@@ -111,6 +111,8 @@ class Persistence:
         self.use_fork = cfg.serialize_in_child and fork_available()
         self._forked = 0  # children started (main thread) vs collected (writer thread)
         self._writer = _Writer(folder, cfg, report, self._queue)
+        self.seek_spacing = SeekSpacing(cfg.seek_interval_ticks, cfg.seek_target_ms / 1000,
+                                        _replays_start_at(folder, world.tick))
         world.input_observers.append(self.on_inputs)
         self._writer.start()
 
@@ -133,18 +135,21 @@ class Persistence:
         cfg = self.cfg
         check = tick % cfg.hash_interval_ticks == 0
         snapshot = tick % cfg.snapshot_interval_ticks == 0
-        seek = cfg.seek_interval_ticks > 0 and tick % cfg.seek_interval_ticks == 0
-        if check or snapshot or seek:
-            self._state_due = (check, snapshot, seek)
+        if check or snapshot:
+            self._state_due = (check, snapshot)
 
-    def between_ticks(self) -> bool:
-        """Hand a due state hash or snapshot over, after the tick's observers and before the
-        next tick: the state is the same as at the end of the tick, and the fork (tens of
-        ms at thousands of agents) lands in the loop's idle time instead of in a tick.
-        Returns whether there was one."""
-        if self._state_due is None:
+    def between_ticks(self, tick_seconds: float | None = None) -> bool:
+        """Hand a due state hash, snapshot or seek point over, after the tick's observers
+        and before the next tick: the state is the same as at the end of the tick, and the
+        fork (tens of ms at thousands of agents) lands in the loop's idle time instead of in
+        a tick. ``tick_seconds``: what the tick just run cost the main thread (the tick
+        loop's measure), which spaces the seek points; None when called for another reason
+        (a /save, the shutdown). Returns whether a state was handed over."""
+        seek = (tick_seconds is not None
+                and self.seek_spacing.after_tick(self.world.tick, tick_seconds))
+        if self._state_due is None and not seek:
             return False
-        check, snapshot, seek = self._state_due
+        check, snapshot = self._state_due or (False, False)
         self._state_due = None
         self._queue_state(check=check, snapshot=snapshot, seek=seek)
         return True
@@ -252,6 +257,16 @@ class Persistence:
             "error": w.last_error,
             "errors": w.errors,
         }
+
+
+def _replays_start_at(folder: SaveFolder, tick: int) -> int:
+    """The tick a seek into the ticks after ``tick`` replays from today: the newest seek
+    point up to it, else the first snapshot (the others are deleted as the world goes on)."""
+    points = [t for t, _path in folder.seek_points() if t <= tick]
+    if points:
+        return points[-1]
+    history = folder.history()
+    return history[0][0] if history else tick
 
 
 class _Writer(threading.Thread):

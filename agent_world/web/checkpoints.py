@@ -1,8 +1,9 @@
 """Checkpoints of a recorded world, so that a served replay can seek to any tick quickly.
 
-The running world leaves a seek point every ``persistence.seek_interval_ticks`` in its save
-folder, but not always everywhere: older ones thin out past the budget, and folders written
-before seek points existed have none. While a replay is served, a child process (``python
+The running world leaves seek points in its save folder, about a second of replay apart
+(``persistence.seek_target_ms``), but not always everywhere: older ones thin out past the
+budget, a world recorded with ``seek_interval_ticks: 0`` has none, and neither have folders
+written before seek points existed. While a replay is served, a child process (``python
 -m agent_world.web.checkpoints``) replays the whole log once, ahead of the viewer and
 verifying every logged state hash on the way, and writes the state every ``every`` ticks
 into a private temporary folder, where the folder lacks a seek point of that tick. The files
