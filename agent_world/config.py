@@ -738,11 +738,11 @@ class PersistenceConfig:
         "none", low=0, high=10**9,
     )
     seek_target_ms: int = setting(
-        1000, "the longest replay a seek should need: the next seek point is written once "
+        800, "the longest replay a seek should need: the next seek point is written once "
         "replaying from the last one would take longer, as this run's ticks measure it (a "
-        "small world writes few, a large one many; loading the point adds to it, about "
-        "0.4 s at 1,000 agents); 0: a seek point on every seek_interval_ticks",
-        low=0, high=3_600_000,
+        "small world writes few, a large one many; a replay takes 0.7 to 1.3 times as long "
+        "as the ticks it repeats, and loading the point adds 0.3-0.5 s at 1,000 agents); "
+        "0: a seek point on every seek_interval_ticks", low=0, high=3_600_000,
     )
     seek_budget_mb: int = setting(
         1024, "disk space seek points may take; past it every other one in the older half "
