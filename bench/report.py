@@ -333,6 +333,18 @@ def _llm_cost_table(cost: dict[str, Any]) -> Table:
     return t
 
 
+def _spacing(rec: dict[str, Any]) -> str:
+    """How the recording's seek points were spaced (runs before seek_target_ms had none)."""
+    target = rec.get("seek_target_ms")
+    if not target:
+        return f"a seek point every {rec['seek_interval_ticks']} ticks"
+    gaps = rec.get("seek_gap_ticks")
+    apart = f"{gaps[0]:,} to {gaps[1]:,} ticks apart" if gaps else "none written"
+    return (f"seek points spaced by the cost of the ticks (seek_target_ms {target:,}, on "
+            f"multiples of {rec['seek_interval_ticks']}; recorded ticks took "
+            f"{rec['tick_ms_mean']} ms on average): {apart}, {rec['seek_bytes'] / 1e6:.1f} MB")
+
+
 def _seek_table(seek: dict[str, Any]) -> Table:
     rec = seek["recorded"]
     t = Table(f"Seeking a served replay: {seek['agents']:,} agents, {rec['ticks']:,} ticks "
@@ -349,7 +361,7 @@ def _seek_table(seek: dict[str, Any]) -> Table:
     t.notes.append(f"p50 {seek['p50_s']:.2f} s, slowest {seek['max_s']:.2f} s, "
                    f"{seek['over_goal']} over {seek['goal_s']:g} s; in falling order, so no "
                    "seek starts from the world on screen; no indexer (only the save folder "
-                   f"helps); a seek point every {rec['seek_interval_ticks']} ticks.")
+                   f"helps); {_spacing(rec)}.")
     return t
 
 

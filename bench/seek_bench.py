@@ -3,14 +3,14 @@ in ``python main.py replay saves/NAME --serve`` at 1,000 agents, from the seek p
 running world left in its save folder, before the background indexer has run at all.
 
 A 1,000-agent world is recorded as ``python main.py`` records one (persistence on, its
-default seek points), flat out; its recording is then opened as the served replay opens it
-(``open_recording``: same session, loop and seek code, without the HTTP server and the
-indexer, so only the save folder helps) and sought to targets in falling order, so no seek
-can start from the world on screen. The targets include the worst case for seek points:
-the tick before each one (the most ticks to replay). Then ``replay --to T`` (in process)
-for three of the targets: load the nearest saved state, replay and verify to T. Last, the
-whole recording verified as ``replay`` does, on one core and by default (in spans on every
-CPU, when it is long enough to split).
+default seek points, spaced by what its ticks cost), flat out; its recording is then opened
+as the served replay opens it (``open_recording``: same session, loop and seek code, without
+the HTTP server and the indexer, so only the save folder helps) and sought to targets in
+falling order, so no seek can start from the world on screen. The targets include the worst
+case for seek points: the tick before each saved state (the most ticks to replay). Then
+``replay --to T`` (in process) for three of the targets: load the nearest saved state,
+replay and verify to T. Last, the whole recording verified as ``replay`` does, on one core
+and by default (in spans on every CPU, when it is long enough to split).
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import io
+import itertools
 import random
 import time
 from collections.abc import Callable
@@ -29,7 +30,7 @@ from agent_world.replay_command import available_cpus, run_replay, sandboxed
 from agent_world.sandbox import Sandbox
 from agent_world.web.playback import open_recording
 from bench.engine import build_world
-from bench.scenario import saved_session
+from bench.scenario import MeasuredLoop, saved_session
 
 __all__ = ["measure_seek"]
 
@@ -46,22 +47,30 @@ def _record(root: Path, ticks: int) -> tuple[SaveFolder, Any, dict[str, Any]]:
     folder = session.persistence.folder
     session.close()
     stats = session.persistence.stats()
+    ticked = session.loop.total_s if isinstance(session.loop, MeasuredLoop) else []
     points = folder.seek_points()
     sizes = [path.stat().st_size for _tick, path in points]
+    gaps = [b - a for a, b in itertools.pairwise([folder.history()[0][0],
+                                                  *(t for t, _ in points)])]
     return folder, config, {
         "ticks": ticks, "record_s": round(time.perf_counter() - started, 1),
         "seek_points": len(points),
         "seek_point_kb_mean": round(sum(sizes) / len(sizes) / 1024, 1) if sizes else None,
         "seek_interval_ticks": config.persistence.seek_interval_ticks,
+        "seek_target_ms": config.persistence.seek_target_ms,
+        "seek_gap_ticks": [min(gaps), max(gaps)] if gaps else None,
+        "seek_bytes": sum(sizes),
+        # What the seek points were spaced by: the ticks' cost on the main thread.
+        "tick_ms_mean": round(sum(ticked) / len(ticked) * 1000, 2) if ticked else None,
         "state_main_ms_max": stats["state_main_ms_max"],
     }
 
 
-def _targets(first: int, last: int, interval: int, count: int) -> list[int]:
-    """Random ticks, and the tick before each seek point (the longest replays)."""
+def _targets(first: int, last: int, starts: list[int], count: int) -> list[int]:
+    """Random ticks, and the tick before each saved state (``starts``: where seeks start
+    from; the ticks before them replay the most)."""
     rng = random.Random(13)
-    worst = [t - 1 for t in range(first - first % interval + interval, last + 1, interval)
-             if t - 1 > first]
+    worst = [t - 1 for t in starts if first < t - 1 <= last]
     rng.shuffle(worst)
     chosen = set(worst[: count // 2])
     while len(chosen) < count:
@@ -131,7 +140,7 @@ def measure_seek(*, quick: bool = False, log: Callable[[str], None] = print,
     folder, config, recorded = _record(root, ticks)
     meta_first = folder.history()[0][0]
     targets = _targets(meta_first, meta_first + ticks,
-                       config.persistence.seek_interval_ticks, count)
+                       [t for t, _path in folder.saved_states()], count)
     log(f"seek: {len(targets)} seeks into the recording")
     rows = asyncio.run(_seeks(folder, config, targets))
     seconds = sorted(r["seconds"] for r in rows)
