@@ -732,9 +732,10 @@ class PersistenceConfig:
         low=1, high=100_000,
     )
     seek_interval_ticks: int = setting(
-        100, "seek points (gzipped snapshots in seek/, where a seek, a fork or a resume "
+        50, "seek points (gzipped snapshots in seek/, where a seek, a fork or a resume "
         "starts replaying) fall on multiples of this many ticks, at most one on each: on "
-        "every one when seek_target_ms is 0, else as seek_target_ms spaces them; 0 writes "
+        "every one when seek_target_ms is 0, else as seek_target_ms spaces them; best a "
+        "multiple of hash_interval_ticks, whose state bytes a seek point reuses; 0 writes "
         "none", low=0, high=10**9,
     )
     seek_target_ms: int = setting(

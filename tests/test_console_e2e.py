@@ -40,7 +40,7 @@ def write_config(tmp_path: Path, *, world: str = "size: [32, 32], starting_agent
         f"world: {{{world}}}\n"
         f"paths: {{logs: '{tmp_path / 'logs'}', saves: '{tmp_path / 'saves'}'}}\n"
         f"log: {{echo: {'true' if echo else 'false'}}}\n"
-        "persistence: {seek_target_ms: 0}\n",
+        "persistence: {seek_interval_ticks: 100, seek_target_ms: 0}\n",
         encoding="utf-8",
     )
     return path

@@ -51,7 +51,8 @@ def split_small_logs(monkeypatch: pytest.MonkeyPatch) -> None:
 def recorded(tmp_path_factory: pytest.TempPathFactory) -> tuple[Config, Path]:
     """A world of 900 ticks: snapshots every 300, seek points every 100, hashes every 10."""
     tmp = tmp_path_factory.mktemp("spans")
-    cfg = saving_config(tmp, "w", snapshot_interval_ticks=300, seek_target_ms=0)
+    cfg = saving_config(tmp, "w", snapshot_interval_ticks=300, seek_interval_ticks=100,
+                        seek_target_ms=0)
     run_session(cfg, TICKS, inputs=INPUTS)
     return cfg, tmp / "saves" / "w"
 

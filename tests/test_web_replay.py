@@ -103,7 +103,8 @@ async def serving(folder: SaveFolder, config: Config
 
 def test_a_served_replay_plays_seeks_steps_and_refuses_changes(tmp_path: Path) -> None:
     # A seek point on every 100th tick, whatever the ticks cost (the seeks below name them).
-    config = web_config(tmp_path).replace(persistence={"seek_target_ms": 0})
+    config = web_config(tmp_path).replace(
+        persistence={"seek_interval_ticks": 100, "seek_target_ms": 0})
     folder = record(config)
     want = {t: hash_at(folder, config, t) for t in (150, 355)}
 
