@@ -223,10 +223,10 @@ class WebServer:
         if unrouted is not None and request.path.startswith("/api"):
             if isinstance(unrouted, web.HTTPMethodNotAllowed):
                 allowed = ", ".join(sorted(unrouted.allowed_methods))
-                response = api.error(405, f"{request.method} is not allowed on "
-                                          f"{request.path}; use {allowed}")
-                response.headers["Allow"] = allowed
-                return response
+                refused = api.error(405, f"{request.method} is not allowed on "
+                                         f"{request.path}; use {allowed}")
+                refused.headers["Allow"] = allowed
+                return refused
             return api.error(unrouted.status, unrouted.reason)
         if request.method not in ("GET", "HEAD", "OPTIONS"):
             if self.read_only:
