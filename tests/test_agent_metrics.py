@@ -124,6 +124,10 @@ def test_top_and_metrics_at_the_console(tmp_path: Path) -> None:
         assert f"#{best[0]}" in lines[2]
         assert run("/top wlaked")[0].startswith("error: unknown metric 'wlaked'")
         assert "did you mean 'walked'" in run("/top wlaked")[0]
+        # 'gold' is what a reader of the metrics' descriptions tries (issue 29).
+        assert run("/top gold 3") == [
+            "error: unknown metric 'gold' (/top lists them); the metrics with 'gold' in their "
+            "name: gold_earned, gold_spent (usage: /top [METRIC] [N])"]
         assert run("/metrics")[0].startswith("metrics by brain")
         mine = run(f"/metrics {best[0]}")
         assert any(line.split()[:2] == ["walked", f"{best[1]:,.0f}"] for line in mine)
