@@ -97,11 +97,14 @@ class Session:
                  text_model: TextModel | None = None,
                  llm_provider: ProviderFactory | None = None,
                  llm_clock: Clock | None = None,
-                 brains: Mapping[str, type[Brain]] | None = None) -> None:
+                 brains: Mapping[str, type[Brain]] | None = None,
+                 world_log: Path | None = None) -> None:
         """``sandbox`` (owned by the session from here on) lets the world run abilities and
         brings the angel; without one, use_ability fails and nothing is generated.
         ``llm_provider`` and ``llm_clock`` replace the configured provider and the clock the
-        LLM layer measures with (tests)."""
+        LLM layer measures with (tests). ``world_log`` is the world log's file (by default
+        ``paths.logs``/world.log; ``python main.py`` gives each run its own:
+        ``worldlog.world_log_path``)."""
         self.config = config
         self.world = world
         self.events = EventCounter()
@@ -110,7 +113,7 @@ class Session:
         self.redactor = Redactor(known_secrets(config))
         world.inbox.redact = self.redactor.scrub if self.redactor else None
         self.world_log = WorldLog(
-            Path(config.paths.logs) / "world.log",
+            world_log or Path(config.paths.logs) / "world.log",
             max_bytes=config.log.world_log_max_bytes,
             backups=config.log.world_log_backups,
             everything=config.log.everything,

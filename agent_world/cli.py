@@ -69,6 +69,7 @@ from agent_world.training.command import main as train_main
 from agent_world.types import ProviderError
 from agent_world.web import WebError, WebServer, check_web, web_token
 from agent_world.web.playback import serve_recording
+from agent_world.worldlog import prune_nosave_logs, world_log_path
 from agent_world.worlds_command import build_parser as build_worlds_parser
 from agent_world.worlds_command import main as worlds_main
 
@@ -115,7 +116,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--seed", type=seed, help="override world.seed (new worlds only)")
     parser.add_argument("--world", metavar="NAME", help="override world.name (save folder)")
     parser.add_argument("--no-save", action="store_true",
-                        help="run without a save folder (nothing is written but the world log)")
+                        help="run without a save folder (nothing is written but this run's "
+                             "world log, logs/nosave/NAME-PID.log)")
     return parser
 
 
@@ -398,8 +400,11 @@ async def _run(config: Config, opened: OpenedWorld, args: argparse.Namespace,
     # Piped commands get their replies on stdout: world-log lines would be mixed into them.
     echo = None if args.headless or mode == "pipe" or not config.log.echo else sys.stdout
     brains = load_brains(config.brains, path=args.brains_path, llm=config.llm.enabled)
+    log = world_log_path(config)
+    if not config.persistence.enabled:
+        prune_nosave_logs(log.parent)  # throwaway runs leave a log each: keep the latest
     session = Session(config, opened.world, echo=echo, folder=opened.folder,
-                      resumed=opened.resumed, sandbox=sandbox, brains=brains)
+                      resumed=opened.resumed, sandbox=sandbox, brains=brains, world_log=log)
     for brain, count in unregistered(session.world, brains).items():
         session.report_problem(f"{count} agent(s) have brain {brain!r}, which is not "
                                "registered (brains: in the config); they use their built-in "
