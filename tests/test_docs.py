@@ -666,7 +666,17 @@ def test_every_yaml_example_is_a_config_or_scenario_the_program_takes(tmp_path: 
     _fail(problems, "YAML examples")
 
 
-_LINK = re.compile(r"\]\(([^)#\s]+)(?:#[^)]*)?\)")
+_LINK = re.compile(r"\]\(([^)#\s]*)(?:#([^)]*))?\)")
+
+
+def _anchors(path: Path) -> set[str]:
+    """The anchors GitHub makes of a Markdown file's headings."""
+    anchors = set()
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if line.startswith("#"):
+            title = line.lstrip("#").strip().lower()
+            anchors.add(re.sub(r"[^\w\- ]", "", title).replace(" ", "-"))
+    return anchors
 _PATH = re.compile(r"(?<![\w/.])((?:examples|agent_world|bench|docs|tests)/[\w./-]*[\w/])")
 
 
@@ -674,12 +684,16 @@ def test_every_file_the_docs_point_at_exists() -> None:
     problems = []
     for doc in ALL:
         for m in _LINK.finditer(doc.text):
-            target = m.group(1)
+            target, anchor = m.group(1), m.group(2)
             if "://" in target:
                 continue
-            if not (doc.path.parent / target).exists():
-                line = doc.text.count("\n", 0, m.start()) + 1
+            line = doc.text.count("\n", 0, m.start()) + 1
+            path = doc.path.parent / target if target else doc.path
+            if not path.exists():
                 problems.append(f"{Where(doc.path, line)}: the link to {target} leads nowhere")
+            elif anchor and path.suffix == ".md" and anchor not in _anchors(path):
+                problems.append(f"{Where(doc.path, line)}: {target or path.name} has no "
+                                f"heading #{anchor}")
         for m in _PATH.finditer(doc.text):
             path = m.group(1).rstrip(".")
             if "<" in path or "NAME" in path or "*" in path:
