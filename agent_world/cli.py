@@ -26,6 +26,7 @@ import sys
 import tempfile
 import textwrap
 import traceback
+from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,6 +34,7 @@ from pathlib import Path
 import orjson
 
 from agent_world import __version__
+from agent_world.agents import LLMBrain
 from agent_world.agents.registry import load_brains, unregistered
 from agent_world.app import Session
 from agent_world.argtypes import positive_int, seed, speed, tick
@@ -286,12 +288,32 @@ def _configure(args: argparse.Namespace, *, needs_llm: bool = True) -> Config:
     return config
 
 
+def _llm_brain_agents(session: Session) -> list[tuple[str, int, float]]:
+    """Agents whose registered brain is an ``LLMBrain`` (they ask the configured LLM too):
+    a label, how many, and the calls an hour each its schedule makes (a decision every
+    ``brains.think_interval_ticks`` and a reflection every ``reflect_every_ticks``)."""
+    if session.brains is None:
+        return []
+    hourly = 3600 * session.config.world.tick_rate
+    counts = Counter(row[0].brain for _eid, row in session.world.agents())
+    found = []
+    for name, cls in session.brains.classes.items():
+        if counts[name] and issubclass(cls, LLMBrain):
+            rate = hourly / session.config.brains.think_interval_ticks
+            if cls.reflect_every_ticks:
+                rate += hourly / cls.reflect_every_ticks
+            found.append((f"agents on LLM brain {name}", counts[name], rate))
+    return found
+
+
 def _banner(session: Session, opened: OpenedWorld) -> str:
     cfg = session.config
     world = session.world
     thinkers = sum(1 for _eid, row in world.agents() if row[0].brain == "llm")
+    others = _llm_brain_agents(session)
+    on_brains = "".join(f", {n} {label}" for label, n, _rate in others)
     where = f" at {cfg.llm.endpoint}" if cfg.llm.provider != "local" else " in-process"
-    llm = (f"{cfg.llm.provider} ({cfg.llm.model}{where}), {thinkers} LLM agents"
+    llm = (f"{cfg.llm.provider} ({cfg.llm.model}{where}), {thinkers} LLM agents{on_brains}"
            if cfg.llm.enabled
            else "not configured: agents use built-in brains (set llm.provider to use one)")
     if session.save_dir is None:
@@ -311,7 +333,7 @@ def _banner(session: Session, opened: OpenedWorld) -> str:
         f"  LLM:         {llm}",
     ]
     if session.llm is not None:
-        lines.append(f"  LLM cost:    {session.llm.estimate(thinkers)}")
+        lines.append(f"  LLM cost:    {session.llm.estimate(thinkers, others)}")
     book = world.abilities
     if session.angel is not None:
         lines.append(f"  abilities:   {len(book.builtins)} built-in, {len(book.generated)} "

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from agent_world import cli
 from agent_world.agents import observe
 from agent_world.agents.registry import load_brains
 from agent_world.app import Session
@@ -147,6 +148,31 @@ def test_the_reflective_agent_recalls_reflects_and_shows_its_trace(
         assert any("learned" in str(r) for r in prompts)  # the reflection's question
     plans = brain_plans(config, "reflective")
     assert plans and all(p["trace"] for p in plans)
+
+
+def test_the_banner_counts_the_agents_on_llm_brains_and_their_cost(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The reflective example's banner said "0 LLM agents, ~$0.00/hour" while its agents
+    # called the model: an LLMBrain's agents ask the LLM too.
+    monkeypatch.setenv(KEY_ENV, KEY)
+    with fake_llm_server() as server:
+        config = example_config(
+            tmp_path, "reflective",
+            llm={"base_url": server.base_url, "model": "gpt-4o-mini", "api_key_env": KEY_ENV})
+        opened = open_world(config)
+        session = Session(config, opened.world, folder=opened.folder,
+                          brains=load_brains(config.brains, llm=config.llm.enabled))
+        try:
+            lines = cli._banner(session, opened).splitlines()
+        finally:
+            session.close()
+    (llm,) = [line for line in lines if line.startswith("  LLM: ")]
+    assert llm.endswith(", 0 LLM agents, 2 agents on LLM brain reflective"), llm
+    (cost,) = [line for line in lines if line.startswith("  LLM cost: ")]
+    # 2 agents x (a decision every brains.think_interval_ticks (50) and a reflection every
+    # 300 ticks) at 10 Hz: 720 + 120 calls an hour each.
+    assert "2 agents on LLM brain reflective x ~840 calls/hour" in cost, cost
+    assert "$0.00/hour" not in cost and "llm.tokens_per_hour" in cost, cost
 
 
 def test_an_llm_brain_without_an_llm_stops_start_up_naming_it(tmp_path: Path) -> None:
