@@ -17,7 +17,14 @@ from typing import Any, TextIO
 
 from agent_world.agents.brains import Brain
 from agent_world.agents.runner import UserBrains
-from agent_world.angel import Angel, Generator, LLMGenerator, TemplateGenerator, TextModel
+from agent_world.angel import (
+    Angel,
+    FallbackGenerator,
+    Generator,
+    LLMGenerator,
+    TemplateGenerator,
+    TextModel,
+)
 from agent_world.angel.link import AngelLink, Sent
 from agent_world.angel.usage import AbilityUsage
 from agent_world.config import Config, ConfigError
@@ -52,15 +59,19 @@ def known_secrets(config: Config) -> list[str]:
     return [s for s in secrets if s]
 
 
-def choose_generator(config: Config, text_model: TextModel | None) -> Generator:
-    """The angel's writer: an LLM when configured (``angel.generator``), else templates."""
+def choose_generator(config: Config, text_model: TextModel | None, *,
+                     report: Callable[[str], None] = lambda _text: None) -> Generator:
+    """The angel's writer: an LLM when configured (``angel.generator``), with the templates
+    writing whatever the LLM cannot answer (``report`` says when that starts and ends);
+    else the templates."""
     choice = config.angel.generator
     if choice == "templates" or (choice == "auto" and text_model is None):
         return TemplateGenerator()
     if text_model is None:
         raise ConfigError("angel.generator: 'llm' needs an LLM provider, and none is "
                           "available to the angel in this build; use auto or templates")
-    return LLMGenerator(text_model, config.abilities)
+    return FallbackGenerator(LLMGenerator(text_model, config.abilities), TemplateGenerator(),
+                             report=report)
 
 
 class EventCounter:
@@ -144,7 +155,7 @@ class Session:
             sandbox.install(world)
             # The angel checks new abilities under the rules this world runs with.
             rules = dataclasses.replace(config, abilities=world.ability_rules)
-            generator = choose_generator(rules, text_model)
+            generator = choose_generator(rules, text_model, report=self.report_problem)
             self.angel_link = AngelLink(
                 self.loop, pause_world=config.angel.wait == "world",
                 dry_runs=config.angel.dry_runs,
