@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -58,6 +59,25 @@ def test_replay_to_a_tick_prints_that_ticks_hash(tmp_path: Path, capsys) -> None
     assert f"tick 77 state_hash {reference_hash(cfg, 77, INPUTS)}" in out
     assert run_replay(folder, cfg, to=900, playback=None) == 2
     assert "ends at tick 200" in capsys.readouterr().err
+
+
+def test_replay_to_a_saved_tick_says_it_was_loaded_not_replayed(tmp_path: Path,
+                                                               capsys) -> None:
+    # Issue 29: `replay NAME --to 3000` on a world past it printed "OK: replayed no ticks
+    # ... 0.0x real time": the state was a saved one, loaded, and nothing was replayed.
+    cfg = saving_config(tmp_path)
+    folder = _saved(tmp_path)
+    assert run_replay(folder, cfg, to=100, playback=None) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert re.fullmatch(r"OK: tick 100 is the (snapshot|seek point) of tick 100 \(0000000100"
+                        r"\.json\.gz\), loaded and checked against its own state hash; no tick "
+                        r"needed replaying \(--from-start replays the log up to it from the "
+                        r"first snapshot, verifying it\)", lines[0]), lines
+    assert lines[1:] == [f"tick 100 state_hash {reference_hash(cfg, 100, INPUTS)}"]
+    assert run_replay(folder, cfg, to=0, playback=None) == 0
+    assert capsys.readouterr().out.splitlines()[0] == (
+        "OK: tick 0 is the world's first snapshot, loaded and checked against its own state "
+        "hash; no tick needed replaying")
 
 
 def test_playback_prints_the_world_log(tmp_path: Path, capsys) -> None:
