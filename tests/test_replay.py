@@ -133,6 +133,24 @@ def test_fork_starts_a_new_world_and_leaves_the_original_untouched(tmp_path: Pat
     assert min(r["tick"] for r in records(branch)) == 120
 
 
+def test_a_fork_and_a_resumed_world_record_the_seed_they_have_in_both_places(
+        tmp_path: Path) -> None:
+    # Issue 29: a fork's meta.json had seed 913 beside config.world.seed 42 (the seed of
+    # the run's config, which a world made earlier does not use).
+    made = saving_config(tmp_path).replace(world={"seed": 913})
+    run_session(made, 50)
+    run_config = saving_config(tmp_path)  # seed 42: a config that did not make the world
+    assert run_config.world.seed == 42
+    opened = fork_world(SaveFolder.open(tmp_path / "saves" / "w"), 20, "branch", run_config)
+    run_session(run_config.replace(world={"name": "branch"}), 5, opened=opened)
+    run_session(run_config, 5)  # the original, resumed under the seed-42 config
+    for name in ("branch", "w"):
+        meta = SaveFolder.open(tmp_path / "saves" / name).read_meta()
+        assert meta["seed"] == meta["config"]["world"]["seed"] == 913, (name, meta["seed"])
+    branch = SaveFolder.open(tmp_path / "saves" / "branch").read_meta()
+    assert branch["config"]["world"]["name"] == "branch" and branch["origin"]["world"] == "w"
+
+
 def test_fork_past_the_end_of_the_log_or_into_an_existing_world_is_refused(
         tmp_path: Path) -> None:
     cfg = saving_config(tmp_path)
