@@ -714,7 +714,8 @@ class LogConfig:
                                      high=1000)
     echo: bool = setting(True, "also print world-log lines to the terminal (interactive runs)")
     everything: bool = setting(
-        False, "also log routine events (pickups, meals, harvests, offers, failed actions)",
+        False, "also log routine events (pickups, meals, harvests, offers, failed actions) "
+        "and each decision of a brain (without it, a line a minute sums them up)",
     )
 
 

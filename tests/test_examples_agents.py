@@ -5,6 +5,7 @@ against a real HTTP server standing in for the LLM)."""
 from __future__ import annotations
 
 import asyncio
+import re
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -81,6 +82,36 @@ def test_the_forager_gathers_and_eats_by_naming_actions(tmp_path: Path) -> None:
         session.close()
     actions = {a["name"] for plan in brain_plans(config, "forager") for a in plan["actions"]}
     assert actions & {"pickup", "use", "eat"}, actions  # it forages, not only wanders
+
+
+@pytest.mark.parametrize("everything", [False, True])
+def test_the_world_log_sums_up_decisions_a_minute_at_a_time(tmp_path: Path,
+                                                             everything: bool) -> None:
+    # Issue 29: the example brains wrote a "decides:" line per decision (78 in the first
+    # seconds). Now one line a minute of world time (600 ticks) sums them up; each one is
+    # logged only with log.everything. The event log keeps every decision either way.
+    config = example_config(tmp_path, "forager").replace(log={"everything": everything})
+    session = open_session(config)
+    brains = session.brains
+    assert brains is not None
+    try:
+        run(session, 1300, lambda: session.world.tick >= 1300, wall_s=120.0)
+        ticks = session.world.tick
+    finally:
+        session.close()
+    decided = len(brain_plans(config, "forager"))
+    assert decided > 30
+    log = (tmp_path / "logs" / "world.log").read_text(encoding="utf-8").splitlines()
+    each = [line for line in log if " decides: " in line]
+    digests = [re.search(r"brain +(\d+) decisions? by (\d+) agents? in ticks (\d+)\.\.(\d+): ",
+                         line) for line in log]
+    found = [m for m in digests if m is not None]
+    assert len(each) == (decided if everything else 0)
+    # Minutes 1..600 and 601..1200, then the rest when the brains stopped with the world.
+    assert [(int(m.group(3)), int(m.group(4))) for m in found] == [
+        (1, 600), (601, 1200), (1201, ticks)]
+    assert sum(int(m.group(1)) for m in found) == decided
+    assert all(int(m.group(2)) <= 4 for m in found)  # the example's four forager agents
 
 
 def test_the_trader_offers_goods_and_holds_grudges(tmp_path: Path) -> None:
