@@ -94,8 +94,9 @@ def build_parser() -> argparse.ArgumentParser:
                     "(--only liveliness). 'python -m bench mesa' runs only the Mesa "
                     "comparison; 'python -m bench profile N' profiles an N-agent world.")
     parser.add_argument("--quick", action="store_true",
-                        help="a small subset in under a minute (100 and 1,000 agents, short "
-                             "runs; no capacity search): the CI smoke")
+                        help="every section small and short (100 and 1,000 agents, short "
+                             "runs; no capacity search): the CI smoke (bench/RESULTS.md says "
+                             "how long it takes)")
     parser.add_argument("--only", type=_sections, metavar="SECTIONS",
                         help=f"comma-separated sections to run: {', '.join(SECTIONS)}")
     parser.add_argument("--sizes", type=_sizes, metavar="N,N",

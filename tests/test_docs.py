@@ -903,6 +903,24 @@ def test_every_curl_example_of_api_md_gets_those_fields_from_a_real_server(
     _fail(asyncio.run(go()), "curl examples")
 
 
+# -- 5. the benchmark's stated time --------------------------------------------------------------
+
+
+def test_bench_quick_time_in_the_readme_is_the_one_measured_in_results_md() -> None:
+    """The README states how long ``python -m bench --quick`` takes; bench/RESULTS.md keeps
+    the measurement (machine, load, command). The two must say the same."""
+    readme = _doc("README.md").text
+    stated = re.findall(r"`--quick` takes about (\d+) s", readme)
+    assert stated, ("README.md no longer states `--quick` takes about N s: state the "
+                    "measured time (bench/RESULTS.md)")
+    results = (ROOT / "bench" / "RESULTS.md").read_text(encoding="utf-8")
+    measured = re.findall(r"`python -m bench --quick` took (\d+) s", results)
+    assert measured, "bench/RESULTS.md has no `python -m bench --quick` took N s measurement"
+    assert set(stated) == {measured[0]}, (
+        f"README.md states --quick takes about {stated} s; the latest measurement in "
+        f"bench/RESULTS.md is {measured[0]} s: state that")
+
+
 def test_the_docs_checked_here_are_all_the_docs() -> None:
     on_disk = {ROOT / "README.md", *(ROOT / "docs").glob("*.md")}
     assert set(DOCS) == on_disk
