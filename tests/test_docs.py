@@ -31,7 +31,6 @@ import json
 import os
 import re
 import shlex
-import shutil
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
@@ -337,15 +336,20 @@ def _readme_ability() -> str:
     return block.text
 
 
-# What an example needs in its folder that the docs do not show (the files it names, or the
-# config.yaml its output complains about). A file's text, or a file of tests/doc_fixtures.
-SETUP: dict[str, dict[str, str | Callable[[], str]]] = {
+def _fixture(name: str) -> Callable[[], str]:
+    return lambda: (FIXTURES / name).read_text(encoding="utf-8")
+
+
+# What an example needs in its folder that the docs do not show: the files it names (from
+# tests/doc_fixtures, or the README's own ability), or the config.yaml its output complains
+# about. An example with output that is not here runs in an empty folder.
+SETUP: dict[str, dict[str, Callable[[], str]]] = {
     "python main.py ability check my_ability.py": {"my_ability.py": _readme_ability},
-    "python main.py ability check sneaky.py": {"sneaky.py": "ability_sneaky.py"},
-    "python main.py ability check spin.py": {"spin.py": "ability_spin.py"},
-    "python main.py policy check sneaky.py": {"sneaky.py": "policy_sneaky.py"},
-    "python main.py policy check spin.py": {"spin.py": "policy_spin.py"},
-    "python main.py": {"config.yaml": "world: {tick_rate: fast}\n"},
+    "python main.py ability check sneaky.py": {"sneaky.py": _fixture("ability_sneaky.py")},
+    "python main.py ability check spin.py": {"spin.py": _fixture("ability_spin.py")},
+    "python main.py policy check sneaky.py": {"sneaky.py": _fixture("policy_sneaky.py")},
+    "python main.py policy check spin.py": {"spin.py": _fixture("policy_spin.py")},
+    "python main.py": {"config.yaml": lambda: "world: {tick_rate: fast}\n"},
 }
 
 
@@ -373,12 +377,7 @@ def _pattern(expected: list[str], *, any_number: bool) -> re.Pattern[str]:
 
 def _run_example(cmd: Command, home: Path) -> subprocess.CompletedProcess[str]:
     for name, content in SETUP.get(cmd.line, {}).items():
-        text = content() if callable(content) else content
-        source = FIXTURES / text
-        if not callable(content) and source.suffix == ".py" and source.exists():
-            shutil.copy(source, home / name)
-        else:
-            (home / name).write_text(text, encoding="utf-8")
+        (home / name).write_text(content(), encoding="utf-8")
     argv = list(cmd.words[2:])
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AW_", "AGENT_WORLD"))}
     # A file the example names from the repository is read where it is.
@@ -389,7 +388,7 @@ def _run_example(cmd: Command, home: Path) -> subprocess.CompletedProcess[str]:
 
 
 def _compare(cmd: Command, done: subprocess.CompletedProcess[str]) -> list[str]:
-    expected = [line for line in cmd.output if line.strip() or line == ""]
+    expected = list(cmd.output)
     while expected and not expected[-1].strip():
         expected.pop()
     if len(expected) == 1 and expected[0].startswith("{"):
