@@ -902,6 +902,40 @@ def test_every_curl_example_of_api_md_gets_those_fields_from_a_real_server(
     _fail(asyncio.run(go()), "curl examples")
 
 
+def test_the_live_feed_examples_of_api_md_are_what_a_real_server_sends(tmp_path: Path) -> None:
+    """The hello a client gets (same fields), the subscribe example (taken: a keyframe
+    comes back) and the fields of the keyframe shown."""
+    shown = {}
+    for block in API.blocks:
+        if block.lang == "json":
+            text = block.text.strip()
+            with contextlib.suppress(ValueError):
+                data = json.loads(text)
+                shown["hello" if data.get("t") == "hello" else data.get("op", "?")] = data
+            if text.startswith('{"t":"key"'):
+                shown["key"] = set(re.findall(r'"([a-z_]+)":', text))
+    assert {"hello", "subscribe", "key"} <= set(shown), sorted(shown)
+
+    async def go() -> list[str]:
+        problems = []
+        async with served(tmp_path) as s, s.http.ws_connect(s.url + "/ws") as ws:
+            hello = await ws.receive_json(timeout=10)
+            if set(hello) != set(shown["hello"]):
+                problems.append(f"docs/api.md's hello has {sorted(shown['hello'])}; the "
+                                f"server's has {sorted(hello)}")
+            await ws.send_json(shown["subscribe"])
+            key = await ws.receive_json(timeout=10)
+            if key.get("t") != "key":
+                problems.append(f"docs/api.md's subscribe example is answered {key}")
+            elif not shown["key"] <= set(key) | set(key.get("fields", {})) | {"map"} | {
+                    "width", "height"}:
+                problems.append(f"docs/api.md's keyframe shows {sorted(shown['key'])}; the "
+                                f"server's has {sorted(key)}")
+        return problems
+
+    _fail(asyncio.run(go()), "live feed examples")
+
+
 # -- 5. the benchmark's stated time --------------------------------------------------------------
 
 
