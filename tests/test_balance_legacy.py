@@ -24,6 +24,7 @@ NEW_GAME = ("brain_version", "carry_capacity", "food_spoilage", "ground_item_lif
             "agent_metrics", "hazard_damage", "recipes", "craft_ticks", "capture_radius",
             "capture_ticks", "team_channel_size", "team_message_chars")
 NEW_WORLD = ("immigrants_fill_mix", "hazard_tiles_per_1000_tiles", "capture_points")
+NEW_ABILITIES = ("tick_steps",)
 
 
 def test_every_new_setting_has_the_legacy_value_of_the_old_rules() -> None:
@@ -44,8 +45,10 @@ def test_every_new_setting_has_the_legacy_value_of_the_old_rules() -> None:
 
 def _saved_before(seed: int) -> tuple[bytes, World]:
     """A new world as the program before these rules made it, saved, and loaded again."""
-    old_rules = Config().replace(game={k: legacy_values("game")[k] for k in NEW_GAME},
-                                 world={"immigrants_fill_mix": False})
+    old_rules = Config().replace(
+        game={k: legacy_values("game")[k] for k in NEW_GAME},
+        abilities={k: legacy_values("abilities")[k] for k in NEW_ABILITIES},
+        world={"immigrants_fill_mix": False})
     world = World.create(old_rules, seed=seed)
     state = json.loads(world.state_bytes())
     world.close()
@@ -53,6 +56,8 @@ def _saved_before(seed: int) -> tuple[bytes, World]:
         del state["config"]["game"][key]
     for key in NEW_WORLD:
         del state["config"]["world"][key]
+    for key in NEW_ABILITIES:
+        del state["config"]["abilities"][key]
     saved = json.dumps(state, separators=(",", ":")).encode()
     return saved, World.from_state(json.loads(saved))
 
