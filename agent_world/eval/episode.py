@@ -4,7 +4,10 @@ the machine allows, into a save folder of its own (replayable, viewable), then s
 The subjects enter as ``spawn`` inputs (their goods as ``give`` inputs), so the episode's
 event log replays it exactly. After each tick the episode waits until every decision asked
 for has come back, so a brain's answers land at the same ticks however fast the machine
-is: the same seed and a deterministic brain give the same result on any machine.
+is: the same seed and a deterministic brain give the same result on any machine. For the
+same reason brains have at least ``THINK_WAIT_S`` for each decision (``brains.deadline_ms``;
+a policy's sandbox call is stopped at 80% of it): a deadline there only stops a brain that
+hangs, never a correct one on a loaded machine.
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ from agent_world.persistence import open_world
 
 __all__ = ["Episode", "run_episode"]
 
-THINK_WAIT_S = 30.0  # the longest one tick waits for its decisions
+THINK_WAIT_S = 30  # the longest one tick waits for its decisions (s), and brains' deadline
 TEAM_METRICS = ("captures", "kills", "deaths", "damage_dealt", "damage_taken",
                 "team_messages", "food_gathered", "crafted_value")
 
@@ -66,10 +69,14 @@ def run_episode(scenario: Scenario, brain: str, seed: int, out: Path,
     """Run one episode into ``out/<scenario>-<brain>-<seed>``."""
     began = time.perf_counter()
     name = f"{scenario.name}-{brain.replace(':', '-')}-{seed}"
-    config = scenario.config(base or Config()).replace(
+    config = scenario.config(base or Config())
+    config = config.replace(
         world={"name": name, "seed": seed},
         paths={"saves": str(out / "saves"), "logs": str(out / "logs" / name)},
-        log={"echo": False}, web={"enabled": False})
+        log={"echo": False}, web={"enabled": False},
+        # The episode waits for every decision, so a deadline is only a backstop for a
+        # brain that hangs: a loaded machine must not turn slow answers into faults.
+        brains={"deadline_ms": max(config.brains.deadline_ms, THINK_WAIT_S * 1000)})
     needed = {brain, *scenario.other_brains()} - {"builtin", "llm"}
     classes = load_brains(config.brains, path=brains_path, llm=config.llm.enabled) \
         if needed else {}
