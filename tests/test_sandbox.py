@@ -185,6 +185,8 @@ def test_size_guards_stop_values_that_would_be_built_in_c(body, reason) -> None:
     "    return []\n",
     "    s = '9' * 4000\n    n = 0\n    for i in range(20000):\n        n = int(s) % 7\n"
     "    return [n]\n",
+    "    s = '1' * 99000\n    n = 0\n    for i in range(20000):\n        n = float(s)\n"
+    "    return [n]\n",
 ])
 def test_work_done_in_c_is_charged_to_the_step_budget(body) -> None:
     out = run_here(body)

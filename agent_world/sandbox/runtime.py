@@ -580,6 +580,11 @@ def build_globals(meter: Meter, seed: int, kind: str = "ability") -> dict[str, A
 
     # -- builtins ----------------------------------------------------------------------------
 
+    def g_float(value: Any = 0.0) -> float:
+        if type(value) is str:
+            charge(len(value) // TEXT_CHARS)
+        return float(value)
+
     def g_int(value: Any = 0, *args: Any, **kwargs: Any) -> int:
         if type(value) is str:
             # Decimal text to int takes time in the square of its length in CPython.
@@ -638,6 +643,7 @@ def build_globals(meter: Meter, seed: int, kind: str = "ability") -> dict[str, A
             if set(kwargs) - {"key", "default"}:
                 raise TypeError("min and max take key= and default= only")
             items = materialise(args[0]) if len(args) == 1 else list(args)
+            charge(deep(items))  # comparing nested values looks into them
             if not items and "default" in kwargs:
                 return kwargs["default"]
             key = kwargs.get("key")
@@ -692,7 +698,7 @@ def build_globals(meter: Meter, seed: int, kind: str = "ability") -> dict[str, A
         return bool(rng.random() < p)
 
     builtins: dict[str, Any] = {
-        "abs": abs, "bool": bool, "chr": chr, "divmod": divmod, "float": float, "int": g_int,
+        "abs": abs, "bool": bool, "chr": chr, "divmod": divmod, "float": g_float, "int": g_int,
         "len": len, "ord": ord, "round": round,
         "all": g_all, "any": g_any, "dict": g_dict, "enumerate": g_enumerate, "list": g_list,
         "max": extreme(max), "min": extreme(min), "range": g_range, "reversed": g_reversed,
