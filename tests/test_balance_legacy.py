@@ -15,6 +15,7 @@ import pytest
 from ability_helpers import FakeRunner, returns
 
 from agent_world.config import Config, legacy_values
+from agent_world.core import components as c
 from agent_world.core.world import World
 from agent_world.sandbox.host import load_builtins
 
@@ -128,5 +129,81 @@ def test_a_new_world_keeps_its_new_rules_and_brain_memory_through_a_save() -> No
             again.step()
         assert again.state_hash() == world.state_hash()
         again.close()
+    finally:
+        world.close()
+
+
+# -- metrics counted before game.metrics_version ---------------------------------------------
+
+METRICS_WORLD = {"size": [40, 40], "starting_agents": 10, "capture_points": 2}
+
+
+def _saved_with_old_metrics(seed: int) -> World:
+    """A new world with metrics on, saved as the program before ``game.metrics_version``
+    saved it (no such key in its rules), and loaded again."""
+    world = World.create(Config().replace(world=METRICS_WORLD), seed=seed)
+    state = json.loads(world.state_bytes())
+    world.close()
+    state["config"]["game"].pop("metrics_version", None)
+    return World.from_state(state)
+
+
+def _metric_farming(world: World, tick: int, names: dict[str, int]) -> None:
+    """Inputs that hit every rule the metrics version changed: a farmer that drops its
+    berries and picks them up again, a red agent that strikes its teammate, and teams that
+    go for two capture points."""
+    if tick == 1:
+        for name, team in (("Rua", "red"), ("Rob", "red"), ("Bea", "blue"), ("Bo", "blue")):
+            world.inbox.submit("spawn", {"kind": "agent", "name": name, "team": team,
+                                         "personality": "aggressive"})
+        world.inbox.submit("spawn", {"kind": "agent", "name": "Farmer",
+                                     "personality": "cautious"})
+        return
+    if tick == 2:
+        names.update({n: world.find_agent(n) or 0 for n in ("Rua", "Rob", "Farmer")})
+        world.inbox.submit("give", {"target": names["Farmer"], "item": "berries", "qty": 5})
+        world.inbox.submit("give", {"target": names["Farmer"], "item": "gold", "qty": 9})
+        return
+    farmer = names.get("Farmer", 0)
+    if tick % 10 == 0 and world.alive(farmer):
+        inv = world.store.get(farmer, c.Inventory)
+        pos = world.store.get(farmer, c.Position)
+        here = sorted(world.items_grid.at(pos.x, pos.y))
+        if inv.count("berries"):
+            action = {"name": "drop", "args": {"item": "berries", "qty": inv.count("berries")}}
+        elif inv.gold:
+            action = {"name": "drop", "args": {"item": "gold", "qty": inv.gold}}
+        elif here:
+            action = {"name": "pickup", "args": {"target": here[0]}}
+        else:
+            return
+        world.inbox.submit("plan", {"agent": farmer, "actions": [action]})
+    rua, rob = names.get("Rua", 0), names.get("Rob", 0)
+    if tick % 200 == 0 and world.alive(rua) and world.alive(rob):
+        world.inbox.submit("plan", {"agent": rua,
+                                    "actions": [{"name": "attack", "args": {"target": rob}}]})
+
+
+@pytest.mark.parametrize(("seed", "hashes"), [
+    (11, {0: "3ff2c6fa98d0965b1385b5cdeef87fb1", 1000: "b6cb2eca42f710f81a937ba10d8938a0",
+          3000: "c4774212d90ac038019d14d504ecd50f"}),
+])
+def test_a_world_saved_before_the_metrics_version_counts_as_it_did(
+        seed: int, hashes: dict[int, str]) -> None:
+    # The hashes and the farmer's figures were computed by the program before the setting
+    # (commit 81e471e), where every pickup, hit and capture counted.
+    world = _saved_with_old_metrics(seed)
+    names: dict[str, int] = {}
+    try:
+        assert world.metrics.enabled
+        seen = {0: world.state_hash()}
+        for tick in range(1, 3001):
+            _metric_farming(world, tick, names)
+            world.step()
+            if tick in hashes:
+                seen[tick] = world.state_hash()
+        assert seen == hashes
+        farmer = world.metrics.of(names["Farmer"])
+        assert (farmer["food_gathered"], farmer["gold_earned"]) == (404.0, 3996.0)
     finally:
         world.close()
