@@ -23,7 +23,7 @@ NEW_GAME = ("brain_version", "carry_capacity", "food_spoilage", "ground_item_lif
             "market_fee", "gold_upkeep_per_hour", "upkeep_free_gold", "weapon_wear",
             "estate_dues", "inheritance", "lifespan_ticks", "ability_requests_per_hour",
             "agent_metrics", "hazard_damage", "recipes", "craft_ticks", "capture_radius",
-            "capture_ticks", "team_channel_size", "team_message_chars")
+            "capture_ticks", "team_channel_size", "team_message_chars", "metrics_version")
 NEW_WORLD = ("immigrants_fill_mix", "hazard_tiles_per_1000_tiles", "capture_points")
 
 
@@ -37,7 +37,9 @@ def test_every_new_setting_has_the_legacy_value_of_the_old_rules() -> None:
         # The scenario mechanics are off unless set (no hazards, recipes or points): their
         # numbers keep their defaults.
         "hazard_damage": 1.0, "recipes": {}, "craft_ticks": 20, "capture_radius": 2,
-        "capture_ticks": 30, "team_channel_size": 16, "team_message_chars": 80}
+        "capture_ticks": 30, "team_channel_size": 16, "team_message_chars": 80,
+        # Metrics as they counted before (every pickup, hit and capture).
+        "metrics_version": 1}
     assert legacy_values("world")["immigrants_fill_mix"] is False
     new = Config().game
     assert new.brain_version == 2 and new.carry_capacity > 0 and new.market_fee > 0
