@@ -11,12 +11,12 @@ No metric that a scenario may score can be raised by undoing and redoing the sam
 (``game.metrics_version`` 2). Gathering counts goods first taken from the world (harvests,
 goods the world put on the ground), never units that were carried before (dropped, left by
 a death: a ground stack counts them, ``SecondHand``, and they are taken off it first), and
-gold picked up likewise; damage and kills
-on a teammate count as neither; a team's capture of a point counts once. Figures that are
-activity by nature (tiles walked, offers, trades, messages ...) are counted as before but
-may not be scored with a positive weight (``UNSCORABLE`` says why and what to score
-instead). Worlds saved before version 2 count by version 1 (every pickup, hit and capture),
-whose handlers are kept below (``_V1``), so they replay with the figures they had.
+gold picked up likewise; damage and kills on a teammate count as neither; a team's capture
+of a point counts once. Figures that are activity by nature (tiles walked, offers, trades,
+messages ...) are counted as before but may not be scored with a positive weight
+(``UNSCORABLE`` says why and what to score instead). Worlds saved before version 2 count
+by version 1 (every pickup, hit and capture), whose handlers are kept below (``_V1``), so
+they replay with the figures they had.
 
 Dead agents keep their figures, for scores over a whole episode; past ``MAX_DEAD`` the
 oldest deaths' are dropped, so a world left on for days stays bounded.
@@ -393,11 +393,9 @@ def _capture(book: MetricsBook, world: World, e: Mapping[str, Any]) -> None:
     """A point counts the first time a team takes it: one handed back and forth between
     two teams is not taken again and again."""
     team, point = str(e.get("team", "")), e.get("point")
-    taken = book.captured.setdefault(team, [])
-    if not isinstance(point, int) or point in taken:
+    if not isinstance(point, int) or point in book.captured.get(team, ()):
         return
-    taken.append(point)
-    taken.sort()
+    book.captured[team] = sorted([*book.captured.get(team, ()), point])
     _capture_v1(book, world, e)
 
 
