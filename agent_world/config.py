@@ -263,6 +263,14 @@ class GameConfig:
         "/metrics and the API show them, and replays keep them (false: worlds saved before "
         "them)", legacy=False,
     )
+    metrics_version: int = setting(
+        2, "how agent metrics count: 2 = nothing can be raised by undoing and redoing it: "
+        "gathering (and gold picked up) counts only goods first taken from the world, not "
+        "goods that were carried before (dropped, left by a death), damage and kills on a "
+        "teammate do not count, and a team's capture of a point counts once; 1 = every "
+        "pickup, hit and capture counts (worlds saved before this setting)", low=1, high=2,
+        legacy=1,
+    )
     carry_capacity: float = setting(
         40.0, "weight an agent can carry (item weights are in docs/world.md; gold weighs "
         "nothing); goods past it cannot be picked up, harvested, bought or received. 0: no "

@@ -57,11 +57,12 @@ class Episode:
         return asdict(self)
 
 
-def _wealth(world: World, eid: int) -> float:
+def _wealth(world: World, eid: int, prices: dict[str, float]) -> float:
+    """Gold and goods carried, the goods at ``prices`` (0 once dead)."""
     if not world.alive(eid):
         return 0.0
     inv = world.store.get(eid, c.Inventory)
-    return inv.gold + sum(qty * world.prices.get(kind, 0.0) for kind, qty in inv.items.items())
+    return inv.gold + sum(qty * prices.get(kind, 0.0) for kind, qty in inv.items.items())
 
 
 def run_episode(scenario: Scenario, brain: str, seed: int, out: Path,
@@ -126,11 +127,14 @@ def _cast(scenario: Scenario, brain: str) -> dict[str, tuple[str, Subjects]]:
 @dataclass(slots=True)
 class _Play:
     """Who played: the subjects' ids, every cast agent's team, the wealth they started
-    with."""
+    with and the market prices it was valued at."""
 
     subjects: list[int]
     teams: dict[int, str]
     start: dict[int, float]
+    # Wealth is valued at the prices the episode began with, at its end too: prices follow
+    # open offers and hoards, which agents can move, so the end's prices could be rigged.
+    prices: dict[str, float] = field(default_factory=dict)
 
 
 def _figures(world: World, play: _Play, eid: int) -> dict[str, float]:
@@ -138,7 +142,7 @@ def _figures(world: World, play: _Play, eid: int) -> dict[str, float]:
     row = world.metrics.of(eid)
     kept = world.metrics.rows.get(eid, {})
     row["ticks_alive"] = float(kept.get("died_at", world.tick) - kept.get("born", 0))
-    row["wealth_gained"] = _wealth(world, eid) - play.start.get(eid, 0.0)
+    row["wealth_gained"] = _wealth(world, eid, play.prices) - play.start.get(eid, 0.0)
     row["team_held"] = float(world.teams.held.get(play.teams.get(eid, ""), 0))
     return row
 
@@ -186,7 +190,9 @@ async def _play(session: Session, scenario: Scenario,
                                source="eval")
     diagnostics.subjects = set(play.subjects)
     await _tick(session)
-    play.start = {eid: _wealth(world, eid) for eid in ids.values() if eid is not None}
+    play.prices = dict(world.prices)
+    play.start = {eid: _wealth(world, eid, play.prices) for eid in ids.values()
+                  if eid is not None}
     subjects = play.subjects
     while world.tick < scenario.ticks:
         await _tick(session)
