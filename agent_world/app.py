@@ -339,9 +339,11 @@ class Session:
         if self.sandbox is None:
             return {}
         sandbox = self.sandbox.stats()
+        # Calls a backstop stopped: outside events, which a quiet machine never has.
         return {"ability_casts": self.world.counters.get("ability_casts", 0),
                 "abilities_disabled": len(self.world.abilities.disabled),
                 "sandbox_calls": sandbox["calls"],
+                "sandbox_calls_stopped": self.events.by_type.get("ability_killed", 0),
                 "sandbox_ms_per_tick": sandbox["ms_per_tick"]}
 
     def close(self) -> bool:

@@ -5,6 +5,7 @@ against a real HTTP server standing in for the LLM)."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import re
 import sys
 import time
@@ -19,6 +20,7 @@ from agent_world.agents import observe
 from agent_world.agents.registry import load_brains
 from agent_world.app import Session
 from agent_world.config import Config, load_config
+from agent_world.eval import load_scenario, run_episode
 from agent_world.persistence import open_world
 from tests.helpers import add_agent, small_world
 from tests.llm_helpers import KEY, KEY_ENV
@@ -112,6 +114,24 @@ def test_the_world_log_sums_up_decisions_a_minute_at_a_time(tmp_path: Path,
         (1, 600), (601, 1200), (1201, ticks)]
     assert sum(int(m.group(1)) for m in found) == decided
     assert all(int(m.group(2)) <= 4 for m in found)  # the example's four forager agents
+
+
+def test_the_forager_never_drops_food_to_pick_it_up_again(tmp_path: Path) -> None:
+    # It used to say "use" beside rocks (the nearest object with stock), fill its pack with
+    # stone and iron, and between its decisions its built-in brain dropped food to lighten
+    # it, which the forager picked up again: thousands of pickups an episode in foraging.
+    config = load_config(EXAMPLES / "forager.yaml").replace(brains={"path": str(EXAMPLES)})
+    scenario = dataclasses.replace(load_scenario("foraging"), ticks=1500)
+    episode = run_episode(scenario, "forager", 1, tmp_path, base=config)
+    log = records(Path(episode.folder))
+    subjects = {r["agent"] for r in log if r.get("type") == "spawn"
+                and r.get("brain") == "forager"}
+    mine = [r for r in log if r.get("agent") in subjects and r.get("kind") == "event"]
+    picked = sum(r["qty"] for r in mine if r["type"] == "pickup")
+    assert len(subjects) == 6 and picked > 0
+    assert [r for r in mine if r["type"] == "drop"] == []
+    assert sum(r.get("second_hand", 0) for r in mine if r["type"] == "pickup") == 0
+    assert 0 < episode.metrics["food_gathered"] < 30  # what gathering gets, no more
 
 
 def test_the_trader_offers_goods_and_holds_grudges(tmp_path: Path) -> None:
