@@ -17,7 +17,14 @@ from typing import Any, TextIO
 
 from agent_world.agents.brains import Brain
 from agent_world.agents.runner import UserBrains
-from agent_world.angel import Angel, Generator, LLMGenerator, TemplateGenerator, TextModel
+from agent_world.angel import (
+    Angel,
+    FallbackGenerator,
+    Generator,
+    LLMGenerator,
+    TemplateGenerator,
+    TextModel,
+)
 from agent_world.angel.link import AngelLink, Sent
 from agent_world.angel.usage import AbilityUsage
 from agent_world.config import Config, ConfigError
@@ -52,15 +59,19 @@ def known_secrets(config: Config) -> list[str]:
     return [s for s in secrets if s]
 
 
-def choose_generator(config: Config, text_model: TextModel | None) -> Generator:
-    """The angel's writer: an LLM when configured (``angel.generator``), else templates."""
+def choose_generator(config: Config, text_model: TextModel | None, *,
+                     report: Callable[[str], None] = lambda _text: None) -> Generator:
+    """The angel's writer: an LLM when configured (``angel.generator``), with the templates
+    writing whatever the LLM cannot answer (``report`` says when that starts and ends);
+    else the templates."""
     choice = config.angel.generator
     if choice == "templates" or (choice == "auto" and text_model is None):
         return TemplateGenerator()
     if text_model is None:
         raise ConfigError("angel.generator: 'llm' needs an LLM provider, and none is "
                           "available to the angel in this build; use auto or templates")
-    return LLMGenerator(text_model, config.abilities)
+    return FallbackGenerator(LLMGenerator(text_model, config.abilities), TemplateGenerator(),
+                             report=report)
 
 
 class EventCounter:
@@ -97,11 +108,14 @@ class Session:
                  text_model: TextModel | None = None,
                  llm_provider: ProviderFactory | None = None,
                  llm_clock: Clock | None = None,
-                 brains: Mapping[str, type[Brain]] | None = None) -> None:
+                 brains: Mapping[str, type[Brain]] | None = None,
+                 world_log: Path | None = None) -> None:
         """``sandbox`` (owned by the session from here on) lets the world run abilities and
         brings the angel; without one, use_ability fails and nothing is generated.
         ``llm_provider`` and ``llm_clock`` replace the configured provider and the clock the
-        LLM layer measures with (tests)."""
+        LLM layer measures with (tests). ``world_log`` is the world log's file (by default
+        ``paths.logs``/world.log; ``python main.py`` gives each run its own:
+        ``worldlog.world_log_path``)."""
         self.config = config
         self.world = world
         self.events = EventCounter()
@@ -110,7 +124,7 @@ class Session:
         self.redactor = Redactor(known_secrets(config))
         world.inbox.redact = self.redactor.scrub if self.redactor else None
         self.world_log = WorldLog(
-            Path(config.paths.logs) / "world.log",
+            world_log or Path(config.paths.logs) / "world.log",
             max_bytes=config.log.world_log_max_bytes,
             backups=config.log.world_log_backups,
             everything=config.log.everything,
@@ -141,7 +155,7 @@ class Session:
             sandbox.install(world)
             # The angel checks new abilities under the rules this world runs with.
             rules = dataclasses.replace(config, abilities=world.ability_rules)
-            generator = choose_generator(rules, text_model)
+            generator = choose_generator(rules, text_model, report=self.report_problem)
             self.angel_link = AngelLink(
                 self.loop, pause_world=config.angel.wait == "world",
                 dry_runs=config.angel.dry_runs,
@@ -328,9 +342,11 @@ class Session:
         if self.sandbox is None:
             return {}
         sandbox = self.sandbox.stats()
+        # Calls a backstop stopped: outside events, which a quiet machine never has.
         return {"ability_casts": self.world.counters.get("ability_casts", 0),
                 "abilities_disabled": len(self.world.abilities.disabled),
                 "sandbox_calls": sandbox["calls"],
+                "sandbox_calls_stopped": self.events.by_type.get("ability_killed", 0),
                 "sandbox_ms_per_tick": sandbox["ms_per_tick"]}
 
     def close(self) -> bool:

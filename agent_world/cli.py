@@ -9,7 +9,9 @@ saved world from its first snapshot, verifying it, and can fork it into a new wo
 ``python main.py worlds [list | delete NAME]`` lists or deletes saved worlds
 (``worlds_command``); ``python main.py report saves/NAME`` reports how a saved world lived
 (``report_command``); ``python main.py schema`` prints the brain API's JSON Schema
-(``schema_command``).
+(``schema_command``); ``python main.py eval SCENARIO`` compares brains (``eval_command``) and
+``python main.py train SCENARIO`` improves a policy (``training.command``). ``SUBCOMMANDS``
+is the one table of them: dispatch, ``--help`` and the docs' test read it.
 """
 
 from __future__ import annotations
@@ -22,18 +24,23 @@ import os
 import signal
 import sys
 import tempfile
+import textwrap
 import traceback
+from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import orjson
 
 from agent_world import __version__
+from agent_world.agents import LLMBrain
 from agent_world.agents.registry import load_brains, unregistered
 from agent_world.app import Session
 from agent_world.argtypes import positive_int, seed, speed, tick
 from agent_world.config import Config, ConfigError, load_config
 from agent_world.console import StdinKind, run_console, stdin_kind
+from agent_world.eval_command import build_parser as build_eval_parser
 from agent_world.eval_command import main as eval_main
 from agent_world.llm.local import check_local
 from agent_world.persistence import (
@@ -53,18 +60,23 @@ from agent_world.replay_command import (
     run_replay,
     sandboxed,
 )
+from agent_world.report_command import build_parser as build_report_parser
 from agent_world.report_command import main as report_main
 from agent_world.sandbox import AbilityChecker, Sandbox
 from agent_world.sandbox.pool import WorkerDied
+from agent_world.schema_command import build_parser as build_schema_parser
 from agent_world.schema_command import main as schema_main
+from agent_world.training.command import build_parser as build_train_parser
 from agent_world.training.command import main as train_main
 from agent_world.types import ProviderError
 from agent_world.web import WebError, WebServer, check_web, web_token
 from agent_world.web.playback import serve_recording
+from agent_world.worldlog import prune_nosave_logs, world_log_path
+from agent_world.worlds_command import build_parser as build_worlds_parser
 from agent_world.worlds_command import main as worlds_main
 
-__all__ = ["build_ability_parser", "build_parser", "build_policy_parser", "build_replay_parser",
-           "main"]
+__all__ = ["SUBCOMMANDS", "Subcommand", "build_ability_parser", "build_parser",
+           "build_policy_parser", "build_replay_parser", "main", "other_commands"]
 
 
 def _add_run_options(parser: argparse.ArgumentParser) -> None:
@@ -94,34 +106,20 @@ def _add_run_options(parser: argparse.ArgumentParser) -> None:
                             help="do not serve the viewer and API (web.enabled: false)")
 
 
-OTHER_COMMANDS = """other commands (each has --help):
-  python main.py replay saves/NAME [--to T] [--playback [X]] [--fork NEW]
-                                       verify a saved world, play it back, or fork it
-  python main.py ability check FILE.py check an ability file (gate, sandbox, dry runs)
-  python main.py policy check FILE.py  check a policy file (a brain as sandboxed code)
-  python main.py policy list           the policies agents may use (brain=policy:NAME)
-  python main.py train SCENARIO [--iterations N] [--episodes M] [--generator llm|templates]
-                                       improve a policy on a scenario from measured results
-  python main.py worlds [list | delete NAME]
-                                       the saved worlds: list them, or delete one
-  python main.py report saves/NAME     liveliness per window of ticks, from the event log
-  python main.py schema [--part P]     JSON Schema of observations, decisions, actions and
-                                       abilities (for your own agents: docs/agents.md)"""
-
-
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python main.py",
         description="Run an Agent World: agents live, trade, fight and talk at 10 Hz. "
                     "A world with a save folder resumes where it stopped.",
-        epilog=OTHER_COMMANDS, formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=other_commands(), formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"agent-world {__version__}")
     _add_run_options(parser)
     parser.add_argument("--seed", type=seed, help="override world.seed (new worlds only)")
     parser.add_argument("--world", metavar="NAME", help="override world.name (save folder)")
     parser.add_argument("--no-save", action="store_true",
-                        help="run without a save folder (nothing is written but the world log)")
+                        help="run without a save folder (nothing is written but this run's "
+                             "world log, logs/nosave/NAME-PID.log)")
     return parser
 
 
@@ -290,12 +288,32 @@ def _configure(args: argparse.Namespace, *, needs_llm: bool = True) -> Config:
     return config
 
 
+def _llm_brain_agents(session: Session) -> list[tuple[str, int, float]]:
+    """Agents whose registered brain is an ``LLMBrain`` (they ask the configured LLM too):
+    a label, how many, and the calls an hour each its schedule makes (a decision every
+    ``brains.think_interval_ticks`` and a reflection every ``reflect_every_ticks``)."""
+    if session.brains is None:
+        return []
+    hourly = 3600 * session.config.world.tick_rate
+    counts = Counter(row[0].brain for _eid, row in session.world.agents())
+    found = []
+    for name, cls in session.brains.classes.items():
+        if counts[name] and issubclass(cls, LLMBrain):
+            rate = hourly / session.config.brains.think_interval_ticks
+            if cls.reflect_every_ticks:
+                rate += hourly / cls.reflect_every_ticks
+            found.append((f"agents on LLM brain {name}", counts[name], rate))
+    return found
+
+
 def _banner(session: Session, opened: OpenedWorld) -> str:
     cfg = session.config
     world = session.world
     thinkers = sum(1 for _eid, row in world.agents() if row[0].brain == "llm")
+    others = _llm_brain_agents(session)
+    on_brains = "".join(f", {n} {label}" for label, n, _rate in others)
     where = f" at {cfg.llm.endpoint}" if cfg.llm.provider != "local" else " in-process"
-    llm = (f"{cfg.llm.provider} ({cfg.llm.model}{where}), {thinkers} LLM agents"
+    llm = (f"{cfg.llm.provider} ({cfg.llm.model}{where}), {thinkers} LLM agents{on_brains}"
            if cfg.llm.enabled
            else "not configured: agents use built-in brains (set llm.provider to use one)")
     if session.save_dir is None:
@@ -315,7 +333,7 @@ def _banner(session: Session, opened: OpenedWorld) -> str:
         f"  LLM:         {llm}",
     ]
     if session.llm is not None:
-        lines.append(f"  LLM cost:    {session.llm.estimate(thinkers)}")
+        lines.append(f"  LLM cost:    {session.llm.estimate(thinkers, others)}")
     book = world.abilities
     if session.angel is not None:
         lines.append(f"  abilities:   {len(book.builtins)} built-in, {len(book.generated)} "
@@ -404,8 +422,11 @@ async def _run(config: Config, opened: OpenedWorld, args: argparse.Namespace,
     # Piped commands get their replies on stdout: world-log lines would be mixed into them.
     echo = None if args.headless or mode == "pipe" or not config.log.echo else sys.stdout
     brains = load_brains(config.brains, path=args.brains_path, llm=config.llm.enabled)
+    log = world_log_path(config)
+    if not config.persistence.enabled:
+        prune_nosave_logs(log.parent)  # throwaway runs leave a log each: keep the latest
     session = Session(config, opened.world, echo=echo, folder=opened.folder,
-                      resumed=opened.resumed, sandbox=sandbox, brains=brains)
+                      resumed=opened.resumed, sandbox=sandbox, brains=brains, world_log=log)
     for brain, count in unregistered(session.world, brains).items():
         session.report_problem(f"{count} agent(s) have brain {brain!r}, which is not "
                                "registered (brains: in the config); they use their built-in "
@@ -539,6 +560,71 @@ def _serve_replay(path: Path, config: Config, args: argparse.Namespace,
                             opened, args, sandbox))
 
 
+# -- the commands -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Subcommand:
+    """``python main.py NAME ...``: how it is parsed and run, and its lines in ``--help``.
+
+    One table serves the dispatch, the help text and the docs' test (tests/test_docs.py
+    parses every command line the docs show with ``parser``), so a command cannot be
+    missing from any of them."""
+
+    name: str
+    usage: tuple[tuple[str, str], ...]  # (arguments after the name, what it does)
+    parser: Callable[[], argparse.ArgumentParser]
+    run: Callable[[Sequence[str]], int]
+
+
+SUBCOMMANDS: dict[str, Subcommand] = {c.name: c for c in (
+    Subcommand("replay", (("saves/NAME [--to T] [--playback [X]] [--fork NEW]",
+                           "verify a saved world, play it back, or fork it; --serve shows "
+                           "it in the viewer"),),
+               build_replay_parser, _replay_main),
+    Subcommand("ability", (("check FILE.py", "check an ability file (gate, sandbox, dry "
+                                             "runs)"),),
+               build_ability_parser, _ability_main),
+    Subcommand("policy", (("check FILE.py", "check a policy file (a brain as sandboxed code)"),
+                          ("list", "the policies agents may use (brain=policy:NAME)")),
+               build_policy_parser, _policy_main),
+    Subcommand("eval", (("SCENARIO --brains builtin,NAME [--seeds 1-20]",
+                         "compare brains on a scenario over many seeds (docs/evaluation.md)"),),
+               build_eval_parser, eval_main),
+    Subcommand("train", (("SCENARIO [--iterations N] [--episodes M] [--generator llm|templates]",
+                          "improve a policy on a scenario from measured results"),),
+               build_train_parser, train_main),
+    Subcommand("worlds", (("[list | delete NAME]",
+                           "the saved worlds: list them, or delete one"),),
+               build_worlds_parser, worlds_main),
+    Subcommand("report", (("saves/NAME", "liveliness per window of ticks, from the event "
+                                         "log"),),
+               build_report_parser, report_main),
+    Subcommand("schema", (("[--part P]", "JSON Schema of observations, decisions, actions "
+                                         "and abilities (docs/agents.md)"),),
+               build_schema_parser, schema_main),
+)}
+
+
+HELP_WIDTH, HELP_INDENT = 92, 39  # the epilog's width, and where each summary starts
+
+
+def other_commands() -> str:
+    """The ``--help`` epilog: every command of ``SUBCOMMANDS``, one entry per usage."""
+    lines = ["other commands (each has --help):"]
+    for command in SUBCOMMANDS.values():
+        for args, what in command.usage:
+            usage = f"  python main.py {command.name} {args}"
+            said = textwrap.wrap(what, HELP_WIDTH - HELP_INDENT)
+            if len(usage) < HELP_INDENT:
+                lines.append(f"{usage:<{HELP_INDENT}}{said[0]}")
+                said = said[1:]
+            else:
+                lines.append(usage)
+            lines += [" " * HELP_INDENT + part for part in said]
+    return "\n".join(lines)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """The command line. Whatever happens ends in at most one line on stderr and an exit
     status: 0 done, 1 failed (or diverged), 2 refused (bad config, arguments or save),
@@ -592,22 +678,9 @@ def _main(argv: Sequence[str] | None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     sandbox: Sandbox | None = None
     try:
-        if argv[:1] == ["replay"]:
-            return _replay_main(argv[1:])
-        if argv[:1] == ["ability"]:
-            return _ability_main(argv[1:])
-        if argv[:1] == ["policy"]:
-            return _policy_main(argv[1:])
-        if argv[:1] == ["worlds"]:
-            return worlds_main(argv[1:])
-        if argv[:1] == ["report"]:
-            return report_main(argv[1:])
-        if argv[:1] == ["schema"]:
-            return schema_main(argv[1:])
-        if argv[:1] == ["eval"]:
-            return eval_main(argv[1:])
-        if argv[:1] == ["train"]:
-            return train_main(argv[1:])
+        command = SUBCOMMANDS.get(argv[0]) if argv else None
+        if command is not None:
+            return command.run(argv[1:])
         args = build_parser().parse_args(argv)
         config = _configure(args)
         # One line and exit 2 if a brain cannot be used.

@@ -263,6 +263,14 @@ class GameConfig:
         "/metrics and the API show them, and replays keep them (false: worlds saved before "
         "them)", legacy=False,
     )
+    metrics_version: int = setting(
+        2, "how agent metrics count: 2 = nothing can be raised by undoing and redoing it: "
+        "gathering (and gold picked up) counts only goods first taken from the world, not "
+        "goods that were carried before (dropped, left by a death), damage and kills on a "
+        "teammate do not count, and a team's capture of a point counts once; 1 = every "
+        "pickup, hit and capture counts (worlds saved before this setting)", low=1, high=2,
+        legacy=1,
+    )
     carry_capacity: float = setting(
         40.0, "weight an agent can carry (item weights are in docs/world.md; gold weighs "
         "nothing); goods past it cannot be picked up, harvested, bought or received. 0: no "
@@ -714,7 +722,8 @@ class LogConfig:
                                      high=1000)
     echo: bool = setting(True, "also print world-log lines to the terminal (interactive runs)")
     everything: bool = setting(
-        False, "also log routine events (pickups, meals, harvests, offers, failed actions)",
+        False, "also log routine events (pickups, meals, harvests, offers, failed actions) "
+        "and each decision of a brain (without it, a line a minute sums them up)",
     )
 
 
@@ -823,15 +832,21 @@ class AbilitiesConfig:
         "second at 10 Hz, the shortest built-in cooldown)", low=0, high=100_000, legacy=0,
     )
     kills_to_disable: int = setting(
-        3, "calls killed in a row (wall clock, CPU or memory limit, a dead worker) that "
-        "disable an ability; each kill fails its cast, a call that completes resets the "
-        "count (the step budget and errors disable at once)", low=1, high=1000, legacy=1,
+        3, "calls killed in a row by a backstop (wall clock, CPU or memory limit, a dead "
+        "worker) that disable an ability; each kill fails its cast, a call that completes "
+        "resets the count (the step budget and errors disable at once)", low=1, high=1000,
+        legacy=1,
     )
     max_range: int = setting(8, "largest RANGE an ability may declare, in tiles", low=0,
                              high=64)
     calls_per_tick: int = setting(
         64, "ability calls run in one tick at most; casters past it (by id) wait a tick",
         low=1, high=10_000,
+    )
+    tick_steps: int = setting(
+        100_000, "steps the ability calls of one tick may take in all; once the calls before "
+        "it took that many, a cast waits for the next tick (a rule of the world, the same on "
+        "every machine; 0: no limit)", low=0, high=10**9, legacy=0,
     )
     request_timeout_ticks: int = setting(
         600, "an agent's request_ability fails when the angel has not answered by then",
@@ -844,19 +859,19 @@ class SandboxConfig:
     """The worker processes that run ability code (they never touch the world)."""
 
     call_timeout_ms: float = setting(
-        50.0, "a call still running after this long is killed and its cast fails "
-        "(abilities.kills_to_disable kills in a row disable the ability)",
-        low=1, high=60_000,
-    )
-    tick_budget_ms: float = setting(
-        40.0, "sandbox time one tick may use; calls not started by then wait a tick", low=1,
-        high=60_000,
+        5000.0, "a backstop: a call whose worker has not answered after this long of "
+        "wall-clock time is killed, its cast fails and the kill is recorded as an outside "
+        "event (abilities.kills_to_disable kills in a row disable the ability). The step "
+        "budget, not this, limits code: it is set far beyond what code within its budget "
+        "takes on a busy machine, and a lower value makes a busy machine's world differ from "
+        "a quiet one's", low=1, high=600_000,
     )
     memory_mb: int = setting(256, "address-space limit of a worker process (RLIMIT_AS)",
                              low=64, high=1_000_000)
     cpu_seconds: int = setting(
-        2, "CPU seconds a worker may use per batch of calls (RLIMIT_CPU, a backstop behind "
-        "the wall-clock kill)", low=1, high=3600,
+        1, "CPU seconds one call may use (RLIMIT_CPU, in whole seconds, so up to one more), a "
+        "backstop like call_timeout_ms; a new ability whose dry runs take more than a tenth "
+        "of it is refused as too slow, so accepted code stays far from it", low=1, high=3600,
     )
     spare_workers: int = setting(
         1, "workers kept started and idle, so a killed one is replaced at once", low=0,
@@ -1078,6 +1093,14 @@ def _coerce(tp: Any, value: Any, meta: Mapping[str, Any]) -> Any:
     raise TypeError(f"unsupported setting type {tp!r}")  # a schema bug, not a user error
 
 
+RETIRED = {
+    "sandbox.tick_budget_ms": "the ability calls of a tick are limited by abilities.tick_steps "
+    "(steps, the same on every machine) instead of wall-clock time; remove the line",
+}
+"""Settings that existed once, with what replaced them (a config that still sets one is told
+how to mend it)."""
+
+
 def _build_section(name: str, cls: type[Any], raw: Any, source: str) -> Any:
     if raw is None:
         raw = {}
@@ -1096,6 +1119,9 @@ def _build_section(name: str, cls: type[Any], raw: Any, source: str) -> Any:
                 else registered
     values: dict[str, Any] = {}
     for key, value in raw.items():
+        retired = RETIRED.get(f"{name}.{key}")
+        if retired is not None:
+            raise ConfigError(f"{source}: {name}.{key} is no longer a setting: {retired}")
         if key not in fields_by_name:
             raise ConfigError(
                 f"{source}: unknown setting {name}.{key}{_did_you_mean(str(key), fields_by_name)}"

@@ -243,6 +243,19 @@ def _report(folder: SaveFolder, path: Path, result: ReplayResult, *, first: int,
               file=sys.stderr)
         return EXIT_USAGE
     unverified = _unverified(folder, result, reached, extent if to is None else to, to)
+    if to is not None and reached == first == to and not result.ticks and not unverified:
+        # --to a tick a saved state holds: nothing to replay, and a speed of "0.0x real
+        # time" over no ticks said nothing true. Say what was checked instead.
+        if began_at is None:
+            what = "the world's first snapshot"
+        else:
+            kind = "seek point" if began_at.parent == folder.seek_dir else "snapshot"
+            what = f"the {kind} of tick {first} ({began_at.name})"
+        print(f"OK: tick {to} is {what}, loaded and checked against its own state hash; no "
+              "tick needed replaying" + ("" if began_at is None else
+                                        " (--from-start replays the log up to it from the "
+                                        "first snapshot, verifying it)"))
+        return EXIT_OK
     rate = result.ticks / elapsed if elapsed > 0 else float("inf")
     counts = (f"{result.ticks} ticks, {result.inputs} inputs, {result.checks} state hashes "
               "verified")

@@ -140,14 +140,18 @@ ABILITY_ERROR = "error"
 """The code raised, hit its step budget or a size guard, or returned something that is not
 effect data (deterministic too: a replay computes the same)."""
 ABILITY_KILLED = "killed"
-"""Stopped from outside: wall clock, memory or CPU limit, a worker that died. Depends on the
-machine, so the world records it as an input and a replay uses the record."""
+"""Stopped from outside by a backstop: the wall-clock or CPU limit, the memory limit, a worker
+that died. Depends on the machine, so the world records it as an input and a replay uses the
+record."""
 ABILITY_POSTPONED = "postponed"
-"""Not started because the tick's sandbox time ran out; the caster tries again next tick.
-Recorded as an input like a kill."""
+"""Not started because the calls before it in the tick took the tick's steps
+(``abilities.tick_steps``); the caster tries again next tick. Recorded as an input like a
+kill (a replay takes the log's word for it)."""
+TICK_STEPS_SPENT = "the tick's ability steps ran out (abilities.tick_steps)"
+"""The reason a postponed call gives."""
 ABILITY_STATUSES = (ABILITY_OK, ABILITY_ERROR, ABILITY_KILLED, ABILITY_POSTPONED)
 RECORDED_STATUSES = (ABILITY_KILLED, ABILITY_POSTPONED)
-"""Outcomes that depend on wall-clock time; the world logs them as ``ability_outcome``."""
+"""Outcomes the world logs as ``ability_outcome`` inputs, so a replay need not compute them."""
 
 
 def _check_digest(digest: str) -> None:
@@ -174,13 +178,15 @@ class AbilityCall:
 @dataclass(frozen=True, slots=True, kw_only=True)
 class AbilityResult:
     """What one call came to. ``effects`` is the returned JSON data when ``status`` is ok;
-    ``reason`` says what went wrong otherwise. ``ms`` is wall time, for statistics only."""
+    ``reason`` says what went wrong otherwise. ``ms`` (wall time) and ``cpu_ms`` (the
+    worker's CPU time) are for statistics and the checker's verdict on slow code only."""
 
     status: str
     effects: JSON = None
     reason: str = ""
     steps: int = 0
     ms: float = 0.0
+    cpu_ms: float = 0.0
 
     def __post_init__(self) -> None:
         if self.status not in ABILITY_STATUSES:
@@ -218,13 +224,15 @@ class AbilityRunner(Protocol):
     """Runs ability code for the world, all calls of one tick in one batch.
 
     ``run`` returns one result per call, in order, and never raises for anything the code
-    does. ``steps`` and ``alloc`` are the world's step and allocation budgets per call.
-    ``replaying`` is true when the tick's inputs come from a log: the runner must then not
-    postpone calls for lack of time and should allow them more wall time, because the log,
-    not this machine's speed, decides which calls were stopped."""
+    does. ``steps`` and ``alloc`` are the world's step and allocation budgets per call;
+    ``tick_steps`` the steps the batch may take in all (0: no limit): a call is postponed
+    when the calls before it took that many. ``replaying`` is true when the tick's inputs
+    come from a log: the runner must then postpone nothing (the log says what was) and
+    should allow calls more wall time, because the log, not this machine's speed, decides
+    which calls were stopped."""
 
     def run(self, calls: Sequence[AbilityCall], *, replaying: bool, steps: int,
-            alloc: int) -> list[AbilityResult]: ...
+            alloc: int, tick_steps: int = 0) -> list[AbilityResult]: ...
 
 
 # -- language models ---------------------------------------------------------------------------

@@ -1,5 +1,9 @@
 """The world log: one readable, tick-stamped line per notable event, written off the main
-thread to ``logs/world.log``, rotated by size, safe to follow with ``tail -F``."""
+thread to ``logs/world.log``, rotated by size, safe to follow with ``tail -F``.
+
+One file has one writer: ``world_log_path`` gives another world, and every run without a
+save folder, a file of its own (two processes in one file made its ticks jump back and
+forth)."""
 
 from __future__ import annotations
 
@@ -7,6 +11,7 @@ import contextlib
 import datetime
 import os
 import queue
+import re
 import sys
 import threading
 from collections import deque
@@ -14,11 +19,71 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TextIO
 
+from agent_world.config import Config, WorldConfig
 from agent_world.types import Event, TickReport
 
-__all__ = ["WorldLog", "format_event"]
+__all__ = ["NOSAVE_LOGS_KEPT", "WorldLog", "format_event", "prune_nosave_logs",
+           "world_log_path"]
 
 MAX_BACKLOG_LINES = 100_000
+NOSAVE_LOGS_KEPT = 10  # world logs of finished --no-save runs kept in logs/nosave/
+_NOSAVE_LOG = re.compile(r"^(?P<name>.+)-(?P<pid>\d+)\.log(?:\.\d+)?$")
+
+
+def world_log_path(config: Config, *, pid: int | None = None) -> Path:
+    """The world log of a run of ``config``'s world.
+
+    A world with a save folder is run by one process at a time (its lock), so its log is
+    its own: ``logs/world.log`` for the default world, ``logs/world-NAME.log`` for another.
+    Nothing stops a run without a save folder (``--no-save``) beside it or beside another
+    one, so each has ``logs/nosave/NAME-PID.log``."""
+    logs = Path(config.paths.logs)
+    name = config.world.name
+    if not config.persistence.enabled:
+        return logs / "nosave" / f"{name}-{pid if pid is not None else os.getpid()}.log"
+    return logs / ("world.log" if name == WorldConfig().name else f"world-{name}.log")
+
+
+def _running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # another user's process: running
+    return True
+
+
+def prune_nosave_logs(folder: Path, keep: int = NOSAVE_LOGS_KEPT) -> list[Path]:
+    """Delete the world logs (with their rotated parts) of finished ``--no-save`` runs in
+    ``folder`` beyond the newest ``keep``; the logs of runs still going are never touched.
+    Returns what was deleted. Throwaway runs leave a log each: this keeps them bounded."""
+    runs: dict[int, list[Path]] = {}
+    try:
+        entries = list(folder.iterdir())
+    except OSError:
+        return []
+    for path in entries:
+        m = _NOSAVE_LOG.match(path.name)
+        if m is not None and path.is_file():
+            runs.setdefault(int(m.group("pid")), []).append(path)
+
+    def newest(files: list[Path]) -> float:
+        times = []
+        for path in files:
+            with contextlib.suppress(OSError):
+                times.append(path.stat().st_mtime)
+        return max(times, default=0.0)
+
+    finished = sorted((pid for pid in runs if not _running(pid)),
+                      key=lambda pid: newest(runs[pid]), reverse=True)
+    removed = []
+    for pid in finished[keep:]:
+        for path in runs[pid]:
+            with contextlib.suppress(OSError):
+                path.unlink()
+                removed.append(path)
+    return removed
 
 # Routine events are left out of the log unless ``everything`` is on.
 ROUTINE = frozenset({"pickup", "harvest", "eat", "action_failed", "trade_offer",

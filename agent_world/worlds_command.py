@@ -1,7 +1,8 @@
 """``python main.py worlds``: the saved worlds under ``paths.saves``, and deleting one.
 
-``python main.py worlds [list] [--config FILE]`` prints a table (name, last tick, when last
-saved, seed, size on disk, origin, and the process running it, if any); it only reads.
+``python main.py worlds [list] [--config FILE]`` prints a table (name, the last tick its log
+reaches, when last saved, seed, size on disk, origin, and the process running it, if any);
+it only reads.
 ``python main.py worlds delete NAME [--yes] [--config FILE]`` deletes one world folder after
 confirmation on a terminal (or with --yes), holding the world's lock while it does: a world
 in use is refused, and so is anything that is not an Agent World save.
@@ -20,6 +21,7 @@ from pathlib import Path
 
 from agent_world.config import ConfigError, WorldConfig, load_config
 from agent_world.persistence import SaveError, SaveFolder
+from agent_world.persistence.eventlog import final_tick
 from agent_world.persistence.files import disk_problem, fsync_dir
 from agent_world.persistence.lock import WorldInUse, WorldLock, lock_holder
 
@@ -61,7 +63,7 @@ def build_parser() -> argparse.ArgumentParser:
 @dataclass(frozen=True, slots=True)
 class WorldRow:
     name: str
-    last_tick: int | None
+    last_tick: int | None  # the last tick its event log reaches (a running world's too)
     saved: str  # when it was last saved (meta.json's updated, else created)
     seed: int | None
     size: int  # bytes on disk
@@ -94,8 +96,12 @@ def _row(root: Path) -> WorldRow:
         meta = folder.read_meta()
     except SaveError as exc:
         return WorldRow(root.name, None, "?", None, size, "-", holder, problem=str(exc))
-    tick, seed = meta.get("last_tick"), meta.get("seed")
-    return WorldRow(root.name, tick if isinstance(tick, int) else None,
+    # meta.json's last_tick is the latest snapshot's: a running world is far past it (261
+    # shown while the world was near 2,500). The event log has the last tick written.
+    meta_tick, seed = meta.get("last_tick"), meta.get("seed")
+    logged = final_tick(folder)
+    tick = max(logged, meta_tick) if isinstance(meta_tick, int) else logged
+    return WorldRow(root.name, tick if tick >= 0 else None,
                     _when(meta.get("updated") or meta.get("created")),
                     seed if isinstance(seed, int) else None, size,
                     _origin(meta.get("origin")), holder)
@@ -114,6 +120,8 @@ def list_worlds(saves: Path) -> tuple[list[WorldRow], list[str]]:
             others.append(f"{root.name}: what remains of an interrupted delete; remove it "
                           f"with: rm -r {root}")
             continue
+        if root.name.startswith("."):
+            continue  # hidden (.gitkeep ...): a world's name never starts with a dot
         kind = SaveFolder.describe(root)
         if kind == "save":
             rows.append(_row(root))

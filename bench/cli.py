@@ -13,7 +13,8 @@ import json
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -48,6 +49,7 @@ SECTIONS = ("flat", "paced", "snapshot", "eventlog", "replay", "memory", "capaci
 LIVELINESS_SEEDS = (913, 4271, 2026)  # 913 and 4271: the seeds issue 12 measured
 LIVELINESS_TICKS, LIVELINESS_WINDOW = 1_000_000, 50_000
 QUICK_LIVELINESS = (913,), 20_000, 10_000
+QUICK_LLM_COST_TICKS = 1200  # two minutes of world time; the full run takes ten
 FULL_SIZES = (100, 1000, 5000, 10000)
 QUICK_SIZES = (100, 1000)
 FULL = Budget()
@@ -92,8 +94,9 @@ def build_parser() -> argparse.ArgumentParser:
                     "(--only liveliness). 'python -m bench mesa' runs only the Mesa "
                     "comparison; 'python -m bench profile N' profiles an N-agent world.")
     parser.add_argument("--quick", action="store_true",
-                        help="a small subset in under a minute (100 and 1,000 agents, short "
-                             "runs; no capacity search): the CI smoke")
+                        help="every section small and short (100 and 1,000 agents, short "
+                             "runs; no capacity search): the CI smoke (bench/RESULTS.md says "
+                             "how long it takes)")
     parser.add_argument("--only", type=_sections, metavar="SECTIONS",
                         help=f"comma-separated sections to run: {', '.join(SECTIONS)}")
     parser.add_argument("--sizes", type=_sizes, metavar="N,N",
@@ -213,35 +216,64 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     results: dict[str, Any] = {"machine": describe_machine(), "quick": quick,
                                "sections": sorted(sections), "budget": asdict(budget),
                                "sizes": {}}
+    # Each section's wall-clock time, so a stated run time (README: --quick) can be traced
+    # to what takes it.
+    timed: dict[str, float] = {}
+    results["section_seconds"] = timed
+
+    @contextmanager
+    def section(name: str) -> Iterator[None]:
+        began = time.perf_counter()
+        try:
+            yield
+        finally:
+            timed[name] = round(time.perf_counter() - began, 1)
+            _log(f"({name}: {timed[name]:g} s)")
+
     started = time.perf_counter()
     engine_sections = sections & {"flat", "paced", "snapshot", "eventlog", "replay", "memory"}
     with tempfile.TemporaryDirectory(prefix="bench-") as tmp:
         root = Path(tmp)
         if engine_sections:
-            for i, n in enumerate(sizes):
-                results["sizes"][str(n)] = _run_size(n, engine_sections, budget, root / str(i))
+            with section("engine"):
+                for i, n in enumerate(sizes):
+                    results["sizes"][str(n)] = _run_size(n, engine_sections, budget,
+                                                         root / str(i))
         if "capacity" in sections:
-            results["capacity"] = _capacity(results, sizes, quick)
+            with section("capacity"):
+                results["capacity"] = _capacity(results, sizes, quick)
         if "snapshot10k" in sections:
-            results["snapshot_10k_entities"] = _snapshot_10k(results, budget)
+            with section("snapshot10k"):
+                results["snapshot_10k_entities"] = _snapshot_10k(results, budget)
         if "seek" in sections:
-            results["seek"] = measure_seek(quick=quick, log=_log, root=root / "seek",
-                                           ticks=args.seek_ticks)
+            with section("seek"):
+                results["seek"] = measure_seek(quick=quick, log=_log, root=root / "seek",
+                                               ticks=args.seek_ticks)
     if "llm" in sections:
-        results["llm_load"] = ({"skipped": "not run in --quick (run without it)"} if quick
-                               else measure_llm_load(log=_log))
+        with section("llm"):
+            results["llm_load"] = ({"skipped": "not run in --quick (run without it)"} if quick
+                                   else measure_llm_load(log=_log))
     if "llm_cost" in sections:
-        results["llm_cost"] = measure_llm_cost(log=_log)
+        with section("llm_cost"):
+            # The smoke needs this tree's run, not the baseline commit's beside it (a
+            # second run and a git worktree): that doubled the section's time for nothing.
+            results["llm_cost"] = (measure_llm_cost(ticks=QUICK_LLM_COST_TICKS, baseline=None,
+                                                    log=_log)
+                                   if quick else measure_llm_cost(log=_log))
     if "brains" in sections:
-        results["brains_load"] = measure_brains(seconds=5.0 if quick else 60.0, log=_log)
+        with section("brains"):
+            results["brains_load"] = measure_brains(seconds=5.0 if quick else 60.0, log=_log)
     if "mesa" in sections:
-        results["mesa"] = _mesa(args, quick)
+        with section("mesa"):
+            results["mesa"] = _mesa(args, quick)
     if "web" in sections:
-        results["web"] = measure_web(quick=quick, log=_log)
+        with section("web"):
+            results["web"] = measure_web(quick=quick, log=_log)
     if "liveliness" in sections:
         seeds, ticks, window = (QUICK_LIVELINESS if quick else
                                 (LIVELINESS_SEEDS, LIVELINESS_TICKS, LIVELINESS_WINDOW))
-        results["liveliness"] = measure_liveliness(seeds, ticks, window, log=_log)
+        with section("liveliness"):
+            results["liveliness"] = measure_liveliness(seeds, ticks, window, log=_log)
     results["seconds"] = round(time.perf_counter() - started, 1)
     results["machine"]["load_average_end"] = load_average()
     return results

@@ -121,7 +121,9 @@ def measure_llm_cost(*, agents: int = 20, ticks: int = 6000, baseline: str | Non
         log(f"llm_cost: {agents} LLM agents, {ticks} ticks, this tree")
         out["now"] = summarise(_run(ROOT, agents, ticks, folder / "now.json"))
         tree = _baseline_tree(folder, baseline) if baseline else None
-        if tree is None:
+        if baseline is None:
+            out["before"] = {"skipped": "no baseline asked for (--quick runs this tree only)"}
+        elif tree is None:
             out["before"] = {"skipped": f"commit {baseline} is not available (git)"}
         else:
             try:

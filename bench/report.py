@@ -303,7 +303,7 @@ def _summary_tables(results: dict[str, Any]) -> list[Table]:
 
 def _llm_cost_table(cost: dict[str, Any]) -> Table:
     t = Table(f"What LLM agents cost: {cost['agents']} LLM agents, {cost['ticks']:,} ticks "
-              "(10 minutes of world time)",
+              f"({cost['ticks'] / 600:g} minutes of world time at 10 Hz)",
               ["code", "decisions/agent-hour", "prompt tokens/decision", "cached", "uncached",
                "answer", "$/agent-hour gpt-4o-mini", "claude-haiku-4-5", "local",
                "invalid/decision", "fallbacks/decision", "reaction p50", "reaction p95"])

@@ -61,14 +61,17 @@ class WebBudget:
     block_ticks: int = 50
     warmup_ticks: int = 100  # a new world's first ticks cost more
     first_frames: int = 5
+    big_agents: int = BIG_AGENTS
     big_warmup_ticks: int = 20
     delta_ticks: int = 20
     big_first_frames: int = 3
 
 
 FULL_WEB = WebBudget()
+# The smoke runs the same code on a smaller big world: making and serving 10,000 agents
+# took most of the section's time in --quick, and --quick checks that it runs, not sizes.
 QUICK_WEB = WebBudget(rounds=1, block_ticks=30, warmup_ticks=20, first_frames=3,
-                      big_warmup_ticks=3, delta_ticks=5, big_first_frames=2)
+                      big_agents=2000, big_warmup_ticks=3, delta_ticks=5, big_first_frames=2)
 
 
 class TimedLoop(TickLoop):
@@ -431,9 +434,10 @@ def _deltas(loop: TimedLoop, server: WebServer, ticks: int) -> dict[str, Any]:
 
 async def _big(budget: WebBudget, clients: ClientProcess, root: Path,
                log: Callable[[str], None]) -> dict[str, Any]:
-    world, config, info = build_world(BIG_AGENTS, root, budget.big_warmup_ticks)
+    agents = budget.big_agents
+    world, config, info = build_world(agents, root, budget.big_warmup_ticks)
     config = config.replace(web={"port": 0}, persistence={"enabled": False})
-    log(f"web: {BIG_AGENTS} agents ({info['map']} map, {info['entities']} entities): "
+    log(f"web: {agents} agents ({info['map']} map, {info['entities']} entities): "
         f"deltas over {budget.delta_ticks} ticks, {budget.big_first_frames} first frames")
     session = Session(config, world)
     loop = TimedLoop(session.loop)
@@ -451,11 +455,11 @@ async def _big(budget: WebBudget, clients: ClientProcess, root: Path,
     finally:
         session.close()
         world.close()
-    log(f"web: {BIG_AGENTS} agents: delta {deltas['bytes']['median'] / 1000:.0f} KB per tick "
+    log(f"web: {agents} agents: delta {deltas['bytes']['median'] / 1000:.0f} KB per tick "
         f"(max {deltas['bytes']['max'] / 1000:.0f}), frame {deltas['frame_ms']['p50']} ms, "
         f"keyframe {deltas['keyframe']['bytes'] / 1e6:.2f} MB, first frame "
         f"{first['median_ms']} ms")
-    return {"agents": BIG_AGENTS, "map": info["map"], "entities": info["entities"],
+    return {"agents": agents, "map": info["map"], "entities": info["entities"],
             "deltas": deltas, "first_frame": first}
 
 

@@ -44,7 +44,7 @@ class FakeRunner:
         self.batches: list[tuple[int, bool]] = []
 
     def run(self, calls: Sequence[AbilityCall], *, replaying: bool, steps: int,
-            alloc: int) -> list[AbilityResult]:
+            alloc: int, tick_steps: int = 0) -> list[AbilityResult]:
         self.calls.extend(calls)
         self.batches.append((len(calls), replaying))
         return [self.script(c) for c in calls]
@@ -92,7 +92,7 @@ class PinnedRunner:
         self.calls: list[AbilityCall] = []
 
     def run(self, calls: Sequence[AbilityCall], *, replaying: bool, steps: int,
-            alloc: int) -> list[AbilityResult]:
+            alloc: int, tick_steps: int = 0) -> list[AbilityResult]:
         from agent_world.sandbox.compiler import compile_ability
         from agent_world.sandbox.runtime import Meter, build_globals
 

@@ -42,7 +42,7 @@ def _config(tmp_path: Path) -> Config:
     return saving_config(tmp_path, snapshot_interval_ticks=1000).replace(
         world={"personality_mix": {"aggressive": 0, "cautious": 1, "gatherer": 0,
                                    "trader": 0}},
-        sandbox={"call_timeout_ms": 40, "tick_budget_ms": 2000},
+        sandbox={"call_timeout_ms": 40},
         abilities={"step_budget": 10**7, "kills_to_disable": 1})
 
 

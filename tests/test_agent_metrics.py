@@ -25,12 +25,14 @@ FOOD = {k for k, spec in ITEMS.items() if spec.category == "food"}
 
 def test_the_figures_agree_with_the_events_they_count() -> None:
     world = World.create(Config(), seed=8)
-    food = eaten = deaths = offers = 0
+    food = eaten = deaths = offers = second_hand = 0
     for _ in range(2000):
         for event in world.step().events:
             kind = event["type"]
             if kind == "pickup" and event["item"] in FOOD:
-                food += event["qty"]
+                # Units carried before are picked up again, not gathered.
+                second_hand += event.get("second_hand", 0)
+                food += event["qty"] - event.get("second_hand", 0)
             elif kind == "harvest" and event["item"] in FOOD:
                 food += 1
             elif kind == "eat":
@@ -41,6 +43,7 @@ def test_the_figures_agree_with_the_events_they_count() -> None:
                 offers += 1
     totals = world.metrics.by("brain")["builtin"]
     assert totals["food_gathered"] == food > 0
+    assert second_hand > 0  # dropped goods were picked up again, and not counted
     assert totals["eaten"] == eaten and totals["deaths"] == deaths
     assert totals["trades_offered"] == offers
     assert totals["walked"] > 0
@@ -124,6 +127,10 @@ def test_top_and_metrics_at_the_console(tmp_path: Path) -> None:
         assert f"#{best[0]}" in lines[2]
         assert run("/top wlaked")[0].startswith("error: unknown metric 'wlaked'")
         assert "did you mean 'walked'" in run("/top wlaked")[0]
+        # 'gold' is what a reader of the metrics' descriptions tries (issue 29).
+        assert run("/top gold 3") == [
+            "error: unknown metric 'gold' (/top lists them); the metrics with 'gold' in their "
+            "name: gold_earned, gold_spent (usage: /top [METRIC] [N])"]
         assert run("/metrics")[0].startswith("metrics by brain")
         mine = run(f"/metrics {best[0]}")
         assert any(line.split()[:2] == ["walked", f"{best[1]:,.0f}"] for line in mine)

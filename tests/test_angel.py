@@ -10,7 +10,13 @@ from pathlib import Path
 import pytest
 from helpers import EMPTY_WORLD, add_agent, give_plan, of_type
 
-from agent_world.angel import AbilityRequest, Angel, LLMGenerator, TemplateGenerator
+from agent_world.angel import (
+    AbilityRequest,
+    Angel,
+    FallbackGenerator,
+    LLMGenerator,
+    TemplateGenerator,
+)
 from agent_world.angel.generators import CannotWrite, build_prompt, extract_code
 from agent_world.angel.templates import TEMPLATES, ability_name
 from agent_world.app import Session, choose_generator
@@ -18,6 +24,7 @@ from agent_world.config import Config, ConfigError
 from agent_world.core import components as c
 from agent_world.core.world import World
 from agent_world.sandbox import AbilityChecker, Sandbox
+from agent_world.types import ProviderError
 
 ANSWER_TIMEOUT_S = 30.0
 
@@ -110,13 +117,18 @@ def test_a_name_and_description_say_what_the_effects_do(template, checker) -> No
 
 
 class ScriptedModel:
-    def __init__(self, *answers: str) -> None:
+    """Answers in turn; an exception among the answers is raised (a failed call)."""
+
+    def __init__(self, *answers: str | Exception) -> None:
         self.answers = list(answers)
         self.prompts: list[str] = []
 
     def complete(self, prompt: str) -> str:
         self.prompts.append(prompt)
-        return self.answers.pop(0)
+        answer = self.answers.pop(0)
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
 
 
 GOOD = '''Here you are:
@@ -166,10 +178,33 @@ def test_the_angel_feeds_failures_back_and_accepts_the_fixed_source(tmp_path) ->
 
 def test_the_generator_follows_the_configuration() -> None:
     assert isinstance(choose_generator(Config(), None), TemplateGenerator)
-    assert isinstance(choose_generator(Config(), ScriptedModel()), LLMGenerator)
+    llm_first = choose_generator(Config(), ScriptedModel())
+    assert isinstance(llm_first, FallbackGenerator)  # the templates write if it cannot
+    assert isinstance(llm_first.primary, LLMGenerator)
+    assert isinstance(llm_first.fallback, TemplateGenerator)
     llm = Config().replace(llm={"provider": "openai", "model": "m"}, angel={"generator": "llm"})
     with pytest.raises(ConfigError, match="needs an LLM provider"):
         choose_generator(llm, None)
+
+
+def test_the_templates_write_while_the_llm_cannot_answer_and_it_is_said_once() -> None:
+    said: list[str] = []
+    down = ProviderError("connect", "Cannot connect to host 127.0.0.1:9")
+    model = ScriptedModel(down, down, GOOD)
+    writer = choose_generator(Config(), model, report=said.append)
+    gust = AbilityRequest(request=1, agent=3, text="a gust of wind that pushes someone away")
+    assert "push" in writer.write(gust, [])  # the templates' gust
+    assert "push" in writer.write(gust, [])
+    assert 'NAME = "spark"' in writer.write(gust, [])  # the model again
+    assert isinstance(writer, FallbackGenerator) and writer.fallbacks == 2
+    assert said == ["angel: the LLM cannot write abilities now (connect: Cannot connect to "
+                    "host 127.0.0.1:9); the templates write them until it answers again",
+                    "angel: the LLM answers again; it writes the abilities (2 written by the "
+                    "templates meanwhile)"]
+    dragon = AbilityRequest(request=2, agent=3, text="summon a dragon")
+    model.answers.append(down)
+    with pytest.raises(CannotWrite, match=r"^the LLM cannot answer \(connect: .*\), and "):
+        writer.write(dragon, [])
 
 
 # -- the angel in a running world --------------------------------------------------------------

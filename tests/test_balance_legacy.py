@@ -15,6 +15,7 @@ import pytest
 from ability_helpers import FakeRunner, returns
 
 from agent_world.config import Config, legacy_values
+from agent_world.core import components as c
 from agent_world.core.world import World
 from agent_world.sandbox.host import load_builtins
 
@@ -22,8 +23,9 @@ NEW_GAME = ("brain_version", "carry_capacity", "food_spoilage", "ground_item_lif
             "market_fee", "gold_upkeep_per_hour", "upkeep_free_gold", "weapon_wear",
             "estate_dues", "inheritance", "lifespan_ticks", "ability_requests_per_hour",
             "agent_metrics", "hazard_damage", "recipes", "craft_ticks", "capture_radius",
-            "capture_ticks", "team_channel_size", "team_message_chars")
+            "capture_ticks", "team_channel_size", "team_message_chars", "metrics_version")
 NEW_WORLD = ("immigrants_fill_mix", "hazard_tiles_per_1000_tiles", "capture_points")
+NEW_ABILITIES = ("tick_steps",)
 
 
 def test_every_new_setting_has_the_legacy_value_of_the_old_rules() -> None:
@@ -36,7 +38,9 @@ def test_every_new_setting_has_the_legacy_value_of_the_old_rules() -> None:
         # The scenario mechanics are off unless set (no hazards, recipes or points): their
         # numbers keep their defaults.
         "hazard_damage": 1.0, "recipes": {}, "craft_ticks": 20, "capture_radius": 2,
-        "capture_ticks": 30, "team_channel_size": 16, "team_message_chars": 80}
+        "capture_ticks": 30, "team_channel_size": 16, "team_message_chars": 80,
+        # Metrics as they counted before (every pickup, hit and capture).
+        "metrics_version": 1}
     assert legacy_values("world")["immigrants_fill_mix"] is False
     new = Config().game
     assert new.brain_version == 2 and new.carry_capacity > 0 and new.market_fee > 0
@@ -44,8 +48,10 @@ def test_every_new_setting_has_the_legacy_value_of_the_old_rules() -> None:
 
 def _saved_before(seed: int) -> tuple[bytes, World]:
     """A new world as the program before these rules made it, saved, and loaded again."""
-    old_rules = Config().replace(game={k: legacy_values("game")[k] for k in NEW_GAME},
-                                 world={"immigrants_fill_mix": False})
+    old_rules = Config().replace(
+        game={k: legacy_values("game")[k] for k in NEW_GAME},
+        abilities={k: legacy_values("abilities")[k] for k in NEW_ABILITIES},
+        world={"immigrants_fill_mix": False})
     world = World.create(old_rules, seed=seed)
     state = json.loads(world.state_bytes())
     world.close()
@@ -53,6 +59,8 @@ def _saved_before(seed: int) -> tuple[bytes, World]:
         del state["config"]["game"][key]
     for key in NEW_WORLD:
         del state["config"]["world"][key]
+    for key in NEW_ABILITIES:
+        del state["config"]["abilities"][key]
     saved = json.dumps(state, separators=(",", ":")).encode()
     return saved, World.from_state(json.loads(saved))
 
@@ -128,5 +136,83 @@ def test_a_new_world_keeps_its_new_rules_and_brain_memory_through_a_save() -> No
             again.step()
         assert again.state_hash() == world.state_hash()
         again.close()
+    finally:
+        world.close()
+
+
+# -- metrics counted before game.metrics_version ---------------------------------------------
+
+METRICS_WORLD = {"size": [40, 40], "starting_agents": 10, "capture_points": 2}
+
+
+def _saved_with_old_metrics(seed: int) -> World:
+    """A new world with metrics on, saved as the program before ``game.metrics_version``
+    saved it (no such key in its rules), and loaded again."""
+    world = World.create(Config().replace(world=METRICS_WORLD), seed=seed)
+    state = json.loads(world.state_bytes())
+    world.close()
+    state["config"]["game"].pop("metrics_version", None)
+    for key in NEW_ABILITIES:  # added since, too
+        state["config"]["abilities"].pop(key)
+    return World.from_state(state)
+
+
+def _metric_farming(world: World, tick: int, names: dict[str, int]) -> None:
+    """Inputs that hit every rule the metrics version changed: a farmer that drops its
+    berries and picks them up again, a red agent that strikes its teammate, and teams that
+    go for two capture points."""
+    if tick == 1:
+        for name, team in (("Rua", "red"), ("Rob", "red"), ("Bea", "blue"), ("Bo", "blue")):
+            world.inbox.submit("spawn", {"kind": "agent", "name": name, "team": team,
+                                         "personality": "aggressive"})
+        world.inbox.submit("spawn", {"kind": "agent", "name": "Farmer",
+                                     "personality": "cautious"})
+        return
+    if tick == 2:
+        names.update({n: world.find_agent(n) or 0 for n in ("Rua", "Rob", "Farmer")})
+        world.inbox.submit("give", {"target": names["Farmer"], "item": "berries", "qty": 5})
+        world.inbox.submit("give", {"target": names["Farmer"], "item": "gold", "qty": 9})
+        return
+    farmer = names.get("Farmer", 0)
+    if tick % 10 == 0 and world.alive(farmer):
+        inv = world.store.get(farmer, c.Inventory)
+        pos = world.store.get(farmer, c.Position)
+        here = sorted(world.items_grid.at(pos.x, pos.y))
+        if inv.count("berries"):
+            action = {"name": "drop", "args": {"item": "berries", "qty": inv.count("berries")}}
+        elif inv.gold:
+            action = {"name": "drop", "args": {"item": "gold", "qty": inv.gold}}
+        elif here:
+            action = {"name": "pickup", "args": {"target": here[0]}}
+        else:
+            return
+        world.inbox.submit("plan", {"agent": farmer, "actions": [action]})
+    rua, rob = names.get("Rua", 0), names.get("Rob", 0)
+    if tick % 200 == 0 and world.alive(rua) and world.alive(rob):
+        world.inbox.submit("plan", {"agent": rua,
+                                    "actions": [{"name": "attack", "args": {"target": rob}}]})
+
+
+@pytest.mark.parametrize(("seed", "hashes"), [
+    (11, {0: "3ff2c6fa98d0965b1385b5cdeef87fb1", 1000: "b6cb2eca42f710f81a937ba10d8938a0",
+          3000: "c4774212d90ac038019d14d504ecd50f"}),
+])
+def test_a_world_saved_before_the_metrics_version_counts_as_it_did(
+        seed: int, hashes: dict[int, str]) -> None:
+    # The hashes and the farmer's figures were computed by the program before the setting
+    # (commit 81e471e), where every pickup, hit and capture counted.
+    world = _saved_with_old_metrics(seed)
+    names: dict[str, int] = {}
+    try:
+        assert world.metrics.enabled
+        seen = {0: world.state_hash()}
+        for tick in range(1, 3001):
+            _metric_farming(world, tick, names)
+            world.step()
+            if tick in hashes:
+                seen[tick] = world.state_hash()
+        assert seen == hashes
+        farmer = world.metrics.of(names["Farmer"])
+        assert (farmer["food_gathered"], farmer["gold_earned"]) == (404.0, 3996.0)
     finally:
         world.close()

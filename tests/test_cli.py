@@ -111,6 +111,53 @@ def test_world_log_has_tick_stamped_lines(tmp_path: Path) -> None:
     assert len(lines) > 2  # some world events between start and stop
 
 
+def test_each_world_and_each_no_save_run_logs_to_a_file_of_its_own(tmp_path: Path) -> None:
+    # Issue 29: a --no-save run wrote into the running default world's logs/world.log, so
+    # the file's ticks jumped back and forth. One writer per file now.
+    logs = tmp_path / "logs"
+    saved = run_main(tmp_path, "--headless", "--ticks", "30")
+    other = run_main(tmp_path, "--headless", "--ticks", "30", "--world", "other")
+    throwaway = [run_main(tmp_path, "--headless", "--ticks", "30", "--no-save")
+                 for _ in range(2)]
+    for result in (saved, other, *throwaway):
+        assert result.returncode == 0, result.stderr
+    assert f"world log:   {logs / 'world.log'}  " in saved.stderr
+    assert f"world log:   {logs / 'world-other.log'}  " in other.stderr
+    nosave = sorted((logs / "nosave").iterdir())
+    assert len(nosave) == 2 and all(re.fullmatch(r"default-\d+\.log", p.name) for p in nosave)
+    for result in throwaway:
+        (named,) = [p for p in nosave if f"world log:   {p}  " in result.stderr]
+        ticks = [t for t, _ in log_lines(named)]
+        assert ticks[0] == 0 and ticks[-1] == 30 and ticks == sorted(ticks)
+    for path in (logs / "world.log", logs / "world-other.log"):
+        ticks = [t for t, _ in log_lines(path)]
+        assert ticks[0] == 0 and ticks[-1] == 30 and ticks == sorted(ticks), path
+
+
+def test_no_save_runs_keep_only_the_latest_logs_of_finished_runs(tmp_path: Path) -> None:
+    folder = tmp_path / "logs" / "nosave"
+    folder.mkdir(parents=True)
+    # Process ids past the kernel's largest are never running: finished runs' logs.
+    gone = int(Path("/proc/sys/kernel/pid_max").read_text()) + 1
+    finished = [folder / f"default-{gone + n}.log" for n in range(12)]
+    for n, path in enumerate(finished):
+        path.write_text("old\n", encoding="utf-8")
+        os.utime(path, (1_000_000 + n, 1_000_000 + n))
+    rotated = folder / f"default-{gone}.log.1"  # an older part of the oldest run's log
+    rotated.write_text("rotated\n", encoding="utf-8")
+    os.utime(rotated, (999_999, 999_999))
+    running = folder / f"default-{os.getpid()}.log"  # this test's own process: running
+    running.write_text("still going\n", encoding="utf-8")
+    os.utime(running, (1, 1))  # the oldest of all
+    result = run_main(tmp_path, "--headless", "--ticks", "5", "--no-save")
+    assert result.returncode == 0, result.stderr
+    left = {p.name for p in folder.iterdir()}
+    assert {p.name for p in finished[-10:]} <= left  # the newest ten finished ones
+    assert running.name in left  # a run still going keeps its log, however old
+    assert not {f"default-{gone}.log", f"default-{gone}.log.1", f"default-{gone + 1}.log"} & left
+    assert len(left) == 12  # and the log of the run that pruned
+
+
 def test_same_seed_same_hash_whatever_the_hash_seed(tmp_path: Path) -> None:
     # separate folders: each run makes a new world (an existing save would be resumed)
     a = summary(run_main(tmp_path / "a", "--headless", "--ticks", "200", "--seed", "3",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import subprocess
 import sys
 from pathlib import Path
@@ -65,7 +66,8 @@ def test_an_internal_error_is_one_line_with_the_traceback_kept(
         raise RuntimeError("a bug in the program")
 
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr(cli, "_ability_main", broken)
+    monkeypatch.setitem(cli.SUBCOMMANDS, "ability",
+                        dataclasses.replace(cli.SUBCOMMANDS["ability"], run=broken))
     assert cli.main(["ability", "check", "x.py"]) == 70
     (line,) = capsys.readouterr().err.strip().splitlines()
     assert line.startswith("error: an internal error stopped the program (RuntimeError: a bug "
@@ -77,5 +79,21 @@ def test_an_internal_error_is_one_line_with_the_traceback_kept(
 
 def test_help_names_every_command() -> None:
     text = cli.build_parser().format_help()
-    for command in ("replay saves/NAME", "ability check FILE.py", "worlds [list | delete"):
+    for command in ("replay saves/NAME", "ability check FILE.py", "worlds [list | delete",
+                    "eval SCENARIO"):
         assert command in text, command
+    # Every command main.py dispatches is in --help, because both come from one table.
+    for name in cli.SUBCOMMANDS:
+        assert f"python main.py {name} " in text, f"{name} is missing from --help"
+    assert {line.split()[2] for line in text.splitlines()
+            if line.startswith("  python main.py ")} == set(cli.SUBCOMMANDS)
+
+
+def test_every_command_runs_through_the_table(capsys: pytest.CaptureFixture[str]) -> None:
+    # --help of each command exits 0 from its own parser: the table's dispatch reaches it.
+    for name, command in cli.SUBCOMMANDS.items():
+        with pytest.raises(SystemExit) as done:
+            cli.main([name, "--help"])
+        assert done.value.code == 0, name
+        assert capsys.readouterr().out.startswith(f"usage: python main.py {name}"), name
+        assert command.parser().prog == f"python main.py {name}"

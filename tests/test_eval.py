@@ -132,3 +132,18 @@ def test_the_command_line_checks_everything_before_it_starts(tmp_path: Path) -> 
     assert (tmp_path / "res" / "results.md").exists()
     assert sorted(p.name for p in (tmp_path / "res" / "saves").iterdir()) == [
         "survival-builtin-1", "survival-builtin-2"]
+
+
+def test_in_an_episode_a_deadline_only_stops_a_brain_that_hangs(tmp_path: Path) -> None:
+    """A deadline too short for any sandbox call would fault every policy decision in a
+    live world; an episode waits for its decisions, so it gives the brain time and scores
+    it as if the machine were quiet."""
+    scenario = short("foraging", ticks=200)
+    hurried = Config().replace(brains={"deadline_ms": 1})
+    rushed = run_episode(scenario, "policy:forager", 5, tmp_path / "a", base=hurried)
+    calm = run_episode(scenario, "policy:forager", 5, tmp_path / "b")
+    assert rushed.metrics["decisions"] > 0 and rushed.metrics["decision_faults"] == 0
+    def timeless(metrics: dict[str, float]) -> dict[str, float]:
+        return {k: v for k, v in metrics.items() if not k.startswith("latency_")}
+
+    assert (rushed.score, timeless(rushed.metrics)) == (calm.score, timeless(calm.metrics))

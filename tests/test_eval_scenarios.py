@@ -112,7 +112,7 @@ def test_a_bad_team_or_end_is_one_line_naming_it(tmp_path: Path, text: str,
 def test_an_unknown_team_brain_is_refused_before_any_episode(tmp_path: Path) -> None:
     path = tmp_path / "ghosts.yaml"
     path.write_text("name: ghosts\nteams:\n  red: {count: 1, brain: subject}\n"
-                    "  blue: {count: 1, brain: ghost}\nscore: {walked: 1}\n")
+                    "  blue: {count: 1, brain: ghost}\nscore: {ticks_alive: 1}\n")
     done = subprocess.run([sys.executable, str(MAIN), "eval", str(path)], cwd=tmp_path,
                           capture_output=True, text=True, timeout=300, check=False)
     assert done.returncode == 2

@@ -5,6 +5,8 @@ against a real HTTP server standing in for the LLM)."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
+import re
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -13,10 +15,12 @@ from typing import Any
 
 import pytest
 
+from agent_world import cli
 from agent_world.agents import observe
 from agent_world.agents.registry import load_brains
 from agent_world.app import Session
 from agent_world.config import Config, load_config
+from agent_world.eval import load_scenario, run_episode
 from agent_world.persistence import open_world
 from tests.helpers import add_agent, small_world
 from tests.llm_helpers import KEY, KEY_ENV
@@ -80,6 +84,54 @@ def test_the_forager_gathers_and_eats_by_naming_actions(tmp_path: Path) -> None:
         session.close()
     actions = {a["name"] for plan in brain_plans(config, "forager") for a in plan["actions"]}
     assert actions & {"pickup", "use", "eat"}, actions  # it forages, not only wanders
+
+
+@pytest.mark.parametrize("everything", [False, True])
+def test_the_world_log_sums_up_decisions_a_minute_at_a_time(tmp_path: Path,
+                                                             everything: bool) -> None:
+    # Issue 29: the example brains wrote a "decides:" line per decision (78 in the first
+    # seconds). Now one line a minute of world time (600 ticks) sums them up; each one is
+    # logged only with log.everything. The event log keeps every decision either way.
+    config = example_config(tmp_path, "forager").replace(log={"everything": everything})
+    session = open_session(config)
+    brains = session.brains
+    assert brains is not None
+    try:
+        run(session, 1300, lambda: session.world.tick >= 1300, wall_s=120.0)
+        ticks = session.world.tick
+    finally:
+        session.close()
+    decided = len(brain_plans(config, "forager"))
+    assert decided > 30
+    log = (tmp_path / "logs" / "world.log").read_text(encoding="utf-8").splitlines()
+    each = [line for line in log if " decides: " in line]
+    digests = [re.search(r"brain +(\d+) decisions? by (\d+) agents? in ticks (\d+)\.\.(\d+): ",
+                         line) for line in log]
+    found = [m for m in digests if m is not None]
+    assert len(each) == (decided if everything else 0)
+    # Minutes 1..600 and 601..1200, then the rest when the brains stopped with the world.
+    assert [(int(m.group(3)), int(m.group(4))) for m in found] == [
+        (1, 600), (601, 1200), (1201, ticks)]
+    assert sum(int(m.group(1)) for m in found) == decided
+    assert all(int(m.group(2)) <= 4 for m in found)  # the example's four forager agents
+
+
+def test_the_forager_never_drops_food_to_pick_it_up_again(tmp_path: Path) -> None:
+    # It used to say "use" beside rocks (the nearest object with stock), fill its pack with
+    # stone and iron, and between its decisions its built-in brain dropped food to lighten
+    # it, which the forager picked up again: thousands of pickups an episode in foraging.
+    config = load_config(EXAMPLES / "forager.yaml").replace(brains={"path": str(EXAMPLES)})
+    scenario = dataclasses.replace(load_scenario("foraging"), ticks=1500)
+    episode = run_episode(scenario, "forager", 1, tmp_path, base=config)
+    log = records(Path(episode.folder))
+    subjects = {r["agent"] for r in log if r.get("type") == "spawn"
+                and r.get("brain") == "forager"}
+    mine = [r for r in log if r.get("agent") in subjects and r.get("kind") == "event"]
+    picked = sum(r["qty"] for r in mine if r["type"] == "pickup")
+    assert len(subjects) == 6 and picked > 0
+    assert [r for r in mine if r["type"] == "drop"] == []
+    assert sum(r.get("second_hand", 0) for r in mine if r["type"] == "pickup") == 0
+    assert 0 < episode.metrics["food_gathered"] < 30  # what gathering gets, no more
 
 
 def test_the_trader_offers_goods_and_holds_grudges(tmp_path: Path) -> None:
@@ -147,6 +199,31 @@ def test_the_reflective_agent_recalls_reflects_and_shows_its_trace(
         assert any("learned" in str(r) for r in prompts)  # the reflection's question
     plans = brain_plans(config, "reflective")
     assert plans and all(p["trace"] for p in plans)
+
+
+def test_the_banner_counts_the_agents_on_llm_brains_and_their_cost(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The reflective example's banner said "0 LLM agents, ~$0.00/hour" while its agents
+    # called the model: an LLMBrain's agents ask the LLM too.
+    monkeypatch.setenv(KEY_ENV, KEY)
+    with fake_llm_server() as server:
+        config = example_config(
+            tmp_path, "reflective",
+            llm={"base_url": server.base_url, "model": "gpt-4o-mini", "api_key_env": KEY_ENV})
+        opened = open_world(config)
+        session = Session(config, opened.world, folder=opened.folder,
+                          brains=load_brains(config.brains, llm=config.llm.enabled))
+        try:
+            lines = cli._banner(session, opened).splitlines()
+        finally:
+            session.close()
+    (llm,) = [line for line in lines if line.startswith("  LLM: ")]
+    assert llm.endswith(", 0 LLM agents, 2 agents on LLM brain reflective"), llm
+    (cost,) = [line for line in lines if line.startswith("  LLM cost: ")]
+    # 2 agents x (a decision every brains.think_interval_ticks (50) and a reflection every
+    # 300 ticks) at 10 Hz: 720 + 120 calls an hour each.
+    assert "2 agents on LLM brain reflective x ~840 calls/hour" in cost, cost
+    assert "$0.00/hour" not in cost and "llm.tokens_per_hour" in cost, cost
 
 
 def test_an_llm_brain_without_an_llm_stops_start_up_naming_it(tmp_path: Path) -> None:

@@ -295,8 +295,7 @@ def _twin_after_failure(ticks: int) -> dict[str, object]:
 
 @pytest.fixture(scope="module")
 def hostile_runner():
-    cfg = Config().replace(sandbox={"call_timeout_ms": 80, "tick_budget_ms": 2000,
-                                    "memory_mb": 256}).sandbox
+    cfg = Config().replace(sandbox={"call_timeout_ms": 80, "memory_mb": 256}).sandbox
     r = SandboxRunner(cfg)
     yield r
     r.close()

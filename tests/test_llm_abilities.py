@@ -67,6 +67,34 @@ def test_the_angel_writes_with_the_configured_model(tmp_path: Path,
     assert [r["data"]["name"] for r in logged] == ["gust"]
 
 
+def test_with_its_llm_unreachable_the_angel_writes_with_its_templates(
+        tmp_path: Path, server: FakeLLMServer) -> None:
+    # Issue 29: with the endpoint down, every request was refused after its tries; the
+    # templates, which a world without an LLM uses, now write what the LLM cannot.
+    config = llm_config(tmp_path, server, agents=0, max_retries=0).replace(
+        angel={"generator": "auto"})
+    server.stop()  # nothing listens at the configured address any more
+    opened = open_world(config)
+    session = Session(config, opened.world, folder=opened.folder,
+                      sandbox=Sandbox(config, wait=True))
+    try:
+        assert session.angel is not None and session.angel_link is not None
+        assert session.angel.generator.name == "llm, or templates when it cannot answer"
+        session.angel_link.request("a gust of wind that pushes someone away")
+        assert wait_for(lambda: session.angel is not None
+                        and session.angel.stats()["accepted"] == 1, wall_s=60)
+        stats = session.angel.stats()
+        assert stats["written by the fallback"] == 1 and stats["refused"] == 0, stats
+        asyncio.run(session.loop.run(max_ticks=2, paced=False))
+    finally:
+        session.close()
+    logged = [r for r in records(tmp_path / "saves" / "w")
+              if r["kind"] == "input" and r["type"] == "ability"]
+    assert len(logged) == 1 and "push" in logged[0]["data"]["source"]
+    log = (tmp_path / "logs" / "world.log").read_text(encoding="utf-8")
+    assert "angel: the LLM cannot write abilities now (connect: " in log, log
+
+
 def test_llm_agents_are_told_the_abilities_they_may_use(tmp_path: Path,
                                                        server: FakeLLMServer) -> None:
     session = _session(tmp_path, server)

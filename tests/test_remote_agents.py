@@ -28,6 +28,7 @@ from typing import Any
 import aiohttp
 import orjson
 import pytest
+from aiohttp import web
 
 from agent_world.config import Config
 from agent_world.console.commands import Console
@@ -198,7 +199,8 @@ def test_the_token_in_the_header_or_the_first_message_opens_the_door(tmp_path: P
 
 @pytest.mark.parametrize(("how", "named"), [
     ("wrong token in the first message", "unauthorized: wrong token"),
-    ("wrong token in the header, then nothing", "none came within"),
+    # A wrong header is refused at once (a user's client waited 10 s for nothing).
+    ("wrong token in the header, then nothing", "wrong token (the Authorization header)"),
     ("nothing at all", "none came within"),
     ("a ping first", "the first message must be"),
     ("a claim first", "the first message must be"),
@@ -780,6 +782,49 @@ def test_the_python_example_from_the_command_line(tmp_path: Path) -> None:
                 stdout=subprocess.PIPE, stderr=subprocess.PIPE)
             out, err = await drive(s, proc)
             assert proc.returncode == 1 and "unauthorized: wrong token" in err, (out, err)
+
+            # The token in the header (the default), wrong: one line naming it, the
+            # session closed (no "Unclosed client session", no event-loop traceback).
+            proc = await asyncio.create_subprocess_exec(
+                sys.executable, str(EXAMPLES / "client.py"), "--url", ws_url(s),
+                "--token", "wrong", "--spawn", "Nix",
+                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+            out, err = await drive(s, proc)
+            assert proc.returncode == 1, (out, err)
+            assert err.splitlines() == [
+                "error: unauthorized: wrong token (the Authorization header); use the token "
+                "the world printed at start-up"], err
+    asyncio.run(go())
+
+
+def test_the_python_client_closes_its_session_when_nothing_answers(tmp_path: Path) -> None:
+    # A server that accepts the WebSocket and says nothing: connect() gives up after its
+    # reply timeout with a message, and leaves no session open.
+    async def go() -> None:
+        async def silent(request: web.Request) -> web.WebSocketResponse:
+            ws = web.WebSocketResponse()
+            await ws.prepare(request)
+            async for _msg in ws:
+                pass
+            return ws
+
+        app = web.Application()
+        app.router.add_get("/agents", silent)
+        runner = web.AppRunner(app)
+        await runner.setup()
+        site = web.TCPSite(runner, "127.0.0.1", 0)
+        await site.start()
+        port = runner.addresses[0][1]
+        client_mod = example_client()
+        client = client_mod.AgentClient(f"ws://127.0.0.1:{port}/agents", "t",
+                                        reply_timeout=0.2)
+        try:
+            with pytest.raises(client_mod.Disconnected, match=r"said nothing within 0\.2 s"):
+                async with client:
+                    raise AssertionError("connected to a silent server")
+            assert client._session is None and client.closed
+        finally:
+            await runner.cleanup()
     asyncio.run(go())
 
 

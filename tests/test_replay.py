@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -60,6 +61,25 @@ def test_replay_to_a_tick_prints_that_ticks_hash(tmp_path: Path, capsys) -> None
     assert "ends at tick 200" in capsys.readouterr().err
 
 
+def test_replay_to_a_saved_tick_says_it_was_loaded_not_replayed(tmp_path: Path,
+                                                               capsys) -> None:
+    # Issue 29: `replay NAME --to 3000` on a world past it printed "OK: replayed no ticks
+    # ... 0.0x real time": the state was a saved one, loaded, and nothing was replayed.
+    cfg = saving_config(tmp_path)
+    folder = _saved(tmp_path)
+    assert run_replay(folder, cfg, to=100, playback=None) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert re.fullmatch(r"OK: tick 100 is the (snapshot|seek point) of tick 100 \(0000000100"
+                        r"\.json\.gz\), loaded and checked against its own state hash; no tick "
+                        r"needed replaying \(--from-start replays the log up to it from the "
+                        r"first snapshot, verifying it\)", lines[0]), lines
+    assert lines[1:] == [f"tick 100 state_hash {reference_hash(cfg, 100, INPUTS)}"]
+    assert run_replay(folder, cfg, to=0, playback=None) == 0
+    assert capsys.readouterr().out.splitlines()[0] == (
+        "OK: tick 0 is the world's first snapshot, loaded and checked against its own state "
+        "hash; no tick needed replaying")
+
+
 def test_playback_prints_the_world_log(tmp_path: Path, capsys) -> None:
     folder = _saved(tmp_path, ticks=60)
     assert run_replay(folder, saving_config(tmp_path), to=None, playback=1000.0) == 0
@@ -111,6 +131,24 @@ def test_fork_starts_a_new_world_and_leaves_the_original_untouched(tmp_path: Pat
     resumed = open_world(fork_cfg)
     assert resumed.world.tick == 170 and resumed.world.find_agent("Forked") is not None
     assert min(r["tick"] for r in records(branch)) == 120
+
+
+def test_a_fork_and_a_resumed_world_record_the_seed_they_have_in_both_places(
+        tmp_path: Path) -> None:
+    # Issue 29: a fork's meta.json had seed 913 beside config.world.seed 42 (the seed of
+    # the run's config, which a world made earlier does not use).
+    made = saving_config(tmp_path).replace(world={"seed": 913})
+    run_session(made, 50)
+    run_config = saving_config(tmp_path)  # seed 42: a config that did not make the world
+    assert run_config.world.seed == 42
+    opened = fork_world(SaveFolder.open(tmp_path / "saves" / "w"), 20, "branch", run_config)
+    run_session(run_config.replace(world={"name": "branch"}), 5, opened=opened)
+    run_session(run_config, 5)  # the original, resumed under the seed-42 config
+    for name in ("branch", "w"):
+        meta = SaveFolder.open(tmp_path / "saves" / name).read_meta()
+        assert meta["seed"] == meta["config"]["world"]["seed"] == 913, (name, meta["seed"])
+    branch = SaveFolder.open(tmp_path / "saves" / "branch").read_meta()
+    assert branch["config"]["world"]["name"] == "branch" and branch["origin"]["world"] == "w"
 
 
 def test_fork_past_the_end_of_the_log_or_into_an_existing_world_is_refused(

@@ -38,8 +38,7 @@ def run_here(body: str, steps: int = 20_000, alloc: int = 4_000_000) -> dict:
 
 @pytest.fixture(scope="module")
 def runner():
-    # A roomy tick budget: first calls compile their source, and a loaded machine is slow.
-    r = SandboxRunner(Config().replace(sandbox={"tick_budget_ms": 2000}).sandbox)
+    r = SandboxRunner(Config().sandbox)
     yield r
     r.close()
 
@@ -170,6 +169,62 @@ def test_size_guards_stop_values_that_would_be_built_in_c(body, reason) -> None:
     assert reason in result["reason"]
 
 
+# Work done in C in proportion to a value's size costs steps: without that, each of these
+# took from a tenth of a second to seconds of CPU within a budget of 20,000 steps.
+@pytest.mark.parametrize("body", [
+    "    xs = [0] * 60000\n    n = 0\n    for i in range(20000):\n"
+    "        if 1 in xs:\n            n = n + 1\n    return [n]\n",
+    "    s = 'ab' * 49000\n    n = 0\n    for i in range(20000):\n"
+    "        if 'abb' in s:\n            n = n + 1\n    return [n]\n",
+    "    s = 'a' * 99000\n    n = 0\n    for i in range(20000):\n"
+    "        n = n + s.count('b')\n    return [n]\n",
+    "    a = [[0] * 2000] * 40\n    b = [[0] * 2000] * 40\n    n = 0\n"
+    "    for i in range(20000):\n        if a == b:\n            n = n + 1\n    return [n]\n",
+    "    xs = [0] * 60000\n    for i in range(20000):\n        xs.sort()\n    return []\n",
+    "    t = (0,) * 60000\n    d = {}\n    for i in range(20000):\n        d[t] = i\n"
+    "    return []\n",
+    "    s = '9' * 4000\n    n = 0\n    for i in range(20000):\n        n = int(s) % 7\n"
+    "    return [n]\n",
+    "    s = '1' * 99000\n    n = 0\n    for i in range(20000):\n        n = float(s)\n"
+    "    return [n]\n",
+])
+def test_work_done_in_c_is_charged_to_the_step_budget(body) -> None:
+    out = run_here(body)
+    assert out["status"] == "error" and out["reason"] == "limit: step budget of 20000 steps spent"
+
+
+def test_small_values_cost_no_extra_steps_and_comparisons_keep_their_meaning() -> None:
+    body = ("    xs = [3, 1, 2]\n    n = 0\n    for i in range(10):\n"
+            "        if i in xs and xs != [i] and 0 <= i < 5 != i:\n            n = n + 1\n"
+            "    d = {'a': [1, 2], 'b': 'text'}\n    d['c'] = d.get('a')\n"
+            "    return [n, sorted(xs), 'b' in 'abc', (1, 2) < (1, 3), 'x'.upper(), len(d)]\n")
+    # 24 steps, as many as before comparisons and methods were charged for their values.
+    assert run_here(body) == {"status": "ok", "steps": 24,
+                              "effects": [3, [1, 2, 3], True, True, "X", 3]}
+
+
+def test_a_chained_comparison_evaluates_each_operand_once_and_stops_at_the_first_false(
+        ) -> None:
+    body = ("    seen = []\n"
+            "    def f(x):\n        seen.append(x)\n        return x\n"
+            "    a = f(1) < f(2) < f(0) < f(5)\n"
+            "    b = f(1) < f(3) <= f(3)\n"
+            "    return [a, b, seen]\n")
+    assert run_here(body)["effects"] == [False, True, [1, 2, 0, 1, 3, 3]]
+
+
+def test_an_assignment_inside_a_chained_comparison_is_refused_with_the_fix() -> None:
+    with pytest.raises(GateError, match="assign it on a line of its own"):
+        compile_ability(source("    return [0 < (n := 3) < 5]\n"))
+
+
+def test_a_call_reports_its_cpu_time(runner) -> None:
+    (result,) = runner.run([call("    x = 0\n    for i in range(5000):\n        x = x + i\n"
+                                 "    return [x]\n")], replaying=False, steps=20_000,
+                           alloc=1000)
+    assert result.status == ABILITY_OK and result.cpu_ms > 0
+
+
 def test_the_allocation_budget_is_deterministic() -> None:
     body = "    out = []\n    for i in range(60):\n        out.append('y' * 90000)\n    return []\n"
     first, second = run_here(body), run_here(body)
@@ -223,7 +278,7 @@ def test_workers_are_limited_isolated_and_hold_no_extra_files(monkeypatch) -> No
 
 
 def test_a_call_past_its_wall_time_is_killed_and_the_worker_replaced() -> None:
-    cfg = Config().replace(sandbox={"call_timeout_ms": 30, "tick_budget_ms": 1000}).sandbox
+    cfg = Config().replace(sandbox={"call_timeout_ms": 30}).sandbox
     r = SandboxRunner(cfg)
     try:
         first = [w.pid for w in r.pool.workers]
@@ -287,17 +342,20 @@ def test_results_are_the_same_in_any_worker(runner) -> None:
     assert here.status == ABILITY_OK and here.effects == there.effects
 
 
-def test_the_tick_budget_postpones_calls_and_a_replay_never_does() -> None:
-    cfg = Config().replace(sandbox={"tick_budget_ms": 5}).sandbox
-    r = SandboxRunner(cfg)
-    try:
-        slow = "    x = 0\n    for i in range(15000):\n        x = x + i\n    return []\n"
-        live = r.run([call(slow)] * 12, replaying=False, steps=100_000, alloc=1000)
-        assert "postponed" in {x.status for x in live}
-        replayed = r.run([call(slow)] * 12, replaying=True, steps=100_000, alloc=1000)
-        assert {x.status for x in replayed} == {ABILITY_OK}
-    finally:
-        r.close()
+def test_the_tick_steps_postpone_calls_the_same_way_every_time_and_a_replay_never(
+        runner) -> None:
+    slow = "    x = 0\n    for i in range(15000):\n        x = x + i\n    return []\n"
+    # Each call takes 30,001 steps (a turn and an item each time round): the calls after
+    # the one that reaches 70,000 wait.
+    for _ in range(2):
+        live = runner.run([call(slow)] * 6, replaying=False, steps=100_000, alloc=1000,
+                          tick_steps=70_000)
+        assert [x.status for x in live] == [ABILITY_OK] * 3 + ["postponed"] * 3
+        assert live[3].reason == "the tick's ability steps ran out (abilities.tick_steps)"
+        assert [x.steps for x in live] == [30_001] * 3 + [0] * 3
+    replayed = runner.run([call(slow)] * 6, replaying=True, steps=100_000, alloc=1000,
+                          tick_steps=70_000)
+    assert {x.status for x in replayed} == {ABILITY_OK}
 
 
 def test_stats_report_time_per_tick_and_per_call(runner) -> None:

@@ -443,8 +443,7 @@ def test_a_world_replays_and_resumes_in_workers_with_another_hash_seed(
         tmp_path, monkeypatch) -> None:
     config = saving_config(tmp_path, snapshot_interval_ticks=1000).replace(
         world={"personality_mix": {"aggressive": 0, "cautious": 1, "gatherer": 0,
-                                   "trader": 0}},
-        sandbox={"tick_budget_ms": 2000})
+                                   "trader": 0}})
     live_hash, live_tick = _cast_and_save(config)
     root = tmp_path / "saves" / "w"
     folder = SaveFolder.open(root)

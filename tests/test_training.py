@@ -22,7 +22,7 @@ from agent_world.policies import example_policies
 from agent_world.training.command import TrainRequest, prepare
 from agent_world.training.contract import contract_text
 from agent_world.training.source import numeric_constants, replace_values, stamp
-from agent_world.training.trainer import Trainer
+from agent_world.training.trainer import THIN, Gain, Trainer, Version, paired_gain, refusal_of
 from tests.llm_helpers import KEY, KEY_ENV
 from tests.llm_server import FakeLLMServer, fake_llm_server
 from tests.web_helpers import served, web_config
@@ -36,7 +36,7 @@ DESCRIPTION = "Stands about."
 VERSION = 1
 PARENT = None
 
-IDLE_TICKS = 20
+IDLE_TICKS = 100
 
 
 def decide(obs, memory):
@@ -87,9 +87,10 @@ def llm_config(server: FakeLLMServer, tmp_path: Path, **llm: Any) -> Config:
 
 
 def gather_request(tmp_path: Path, **fields: Any) -> TrainRequest:
+    # Three episodes: one gives no interval, and no version could be shown better.
     scenario = tmp_path / "gather.yaml"
     scenario.write_text(GATHER)
-    return TrainRequest(scenario=str(scenario), **{"code": IDLER, "episodes": 1,
+    return TrainRequest(scenario=str(scenario), **{"code": IDLER, "episodes": 3,
                                                    "workers": 1, **fields})
 
 
@@ -120,6 +121,39 @@ def test_constants_are_found_and_changed_in_place_and_metadata_is_stamped() -> N
         "NAME = 'x_v1'\nVERSION = 2\nPARENT = None\n")
 
 
+def judged(best_seeds: dict[int, float], new_seeds: dict[int, float],
+           margin: float = 0.02) -> str:
+    def version(number: int, seeds: dict[int, float]) -> Version:
+        scores = {str(k): v for k, v in seeds.items()}
+        return Version(number=number, name=f"x_v{number + 1}", parent=None, status="evaluated",
+                       summary="", score=sum(seeds.values()) / len(seeds),
+                       bundle={"score": {"per_seed": scores}})
+
+    return refusal_of(version(1, new_seeds), version(0, best_seeds), margin)
+
+
+def test_a_version_is_accepted_only_when_better_with_confidence() -> None:
+    # The run the issue found: 8.68 +- 26.43 accepted over 6.95 +- 0.87, on two episodes.
+    reason = judged({1: 6.9, 2: 7.0}, {1: 10.7, 2: 6.66})
+    assert reason.startswith(f"not accepted: {THIN}: gain +1.73 ± 26.30 per seed")
+    assert "paired over 2 seeds" in reason and "--episodes" in reason
+    one = judged({1: 5.0}, {1: 9.0})
+    assert THIN in one and "one seed gives no interval" in one
+    assert judged({1: 5.0, 2: 6.0, 3: 4.0}, {1: 5.0, 2: 6.0, 3: 4.0}).startswith(
+        "not better: score 5.00 does not beat the best's 5.00 by the margin 0.10")
+    # The same gain on every seed (the worlds are the same) is certain, however few.
+    assert judged({1: 5.0, 2: 9.0}, {1: 6.0, 2: 10.0}) == ""
+    assert judged({1: 5.0, 2: 6.0, 3: 4.0}, {1: 7.1, 2: 7.9, 3: 6.2}) == ""
+    # --margin: the gain's whole interval must clear that share of the best's score.
+    assert judged({1: 5.0, 2: 9.0}, {1: 6.0, 2: 10.0}, margin=0.2).startswith("not better")
+    # Only seeds both were evaluated on are compared.
+    assert paired_gain(Version(number=1, name="", parent=None, status="", summary="",
+                               bundle={"score": {"per_seed": {"1": 3.0, "2": 4.0}}}),
+                       Version(number=0, name="", parent=None, status="", summary="",
+                               bundle={"score": {"per_seed": {"2": 1.0, "3": 9.0}}})
+                       ) == Gain(mean=3.0, half=0.0, seeds=1)
+
+
 def test_the_packaged_contract_is_the_one_in_the_docs() -> None:
     docs = (Path(__file__).resolve().parent.parent / "docs" / "policies.md").read_text()
     assert contract_text() in docs
@@ -130,11 +164,14 @@ def test_the_packaged_contract_is_the_one_in_the_docs() -> None:
 
 
 def test_an_offline_template_run_improves_its_score(tmp_path: Path) -> None:
+    # A version is accepted only when its paired gain is clear of the margin at 95%: that
+    # takes six episodes, and a seed whose first change (FULL 6 -> 9: it gathers more before
+    # it stops) helps on every one of them.
     out = tmp_path / "run"
     done = subprocess.run(
         [sys.executable, str(MAIN), "train", "foraging", "--iterations", "3", "--episodes",
-         "2", "--ticks", "1000", "--workers", "2", "--out", str(out)],
-        cwd=tmp_path, capture_output=True, text=True, timeout=600, check=False)
+         "6", "--ticks", "1000", "--workers", "2", "--seed", "7", "--out", str(out)],
+        cwd=tmp_path, capture_output=True, text=True, timeout=900, check=False)
     assert done.returncode == 0, done.stderr
     lineage = json.loads((out / "lineage.json").read_text())
     versions = lineage["versions"]
@@ -143,11 +180,18 @@ def test_an_offline_template_run_improves_its_score(tmp_path: Path) -> None:
     best = next(v for v in versions if v["name"] == lineage["best"])
     assert best["number"] > 0 and best["status"] == "accepted"
     assert best["score"] > start["score"]
+    assert best["reason"].startswith("better with confidence: gain +")
+    assert "paired over 6 seeds" in best["reason"]
     assert "| version | name | parent | status |" in done.stdout
     assert f"best: {best['name']}" in done.stdout
     for v in versions:
         folder = Path(v["folder"])
         assert (folder / "policy.py").exists() and (folder / "result.json").exists()
+        # One number in the folder, the name and the file.
+        n = v["version"]
+        assert (folder.name, v["name"]) == (f"v{n:03d}-forager_v{n}", f"forager_v{n}")
+        source = (folder / "policy.py").read_text()
+        assert f"NAME = 'forager_v{n}'" in source and f"VERSION = {n}\n" in source
         bundle = json.loads((folder / "bundle.json").read_text())
         assert set(bundle) >= {"contract", "scenario", "score", "metrics", "mistakes",
                                "traces", "errors", "steps"}
@@ -183,18 +227,18 @@ def test_an_improving_version_is_accepted_and_a_worse_one_is_not(
     assert better.status == "accepted" and better.score > start.score
     assert worse.status == "kept" and "does not beat" in worse.reason
     assert trainer.best is better
-    assert better.parent == "idler_v0@1" and worse.parent == "idler_v1@2"
+    assert better.parent == "idler_v1@1" and worse.parent == "idler_v2@2"
     kinds = [m["type"] for m in messages]
     assert kinds.count("critique") == 2 and kinds[-1] == "done"
-    assert kinds.count("episode_summary") == 3
+    assert kinds.count("episode_summary") == 9  # three versions, three episodes each
     # The LLM was given the contract, the examples, the best source and its bundle.
     first = llm.requests[0]["body"]["messages"]
     system, prompt = first[0]["content"], first[1]["content"]
     assert contract_text().strip()[:200] in system and "Example policy forager" in system
-    assert 'NAME = "idler"' not in prompt and "NAME = 'idler_v0'" in prompt
+    assert 'NAME = "idler"' not in prompt and "NAME = 'idler_v1'" in prompt
     assert '"mistakes"' in prompt and '"score"' in prompt
     second = llm.requests[1]["body"]["messages"][1]["content"]
-    assert "NAME = 'idler_v1'" in second and "accepted" in second
+    assert "NAME = 'idler_v2'" in second and "accepted" in second
 
 
 def test_a_hostile_version_is_rejected_and_the_reason_fed_back(
@@ -221,7 +265,7 @@ def test_a_failing_or_slow_llm_does_not_stop_the_run(llm: FakeLLMServer,
     statuses = [v.status for v in trainer.versions]
     assert statuses == ["start", "failed", "failed", "accepted"]
     assert all("generator: the LLM failed" in v.reason for v in trainer.versions[1:3])
-    assert messages[-1]["type"] == "done" and messages[-1]["best"] == "idler_v3"
+    assert messages[-1]["type"] == "done" and messages[-1]["best"] == "idler_v4"
 
 
 # -- over HTTP and WebSocket ---------------------------------------------------------------

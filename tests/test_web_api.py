@@ -242,6 +242,36 @@ def test_writes_need_json_from_the_pages_own_origin_and_a_small_body(tmp_path: P
     run(go())
 
 
+def test_a_wrong_method_is_405_and_an_unknown_path_404_whatever_the_write_rules(
+        tmp_path: Path) -> None:
+    # Found by a user: POST /api/state answered 415 (the write rules ran before routing),
+    # so the answer named the content type instead of the method.
+    async def go() -> None:
+        async with served(tmp_path, token="s3cret-token") as s:
+            methods: dict[str, set[str]] = {}
+            for route in s.server.app.router.routes():
+                if route.resource is not None and route.resource.canonical.startswith("/api/"):
+                    methods.setdefault(route.resource.canonical, set()).add(route.method)
+            assert methods["/api/state"] == {"GET", "HEAD"}
+            for path, allowed in sorted(methods.items()):
+                for method in sorted({"GET", "POST", "PUT", "DELETE"} - allowed):
+                    async with s.http.request(method, s.url + path.replace("{", "").replace(
+                            "}", ""), data="x", headers={"Content-Type": "text/plain"}) as resp:
+                        body = await resp.json()
+                        assert resp.status == 405, (method, path, resp.status, body)
+                        allow = ", ".join(sorted(allowed))
+                        assert body == {"error": f"{method} is not allowed on "
+                                                 f"{resp.url.path}; use {allow}",
+                                        "status": 405}
+                        assert resp.headers["Allow"] == allow
+            async with s.http.get(s.url + "/api/commands") as resp:
+                assert resp.status == 405 and resp.headers["Allow"] == "POST"
+            async with s.http.post(s.url + "/api/nothing_here", json={}) as resp:
+                assert resp.status == 404
+                assert await resp.json() == {"error": "Not Found", "status": 404}
+    run(go())
+
+
 @pytest.mark.parametrize("path", [
     "/static/../server.py", "/static/%2e%2e/server.py", "/static/..%2fserver.py",
     "/static/%2e%2e/%2e%2e/config.py", "/static//etc/passwd", "/../config.py",

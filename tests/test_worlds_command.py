@@ -3,6 +3,7 @@ one in use, never a folder that is not a save). Real folders, real processes."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import pty
 import subprocess
@@ -12,6 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from agent_world.app import Session
 from agent_world.config import Config
 from agent_world.persistence import SaveFolder, fork_world, open_world
 from agent_world.worlds_command import main
@@ -47,7 +49,8 @@ def _run(*args: str, cwd: Path, stdin: int | None = subprocess.DEVNULL
 
 def test_the_table_lists_each_world_with_its_origin_and_holder(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    cfg, _saves, config = _setup(tmp_path)
+    cfg, saves, config = _setup(tmp_path)
+    (saves / ".gitkeep").write_text("")  # hidden: nobody's business here
     opened = open_world(cfg)  # alpha is in use by this process
     try:
         assert main(["--config", str(config)]) == 0
@@ -66,6 +69,33 @@ def test_the_table_lists_each_world_with_its_origin_and_holder(
     assert "half: a world whose creation was interrupted" in others
     assert "notes: not an Agent World save (no meta.json)" in others
     assert "readme.txt: a file, not a world" in others
+    assert ".gitkeep" not in others
+
+
+def test_last_tick_is_where_the_log_reaches_not_the_last_snapshot(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # A running world is past its latest snapshot: `worlds` showed 261 for a world near
+    # 2,500. Here the world logs 250 ticks and its only snapshot is the first, as a world
+    # running between snapshots (or killed there) leaves its folder.
+    cfg = saving_config(tmp_path, "alpha", snapshot_interval_ticks=1000)
+    opened = open_world(cfg)
+    session = Session(cfg, opened.world, folder=opened.folder)
+    try:
+        asyncio.run(session.loop.run(max_ticks=250, paced=False))
+        assert session.persistence is not None
+        session.persistence.close(final_snapshot=False, keep_lock=True)  # the log, written
+        session.persistence = None
+        assert SaveFolder.open(tmp_path / "saves" / "alpha").read_meta()["last_tick"] == 0
+        config = tmp_path / "config.yaml"
+        config.write_text(yaml.safe_dump(cfg.to_dict()))
+        assert main(["--config", str(config)]) == 0
+        (row,) = capsys.readouterr().out.splitlines()[1:]
+        assert row.split()[:2] == ["alpha", "250"], row
+        assert row.split()[-2:] == ["pid", str(os.getpid())]
+    finally:
+        assert opened.folder is not None and opened.folder.lock is not None
+        opened.folder.lock.release()
+        session.close()
 
 
 def test_the_command_line_lists_and_says_when_there_is_nothing(tmp_path: Path) -> None:

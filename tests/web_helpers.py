@@ -14,6 +14,7 @@ from agent_world.app import Session
 from agent_world.config import Config
 from agent_world.core.world import World
 from agent_world.persistence import open_world
+from agent_world.sandbox import Sandbox
 from agent_world.types import FakeClock
 from agent_world.web import WebServer
 
@@ -60,15 +61,18 @@ class Served:
 
 @contextlib.asynccontextmanager
 async def served(tmp_path: Path, *, save: bool = False, token: str | None = None,
-                 config: Config | None = None, **web: Any) -> AsyncIterator[Served]:
-    """A paused session with its web server; ``save`` gives it a save folder."""
+                 config: Config | None = None, sandbox: bool = False,
+                 **web: Any) -> AsyncIterator[Served]:
+    """A paused session with its web server; ``save`` gives it a save folder, ``sandbox``
+    the ability sandbox (and so the built-in abilities and the angel)."""
     cfg = config or web_config(tmp_path, **web)
+    box = Sandbox(cfg, wait=True) if sandbox else None
     if save:
         opened = open_world(cfg)
         session = Session(cfg, opened.world, clock=FakeClock(), folder=opened.folder,
-                          resumed=opened.resumed)
+                          resumed=opened.resumed, sandbox=box)
     else:
-        session = Session(cfg, World.create(cfg), clock=FakeClock())
+        session = Session(cfg, World.create(cfg), clock=FakeClock(), sandbox=box)
     session.loop.pause()
     server = WebServer(session, cfg.web, token=token)
     await server.start()

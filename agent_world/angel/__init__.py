@@ -7,6 +7,7 @@ and resume never call it: accepted abilities come back from the logged inputs.
 from agent_world.angel.angel import Angel
 from agent_world.angel.generators import (
     AbilityRequest,
+    FallbackGenerator,
     Generator,
     LLMGenerator,
     TextModel,
@@ -15,5 +16,5 @@ from agent_world.angel.generators import (
 )
 from agent_world.angel.templates import TemplateGenerator
 
-__all__ = ["AbilityRequest", "Angel", "Generator", "LLMGenerator", "TemplateGenerator",
-           "TextModel", "build_prompt", "extract_code"]
+__all__ = ["AbilityRequest", "Angel", "FallbackGenerator", "Generator", "LLMGenerator",
+           "TemplateGenerator", "TextModel", "build_prompt", "extract_code"]

@@ -104,6 +104,9 @@ class Angel:
                 "pending": self._open}
             if self.last_error is not None:
                 out["last_error"] = self.last_error
+            fallbacks = getattr(self.generator, "fallbacks", None)  # FallbackGenerator's
+            if fallbacks is not None:
+                out["written by the fallback"] = fallbacks
             return out
 
     # -- the thread ----------------------------------------------------------------------------

@@ -8,7 +8,7 @@ one thing the angel needs from an LLM provider: prompt in, text out.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from importlib import resources
 from typing import Protocol, runtime_checkable
@@ -17,9 +17,10 @@ from agent_world.config import AbilitiesConfig
 from agent_world.core.abilities import ARG_KINDS, STATUSES
 from agent_world.core.effects import EFFECTS
 from agent_world.core.scene import Scene
+from agent_world.types import ProviderError
 
-__all__ = ["AbilityRequest", "CannotWrite", "Generator", "Improvement", "LLMGenerator",
-           "TextModel", "build_prompt", "extract_code"]
+__all__ = ["AbilityRequest", "CannotWrite", "FallbackGenerator", "Generator", "Improvement",
+           "LLMGenerator", "TextModel", "build_prompt", "extract_code"]
 
 MAX_RESPONSE_CHARS = 40_000
 
@@ -177,3 +178,51 @@ class LLMGenerator:
         close = getattr(self.model, "close", None)  # a TextModel may hold nothing to release
         if callable(close):
             close()
+
+
+class FallbackGenerator:
+    """Writes with ``primary`` (the LLM) and, when the model cannot answer (a
+    ``ProviderError`` after the provider's own retries: unreachable, timing out, refusing),
+    writes that attempt with ``fallback`` (the templates) instead. A world whose LLM is
+    down still gets abilities, as a world without one does, instead of every request being
+    refused. Each fallback is counted; the operator is told once when the model stops
+    answering and once when it answers again."""
+
+    repeatable = False  # the model's answers are taken when they come
+
+    def __init__(self, primary: Generator, fallback: Generator, *,
+                 report: Callable[[str], None] = lambda _text: None) -> None:
+        self.primary = primary
+        self.fallback = fallback
+        self.report = report
+        self.name = f"{primary.name}, or {fallback.name} when it cannot answer"
+        self.fallbacks = 0
+        self.last_error: str | None = None
+        self._down = False
+
+    def write(self, request: AbilityRequest, feedback: Sequence[str]) -> str:
+        try:
+            source = self.primary.write(request, feedback)
+        except ProviderError as exc:
+            self.fallbacks += 1
+            self.last_error = f"{exc.kind}: {exc}"
+            if not self._down:
+                self._down = True
+                self.report(f"angel: the LLM cannot write abilities now ({self.last_error}); "
+                            f"the {self.fallback.name} write them until it answers again")
+            try:
+                return self.fallback.write(request, feedback)
+            except CannotWrite as cannot:
+                raise CannotWrite(f"the LLM cannot answer ({self.last_error}), and {cannot}"
+                                  ) from None
+        if self._down:
+            self._down = False
+            self.report(f"angel: the LLM answers again; it writes the abilities "
+                        f"({self.fallbacks} written by the {self.fallback.name} meanwhile)")
+        return source
+
+    def close(self) -> None:
+        try:
+            self.primary.close()
+        finally:
+            self.fallback.close()

@@ -52,8 +52,12 @@ class MetricsArgs:
 def _metric(word: str) -> str:
     name = word.lower()
     if name not in METRICS:
-        raise CommandError(f"unknown metric {word!r:.40} (/top lists them)"
-                           f"{did_you_mean(name, METRICS)}")
+        # A short word ('gold', 'damage') is part of the names it means, which difflib
+        # finds too far away to suggest: name those.
+        within = [metric for metric in METRICS if name and name in metric]
+        hint = (f"; the metrics with {name!r:.40} in their name: {', '.join(within)}"
+                if within else did_you_mean(name, METRICS))
+        raise CommandError(f"unknown metric {word!r:.40} (/top lists them){hint}")
     return name
 
 

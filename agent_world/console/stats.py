@@ -101,8 +101,8 @@ def _sandbox_view(raw: Mapping[str, object]) -> Figures:
     per_call = raw["ms_per_call"]
     assert isinstance(per_tick, Mapping) and isinstance(per_call, Mapping)
     return {
-        "calls": f"{raw['calls']} (killed {raw['kills']}, postponed {raw['postponed']}, "
-                 f"failed {raw['errors']})",
+        "calls": f"{raw['calls']} (stopped by a backstop {raw['kills']}, postponed "
+                 f"{raw['postponed']}, failed {raw['errors']})",
         "ms per tick": f"p50 {_value(per_tick['p50'])}, p99 {_value(per_tick['p99'])}, "
                        f"max {_value(per_tick['max'])}",
         "ms per call": f"mean {_value(per_call['mean'])}",

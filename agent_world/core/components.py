@@ -27,6 +27,7 @@ __all__ = [
     "Needs",
     "Perception",
     "Position",
+    "SecondHand",
     "Social",
     "StaticObject",
     "component_from_state",
@@ -159,6 +160,17 @@ class Item:
 
 
 @dataclass(slots=True)
+class SecondHand:
+    """How many units of a ground stack have been carried before (dropped, left by a
+    death): picking those up again is not gathering (``game.metrics_version`` 2). A stack
+    has the component only while it holds such units, so a stack of goods fresh from the
+    world keeps exactly the snapshot row it always had, and worlds counting by version 1
+    (which never mark a stack) hash as they did."""
+
+    qty: int
+
+
+@dataclass(slots=True)
 class StaticObject:
     kind: str
     stock: int = 0
@@ -183,7 +195,7 @@ def _intent_from_state(d: dict[str, Any]) -> Intent:
 COMPONENTS: dict[str, type[Any]] = {
     cls.__name__: cls
     for cls in (Position, Agent, Needs, Inventory, Intent, Combat, Perception, Social, Memory,
-                Item, StaticObject, Team)
+                Item, SecondHand, StaticObject, Team)
 }
 
 

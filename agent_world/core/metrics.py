@@ -7,6 +7,17 @@ remote clients submit (with their latency and tokens), faults from ``decision_fa
 inputs. A world saved before metrics existed runs without them (``game.agent_metrics``
 takes its legacy value, off), so it hashes as it did.
 
+No metric that a scenario may score can be raised by undoing and redoing the same thing
+(``game.metrics_version`` 2). Gathering counts goods first taken from the world (harvests,
+goods the world put on the ground), never units that were carried before (dropped, left by
+a death: a ground stack counts them, ``SecondHand``, and they are taken off it first), and
+gold picked up likewise; damage and kills on a teammate count as neither; a team's capture
+of a point counts once. Figures that are activity by nature (tiles walked, offers, trades,
+messages ...) are counted as before but may not be scored with a positive weight
+(``UNSCORABLE`` says why and what to score instead). Worlds saved before version 2 count
+by version 1 (every pickup, hit and capture), whose handlers are kept below (``_V1``), so
+they replay with the figures they had.
+
 Dead agents keep their figures, for scores over a whole episode; past ``MAX_DEAD`` the
 oldest deaths' are dropped, so a world left on for days stays bounded.
 """
@@ -23,28 +34,30 @@ from agent_world.core.items import ITEMS
 if TYPE_CHECKING:
     from agent_world.core.world import World
 
-__all__ = ["LATENCY_BUCKETS_MS", "MAX_DEAD", "METRICS", "THINKERS", "MetricsBook",
-           "percentile_of"]
+__all__ = ["LATENCY_BUCKETS_MS", "MAX_DEAD", "METRICS", "THINKERS", "UNSCORABLE",
+           "MetricsBook", "percentile_of"]
 
 METRICS: dict[str, str] = {
-    "food_gathered": "food picked up or harvested (units)",
-    "materials_gathered": "other goods picked up or harvested (units)",
+    "food_gathered": "food first taken from the world: harvested, or picked up where the "
+                     "world put it, not goods carried before (units)",
+    "materials_gathered": "other goods first taken from the world, as food_gathered (units)",
     "eaten": "meals eaten",
     "walked": "tiles walked",
-    "damage_dealt": "damage done to others",
+    "damage_dealt": "damage done to others (not to teammates)",
     "damage_taken": "damage suffered",
-    "kills": "agents it killed",
+    "kills": "agents it killed (not teammates)",
     "deaths": "times it died (0 or 1)",
     "trades_offered": "trade offers it made",
     "trades_done": "trades it took part in (either side)",
     "thefts": "thefts it committed",
     "robbed": "thefts it suffered",
-    "gold_earned": "gold received (trades, pickups, thefts, gifts)",
+    "gold_earned": "gold received (trades, thefts, gifts, and picked up where the world "
+                   "put it)",
     "gold_spent": "gold given (trades, thefts suffered, gifts)",
     "hazard_damage": "damage suffered on hazard tiles (also in damage_taken)",
     "crafted": "items it crafted",
     "crafted_value": "base value of the items it crafted (gold)",
-    "captures": "capture points its team took with it there",
+    "captures": "capture points its team took for the first time with it there",
     "team_messages": "team_say messages it sent",
     "casts": "abilities cast to effect",
     "casts_failed": "ability casts that failed",
@@ -56,6 +69,41 @@ METRICS: dict[str, str] = {
     "latency_p95": "95th percentile decision latency (ms, from buckets)",
 }
 """Every metric by name, with what it counts."""
+
+_COST = "weigh it negatively, as a cost, if at all"
+UNSCORABLE: dict[str, str] = {
+    "walked": "tiles walked back and forth count as much as a journey; score what the "
+              "walking is for (food_gathered, team_held, ticks_alive)",
+    "damage_dealt": "an agent that heals can be struck again and again (a partner that lets "
+                    "itself be hit); score kills (an agent dies once) or team_held",
+    "damage_taken": f"an agent can let a partner strike it again and again; {_COST}",
+    "hazard_damage": f"an agent can step on and off a hazard again and again; {_COST}",
+    "trades_offered": "an offer declined or left to lapse can be made again; score "
+                      "wealth_gained",
+    "trades_done": "two agents can trade the same goods back and forth; score wealth_gained",
+    "thefts": "a partner can be robbed and handed the goods back, again and again; score "
+              "wealth_gained",
+    "robbed": f"a partner can rob it and hand the goods back, again and again; {_COST}",
+    "gold_earned": "gold traded or given back and forth counts every time it arrives; score "
+                   "wealth_gained (the net gain)",
+    "gold_spent": "gold traded or given back and forth counts every time it leaves; score "
+                  "wealth_gained (the net gain)",
+    "team_messages": "a message costs nothing and can be sent again and again; score "
+                     "team_held, captures or kills",
+    "casts": "an ability can be cast again and again, whatever it achieves; score what the "
+             "casting is for",
+    "casts_failed": f"it counts failures; {_COST}",
+    "decisions": "a brain can decide as often as it is asked; score what the decisions "
+                 "achieve",
+    "decision_faults": f"it counts a brain's faults; {_COST}",
+    "tokens": f"it counts what a brain's LLM used; {_COST}",
+    "cost": f"it counts what a brain's LLM cost; {_COST}",
+    "latency_p50": f"it measures how slowly a brain decides; {_COST}",
+    "latency_p95": f"it measures how slowly a brain decides; {_COST}",
+}
+"""Metrics a scenario may not score with a positive weight: activity that undoing and redoing
+raises (or a cost), with why and what to score instead. Every other metric is counted so that
+it cannot be raised that way (tests/test_metric_farming.py tries)."""
 COUNTED = tuple(name for name in METRICS if not name.startswith("latency_"))
 THINKERS = frozenset({"llm", "brain", "remote"})  # plan sources that are decisions
 LATENCY_BUCKETS_MS = (10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10_000, 30_000)
@@ -81,11 +129,14 @@ class MetricsBook:
     """Every agent's figures: ``rows[eid]`` holds its name, brain, birth tick (and death
     tick, once dead) and the nonzero counts."""
 
-    def __init__(self, enabled: bool) -> None:
+    def __init__(self, enabled: bool, version: int = 2) -> None:
         self.enabled = enabled
+        self.version = version  # game.metrics_version: how events are counted
+        self.handlers = _EVENTS if version >= 2 else _V1
         self.rows: dict[int, dict[str, Any]] = {}
         self.latency: dict[int, list[int]] = {}
         self.dead: list[int] = []  # in order of death, for the bound
+        self.captured: dict[str, list[int]] = {}  # team -> points it has taken (version 2)
 
     # -- counting (during the tick) -------------------------------------------------------
 
@@ -119,7 +170,7 @@ class MetricsBook:
 
     def on_event(self, world: World, event: Mapping[str, Any]) -> None:
         """Count an event as it is emitted (its agents are all still in the world)."""
-        handler = _EVENTS.get(str(event.get("type")))
+        handler = self.handlers.get(str(event.get("type")))
         if handler is not None:
             handler(self, world, event)
 
@@ -185,12 +236,14 @@ class MetricsBook:
     # -- state -------------------------------------------------------------------------------
 
     def is_empty(self) -> bool:
-        return not self.rows
+        return not (self.rows or self.captured)
 
     def get_state(self) -> dict[str, Any]:
+        # ``captured`` only once a team took a point: other worlds hash as they did.
         return {"rows": {str(eid): row for eid, row in sorted(self.rows.items())},
                 "latency": {str(eid): h for eid, h in sorted(self.latency.items())},
-                "dead": self.dead}
+                "dead": self.dead} | (
+            {"captured": dict(sorted(self.captured.items()))} if self.captured else {})
 
     def set_state(self, state: Mapping[str, Any] | None) -> None:
         state = state or {}
@@ -198,6 +251,8 @@ class MetricsBook:
         self.latency = {int(eid): [int(n) for n in h]
                         for eid, h in state.get("latency", {}).items()}
         self.dead = [int(eid) for eid in state.get("dead", [])]
+        self.captured = {str(team): [int(p) for p in points]
+                         for team, points in state.get("captured", {}).items()}
 
 
 def _number(value: Any) -> float:
@@ -219,6 +274,12 @@ def _gold_of(goods: Any) -> float:
 
 
 def _pickup(book: MetricsBook, world: World, e: Mapping[str, Any]) -> None:
+    # Units that were carried before (``second_hand``) are not gathered again.
+    fresh = _number(e.get("qty", 1)) - _number(e.get("second_hand", 0))
+    _goods(book, world, e.get("agent"), e.get("item"), fresh)
+
+
+def _pickup_v1(book: MetricsBook, world: World, e: Mapping[str, Any]) -> None:
     _goods(book, world, e.get("agent"), e.get("item"), e.get("qty", 1))
 
 
@@ -226,7 +287,29 @@ def _harvest(book: MetricsBook, world: World, e: Mapping[str, Any]) -> None:
     _goods(book, world, e.get("agent"), e.get("item"), 1)
 
 
+def _team(book: MetricsBook, world: World, eid: Any) -> str:
+    """An agent's team ("" for none), from the agent or, once it is gone, its row."""
+    if not isinstance(eid, int):
+        return ""
+    team = world.store.try_get(eid, c.Team)
+    if team is not None:
+        return team.name
+    return str(book.rows.get(eid, {}).get("team", ""))
+
+
+def _teammates(book: MetricsBook, world: World, a: Any, b: Any) -> bool:
+    team = _team(book, world, a)
+    return bool(team) and team == _team(book, world, b)
+
+
 def _attack(book: MetricsBook, world: World, e: Mapping[str, Any]) -> None:
+    damage = _number(e.get("damage"))
+    if not _teammates(book, world, e.get("agent"), e.get("target")):
+        book.add(world, e.get("agent"), "damage_dealt", damage)
+    book.add(world, e.get("target"), "damage_taken", damage)
+
+
+def _attack_v1(book: MetricsBook, world: World, e: Mapping[str, Any]) -> None:
     damage = _number(e.get("damage"))
     book.add(world, e.get("agent"), "damage_dealt", damage)
     book.add(world, e.get("target"), "damage_taken", damage)
@@ -234,7 +317,17 @@ def _attack(book: MetricsBook, world: World, e: Mapping[str, Any]) -> None:
 
 def _death(book: MetricsBook, world: World, e: Mapping[str, Any]) -> None:
     eid = e.get("agent")
+    if not _teammates(book, world, e.get("killer"), eid):
+        book.add(world, e.get("killer"), "kills")
+    _died(book, world, eid)
+
+
+def _death_v1(book: MetricsBook, world: World, e: Mapping[str, Any]) -> None:
     book.add(world, e.get("killer"), "kills")
+    _died(book, world, e.get("agent"))
+
+
+def _died(book: MetricsBook, world: World, eid: Any) -> None:
     book.add(world, eid, "deaths")
     if isinstance(eid, int) and eid in book.rows:
         book.rows[eid]["died_at"] = world.tick
@@ -297,6 +390,16 @@ def _craft(book: MetricsBook, world: World, e: Mapping[str, Any]) -> None:
 
 
 def _capture(book: MetricsBook, world: World, e: Mapping[str, Any]) -> None:
+    """A point counts the first time a team takes it: one handed back and forth between
+    two teams is not taken again and again."""
+    team, point = str(e.get("team", "")), e.get("point")
+    if not isinstance(point, int) or point in book.captured.get(team, ()):
+        return
+    book.captured[team] = sorted([*book.captured.get(team, ()), point])
+    _capture_v1(book, world, e)
+
+
+def _capture_v1(book: MetricsBook, world: World, e: Mapping[str, Any]) -> None:
     for eid in e.get("agents") or ():
         book.add(world, eid, "captures")
 
@@ -309,3 +412,7 @@ _EVENTS = {"pickup": _pickup, "harvest": _harvest, "attack": _attack, "death": _
            "trade_offer": _offer, "trade": _trade, "theft": _theft, "gift": _gift,
            "eat": _eat, "ability": _cast, "action_failed": _failed, "hazard": _hazard,
            "craft": _craft, "capture": _capture, "team_say": _team_say}
+# Version 1 of the counting (worlds saved before game.metrics_version): every pickup, hit
+# and capture counted. Its differences live here and nowhere else.
+_V1 = {**_EVENTS, "pickup": _pickup_v1, "attack": _attack_v1, "death": _death_v1,
+       "capture": _capture_v1}

@@ -105,7 +105,7 @@ class World:
         self.input_observers: list[Callable[[Sequence[Input]], None]] = []
         self.abilities = AbilityBook(config.abilities)
         self.minds = Minds()  # what built-in brains remember beyond their components
-        self.metrics = MetricsBook(config.game.agent_metrics)
+        self.metrics = MetricsBook(config.game.agent_metrics, config.game.metrics_version)
         try:
             self.recipes = parse_recipes(config.game.recipes)
         except ValueError as exc:
@@ -342,9 +342,11 @@ class World:
         perc.agents, perc.items, perc.objects = agents, items, objects
 
     def spawn_item(self, kind: str, qty: int, x: int, y: int, *, owner: int = NO_ONE,
-                   source: str | None = None) -> int:
+                   source: str | None = None, carried: bool = False) -> int:
         """Put goods on a tile (merging with a like stack there). ``source`` names a gold
-        source for the ledger; goods moved from an inventory pass no source."""
+        source for the ledger; goods moved from an inventory pass no source and
+        ``carried``: under ``game.metrics_version`` 2 the stack counts them as
+        ``SecondHand`` (picking them up again is not gathering)."""
         if kind not in ITEMS:
             raise WorldError(f"unknown item kind {kind!r}; expected one of {', '.join(ITEMS)}")
         if qty < 1:
@@ -354,24 +356,49 @@ class World:
         if kind == GOLD and source is not None:
             self.ledger["gold_created"] += qty
         self.ground_goods[kind] = self.ground_goods.get(kind, 0) + qty
+        # Version 1 of the metrics rules keeps no such count: its worlds hash as they did.
+        second_hand = qty if carried and self.rules.metrics_version >= 2 else 0
         for eid in self.items_grid.at(x, y):
             item = self.store.get(eid, c.Item)
             if item.kind == kind and item.owner == owner:
                 item.qty += qty
+                if second_hand:
+                    self._mark_second_hand(eid, second_hand)
                 self.ground_changed(eid)
                 return eid
         pos = c.Position(x, y)
-        eid = self.store.create(c.Item(kind=kind, qty=qty, owner=owner), pos)
+        parts = (c.Item(kind=kind, qty=qty, owner=owner), pos)
+        eid = self.store.create(*parts, *((c.SecondHand(second_hand),) if second_hand else ()))
         self.items_grid.insert(eid, pos)
         self.ground_changed(eid)
         return eid
 
-    def take_from_stack(self, eid: int, item: c.Item, qty: int) -> None:
+    def _mark_second_hand(self, eid: int, qty: int) -> None:
+        marked = self.store.try_get(eid, c.SecondHand)
+        if marked is None:
+            self.store.add(eid, c.SecondHand(qty))
+        else:
+            marked.qty += qty
+
+    def take_from_stack(self, eid: int, item: c.Item, qty: int) -> int:
         """Take ``qty`` units off a ground stack, leaving some (the caller removes a stack
-        it empties)."""
+        it empties). Units carried before go first: how many of them were taken."""
         item.qty -= qty
         self.ground_goods[item.kind] -= qty
         self.ground_changed(eid)
+        return self.second_hand_taken(eid, qty)
+
+    def second_hand_taken(self, eid: int, qty: int) -> int:
+        """Of ``qty`` units taken off a stack, how many had been carried before (they go
+        first, so that goods dropped on a stack cannot be picked up as fresh ones)."""
+        marked = self.store.try_get(eid, c.SecondHand)
+        if marked is None:
+            return 0
+        taken = min(marked.qty, qty)
+        marked.qty -= taken
+        if not marked.qty:
+            self.store.remove(eid, c.SecondHand)
+        return taken
 
     def deplete(self, eid: int, obj: c.StaticObject, qty: int) -> None:
         """Take ``qty`` from an object's stock; it starts regrowing if it was full (or its

@@ -4,7 +4,10 @@ the machine allows, into a save folder of its own (replayable, viewable), then s
 The subjects enter as ``spawn`` inputs (their goods as ``give`` inputs), so the episode's
 event log replays it exactly. After each tick the episode waits until every decision asked
 for has come back, so a brain's answers land at the same ticks however fast the machine
-is: the same seed and a deterministic brain give the same result on any machine.
+is: the same seed and a deterministic brain give the same result on any machine. For the
+same reason brains have at least ``THINK_WAIT_S`` for each decision (``brains.deadline_ms``;
+a policy's sandbox call is stopped at 80% of it): a deadline there only stops a brain that
+hangs, never a correct one on a loaded machine.
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ from agent_world.persistence import open_world
 
 __all__ = ["Episode", "run_episode"]
 
-THINK_WAIT_S = 30.0  # the longest one tick waits for its decisions
+THINK_WAIT_S = 30  # the longest one tick waits for its decisions (s), and brains' deadline
 TEAM_METRICS = ("captures", "kills", "deaths", "damage_dealt", "damage_taken",
                 "team_messages", "food_gathered", "crafted_value")
 
@@ -54,11 +57,12 @@ class Episode:
         return asdict(self)
 
 
-def _wealth(world: World, eid: int) -> float:
+def _wealth(world: World, eid: int, prices: dict[str, float]) -> float:
+    """Gold and goods carried, the goods at ``prices`` (0 once dead)."""
     if not world.alive(eid):
         return 0.0
     inv = world.store.get(eid, c.Inventory)
-    return inv.gold + sum(qty * world.prices.get(kind, 0.0) for kind, qty in inv.items.items())
+    return inv.gold + sum(qty * prices.get(kind, 0.0) for kind, qty in inv.items.items())
 
 
 def run_episode(scenario: Scenario, brain: str, seed: int, out: Path,
@@ -66,10 +70,14 @@ def run_episode(scenario: Scenario, brain: str, seed: int, out: Path,
     """Run one episode into ``out/<scenario>-<brain>-<seed>``."""
     began = time.perf_counter()
     name = f"{scenario.name}-{brain.replace(':', '-')}-{seed}"
-    config = scenario.config(base or Config()).replace(
+    config = scenario.config(base or Config())
+    config = config.replace(
         world={"name": name, "seed": seed},
         paths={"saves": str(out / "saves"), "logs": str(out / "logs" / name)},
-        log={"echo": False}, web={"enabled": False})
+        log={"echo": False}, web={"enabled": False},
+        # The episode waits for every decision, so a deadline is only a backstop for a
+        # brain that hangs: a loaded machine must not turn slow answers into faults.
+        brains={"deadline_ms": max(config.brains.deadline_ms, THINK_WAIT_S * 1000)})
     needed = {brain, *scenario.other_brains()} - {"builtin", "llm"}
     classes = load_brains(config.brains, path=brains_path, llm=config.llm.enabled) \
         if needed else {}
@@ -119,11 +127,14 @@ def _cast(scenario: Scenario, brain: str) -> dict[str, tuple[str, Subjects]]:
 @dataclass(slots=True)
 class _Play:
     """Who played: the subjects' ids, every cast agent's team, the wealth they started
-    with."""
+    with and the market prices it was valued at."""
 
     subjects: list[int]
     teams: dict[int, str]
     start: dict[int, float]
+    # Wealth is valued at the prices the episode began with, at its end too: prices follow
+    # open offers and hoards, which agents can move, so the end's prices could be rigged.
+    prices: dict[str, float] = field(default_factory=dict)
 
 
 def _figures(world: World, play: _Play, eid: int) -> dict[str, float]:
@@ -131,7 +142,7 @@ def _figures(world: World, play: _Play, eid: int) -> dict[str, float]:
     row = world.metrics.of(eid)
     kept = world.metrics.rows.get(eid, {})
     row["ticks_alive"] = float(kept.get("died_at", world.tick) - kept.get("born", 0))
-    row["wealth_gained"] = _wealth(world, eid) - play.start.get(eid, 0.0)
+    row["wealth_gained"] = _wealth(world, eid, play.prices) - play.start.get(eid, 0.0)
     row["team_held"] = float(world.teams.held.get(play.teams.get(eid, ""), 0))
     return row
 
@@ -179,7 +190,9 @@ async def _play(session: Session, scenario: Scenario,
                                source="eval")
     diagnostics.subjects = set(play.subjects)
     await _tick(session)
-    play.start = {eid: _wealth(world, eid) for eid in ids.values() if eid is not None}
+    play.prices = dict(world.prices)
+    play.start = {eid: _wealth(world, eid, play.prices) for eid in ids.values()
+                  if eid is not None}
     subjects = play.subjects
     while world.tick < scenario.ticks:
         await _tick(session)

@@ -19,7 +19,10 @@ brain under test, any other name a brain that plays alongside it (builtin, llm, 
     end: {ticks: 3000, team_eliminated: true, score_at_least: 5000}
 
 A subject's score is the weighted sum of its metrics (``METRICS`` and ``DERIVED``); an
-episode's score is the mean over its subjects. An episode ends at ``end.ticks``, or sooner
+episode's score is the mean over its subjects. A metric that undoing and redoing raises
+(``UNSCORABLE``: tiles walked, trades, messages ...) may not have a positive weight, and an
+episode counts by the current metrics rules (``game.metrics_version``), whatever the
+configuration says, so that no score can be farmed. An episode ends at ``end.ticks``, or sooner
 when every subject is dead (``subjects_dead``), a team has no one left (``team_eliminated``)
 or the score reaches ``score_at_least`` (the objective met; checked every
 ``OBJECTIVE_EVERY`` ticks). Built-in scenarios ship in the package
@@ -38,7 +41,7 @@ import yaml
 
 from agent_world.config import PERSONALITIES, Config, ConfigError
 from agent_world.core.items import ITEMS
-from agent_world.core.metrics import METRICS
+from agent_world.core.metrics import METRICS, UNSCORABLE
 from agent_world.core.recipes import parse_recipes
 from agent_world.core.teams import TEAM_NAME
 
@@ -47,8 +50,9 @@ __all__ = ["BUILT_IN", "DERIVED", "Scenario", "ScenarioError", "built_in_names",
 
 DERIVED = {
     "ticks_alive": "ticks from its birth to its death or the episode's end",
-    "wealth_gained": "gold and goods at market prices at the end (0 if dead), less what it "
-                     "started with",
+    "wealth_gained": "gold and goods at the end (0 if dead), less what it started with, "
+                     "goods valued at the market prices the episode began with (prices "
+                     "that agents move do not count)",
     "team_held": "capture point-ticks its team held by the episode's end (teams only)",
 }
 """Figures an episode adds to the world's metrics, for scores."""
@@ -58,6 +62,7 @@ END_KEYS = ("ticks", "subjects_dead", "team_eliminated", "score_at_least")
 SUBJECT = "subject"  # a team's brain that stands for the brain under test
 BUILT_IN = "agent_world.eval"
 OBJECTIVE_EVERY = 10
+METRICS_VERSION = Config().game.metrics_version  # the current counting, farm-proof
 
 
 class ScenarioError(ConfigError):
@@ -99,8 +104,10 @@ class Scenario:
         return sorted({g.brain for g in self.teams.values() if g.brain != SUBJECT})
 
     def config(self, base: Config) -> Config:
-        """``base`` with the scenario's world and game settings."""
-        return base.replace(world=dict(self.world), game=dict(self.game))
+        """``base`` with the scenario's world and game settings, counting metrics by the
+        current rules (a configuration saying otherwise would let scores be farmed)."""
+        return base.replace(world=dict(self.world),
+                            game={**self.game, "metrics_version": METRICS_VERSION})
 
     def describe_score(self) -> str:
         return " + ".join(f"{w:g} x {m}" for m, w in self.score.items())
@@ -157,6 +164,10 @@ def _parse(doc: Any, source: str) -> Scenario:
         parse_recipes(config.game.recipes)
     except (ConfigError, ValueError) as exc:
         raise ScenarioError(f"{where}: {exc}") from None
+    if game.get("metrics_version", METRICS_VERSION) != METRICS_VERSION:
+        raise ScenarioError(f"{where}: game.metrics_version {game['metrics_version']!r}: an "
+                            f"episode counts metrics by the current rules, version "
+                            f"{METRICS_VERSION} (older ones let scores be farmed); leave it out")
     if "subjects" in doc and "teams" in doc:
         raise ScenarioError(f"{where}: give 'subjects' or 'teams', not both (a team whose "
                             f"brain is {SUBJECT!r} holds the subjects)")
@@ -179,13 +190,7 @@ def _parse(doc: Any, source: str) -> Scenario:
     if not isinstance(score, dict) or not score:
         raise ScenarioError(f"{where}: 'score' must map metrics to weights, e.g. "
                             "{food_gathered: 1.0}")
-    known = {**METRICS, **DERIVED}
-    for metric, weight in score.items():
-        if metric not in known:
-            raise ScenarioError(f"{where}: score: unknown metric {metric!r}; the metrics are "
-                                f"{', '.join(known)}")
-        if isinstance(weight, bool) or not isinstance(weight, (int, float)):
-            raise ScenarioError(f"{where}: score.{metric} must be a number (a weight)")
+    _check_score(score, where)
     if "team_held" in score and not teams:
         raise ScenarioError(f"{where}: score.team_held needs teams")
     if teams:
@@ -197,6 +202,20 @@ def _parse(doc: Any, source: str) -> Scenario:
                     score={m: float(w) for m, w in score.items()}, source=source,
                     teams=teams, team_eliminated=bool(end.get("team_eliminated", False)),
                     score_at_least=None if target is None else float(target))
+
+
+def _check_score(score: dict[Any, Any], where: str) -> None:
+    """Every weight is a number of a known metric, and none rewards a farmable one."""
+    known = {**METRICS, **DERIVED}
+    for metric, weight in score.items():
+        if metric not in known:
+            raise ScenarioError(f"{where}: score: unknown metric {metric!r}; the metrics are "
+                                f"{', '.join(known)}")
+        if isinstance(weight, bool) or not isinstance(weight, (int, float)):
+            raise ScenarioError(f"{where}: score.{metric} must be a number (a weight)")
+        if metric in UNSCORABLE and weight > 0:
+            raise ScenarioError(f"{where}: score.{metric} may not have a positive weight: "
+                                f"{UNSCORABLE[metric]}")
 
 
 def _teams(raw: Any, where: str) -> dict[str, Subjects]:

@@ -10,7 +10,7 @@ they never call a model.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -164,9 +164,11 @@ class LLMManager(ThinkingManager):
         self.memory.note(eid, tick, f"I decided: {actions}" + (f" ({thought})" if thought
                                                                   else ""), "own decision")
 
-    def estimate(self, agents: int) -> str:
-        """The most the configuration lets ``agents`` LLM agents spend in an hour, in words
-        (for the start-up banner)."""
+    def estimate(self, agents: int, others: Sequence[tuple[str, int, float]] = ()) -> str:
+        """What ``agents`` LLM agents, and ``others`` (label, agents, calls an hour each:
+        agents on users' brains that ask this LLM, such as an ``LLMBrain``), may spend in an
+        hour, in words (for the start-up banner). The budget (``llm.tokens_per_hour``,
+        ``llm.cost_per_hour``) caps them all together."""
         cfg = self.cfg
         hourly = 3600 * self.world.config.world.tick_rate
         per_agent = (cfg.decisions_per_agent_hour
@@ -177,14 +179,32 @@ class LLMManager(ThinkingManager):
         new, answer = TYPICAL_NEW_TOKENS, TYPICAL_ANSWER_TOKENS
         cached = shared if shared >= CACHE_MIN_TOKENS else 0
         tokens = f"~{shared} shared + ~{new} new prompt tokens, ~{answer} answer tokens"
+        callers = " + ".join([f"{agents} LLM agents x {per_agent:g} decisions/hour",
+                              *(f"{n} {label} x ~{rate:,.0f} calls/hour"
+                                for label, n, rate in others if n)])
         if self.price is None:
-            return (f"{agents} LLM agents x at most {per_agent:g} decisions/hour x ({tokens});"
-                    f" no price known for {cfg.model!r}: add it to llm.prices, e.g. "
-                    f"{{{cfg.model}: '0.15/0.075/0.6'}}")
+            return (f"{callers} x ({tokens}); no price known for {cfg.model!r}: add it to "
+                    f"llm.prices, e.g. {{{cfg.model}: '0.15/0.075/0.6'}}")
         one = self.price.cost(shared + new, cached, answer)
-        return (f"at most ~${one * per_agent * agents:.2f}/hour: {agents} LLM agents x "
-                f"{per_agent:g} decisions/hour x ${one:.5f} ({tokens}; "
-                f"{self.price.describe()})")
+        calls = agents * per_agent + sum(n * rate for _label, n, rate in others)
+        caps = []
+        if cfg.tokens_per_hour:
+            caps.append((cfg.tokens_per_hour / (shared + new + answer) * one,
+                         f"llm.tokens_per_hour {cfg.tokens_per_hour:,}"))
+        if cfg.cost_per_hour:
+            caps.append((cfg.cost_per_hour, f"llm.cost_per_hour {cfg.cost_per_hour:g}"))
+        cap = min(caps, default=None)
+        spend = calls * one
+        # LLM agents are paced to their rate; other brains' figures are their schedule
+        # (they may ask more when things happen), so for them only the budget is a bound.
+        said = "at most " if not any(n for _label, n, _rate in others) else ""
+        if cap is not None and cap[0] < spend:
+            head = f"at most ~${cap[0]:.2f}/hour (held there by {cap[1]}; unheld ~${spend:.2f})"
+        elif cap is not None and said == "":
+            head = f"~${spend:.2f}/hour ({cap[1]} caps it at ~${cap[0]:.2f})"
+        else:
+            head = f"{said}~${spend:.2f}/hour"
+        return f"{head}: {callers} x ${one:.5f} ({tokens}; {self.price.describe()})"
 
     def on_failed(self, tick: int, outcome: Outcome, mind: Mind) -> None:
         mind.trim_next = outcome.too_long

@@ -145,9 +145,11 @@ def _plain_items(path: Path, info: RangeRead) -> Iterator[Line]:
 
 def _gz_items(path: Path, info: RangeRead) -> Iterator[Line]:
     """A gzip file's lines. In a damaged file nothing from the first line that is not a
-    JSON object on is trusted (damage can decode to garbage before zlib notices), so lines
-    after an unreadable one wait until the file proves to end cleanly."""
+    JSON object, or whose tick goes back, on is trusted (damage can decode to garbage before
+    zlib notices, and garbage can copy an earlier line whole: deflate refers back to what it
+    wrote), so lines after such a one wait until the file proves to end cleanly."""
     held: list[Line] | None = None
+    tick = -1
     try:
         for raw in _split(gzip_pieces(path)):
             if not raw.endswith(b"\n"):
@@ -157,9 +159,12 @@ def _gz_items(path: Path, info: RangeRead) -> Iterator[Line]:
             if held is not None:
                 held.append((raw, record))
                 continue
-            if record is None:
+            at = record.get("tick") if record is not None else None
+            if record is None or (isinstance(at, int) and at < tick):
                 held = [(raw, record)]
                 continue
+            if isinstance(at, int):
+                tick = at
             info.trusted += 1
             yield raw, record
     except GzipDamage as exc:

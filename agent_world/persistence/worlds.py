@@ -143,6 +143,13 @@ def _undo_creation(root: Path, *, remove_root: bool) -> str:
     return ""
 
 
+def recorded_config(config: Config, world: World, name: str) -> dict[str, Any]:
+    """The run's configuration as meta.json keeps it, with the world's own name and seed: a
+    fork or a resumed world keeps the seed it was made with whatever the run's config says
+    (meta.json showed ``seed: 913`` beside ``config.world.seed: 42``)."""
+    return config.replace(world={"seed": world.seed, "name": name}).to_dict()
+
+
 def _create(root: Path, name: str, lock: WorldLock, *, remove_root: bool, config: Config,
             world: World, origin: dict[str, Any] | None) -> SaveFolder:
     """Write a new world's folder, meta.json last. On failure remove it again and close
@@ -155,7 +162,7 @@ def _create(root: Path, name: str, lock: WorldLock, *, remove_root: bool, config
             folder.write_ability(spec.name, spec.source)
         folder.write_meta({"format": FORMAT_VERSION, "app": f"agent-world {__version__}",
                            "created": now_iso(), "world": name, "seed": world.seed,
-                           "config": config.to_dict(), "origin": origin,
+                           "config": recorded_config(config, world, name), "origin": origin,
                            "updated": now_iso(), "last_tick": world.tick,
                            "last_snapshot_tick": world.tick})
     except OSError as exc:
@@ -236,7 +243,8 @@ def _resume(config: Config, root: Path, lock: WorldLock, *, seed_given: bool,
             if stale:
                 notes.append(f"deleted {stale} seek point(s) past tick {world.tick}, where the "
                              "log ends: the world goes on from there anew")
-            folder.update_meta(config=config.to_dict(), last_tick=world.tick)
+            folder.update_meta(config=recorded_config(config, world, name),
+                               last_tick=world.tick)
         except OSError as exc:
             raise SaveError(f"cannot resume world '{name}': "
                             f"{disk_problem(exc, root)}") from None

@@ -186,8 +186,17 @@ class AgentsEndpoint:
         conn = Connection(ws, request, f"client-{self._serial}",
                           queue_size=4 * self.cfg.max_agents_per_client + 16,
                           rate=self.cfg.messages_per_s, clock=loop.time)
+        header = request.headers.get("Authorization") is not None
         authed = scheme.lower() == "bearer" and self._authorized(header_token.strip())
         try:
+            if header and not authed:
+                # A token was given and it is wrong: say so now. Waiting for an auth
+                # message instead left the client waiting AUTH_WAIT_S for nothing.
+                await conn.close("unauthorized: wrong token (the Authorization header); "
+                                 "use the token the world printed at start-up",
+                                 AUTH_CLOSE)
+                self.brains.refused_auth += 1
+                return ws
             if not authed and not await self._await_auth(ws, conn):
                 self.brains.refused_auth += 1
                 return ws

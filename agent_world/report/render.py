@@ -168,8 +168,8 @@ def _ability_lines(w: Window) -> list[str]:
         lines += _wrap("", f"{a.failures:,} failed casts: {_groups(a.failures_by_ability)}")
         lines += _listing(a.failures_by_reason)
     if a.disabled or a.killed:
-        lines += _wrap("", f"disabled: {_groups(a.disabled)}; calls killed: "
-                           f"{_groups(a.killed)}")
+        lines += _wrap("", f"disabled: {_groups(a.disabled)}; calls stopped by a backstop "
+                           f"(outside events): {_groups(a.killed)}")
     lines += _wrap("angel", f"{angel.requests:,} requests: {angel.accepted:,} accepted, "
                             f"{angel.refused:,} refused, {angel.expired:,} expired")
     return lines

@@ -12,7 +12,9 @@ asker's first); ``ability check`` has no world, so it lives one (the configured 
 hundred ticks in) and checks there.
 
 Verdicts: ``accepted``; ``rejected: REASON`` (refused before running: gate, RestrictedPython,
-metadata, name); ``disabled: REASON`` (stopped while running: an exception, a limit, calls
+metadata, name; or after its dry runs, as too slow: a call that took more than a tenth of
+the sandbox's CPU backstop, which is there for runaway code, not for accepted code);
+``disabled: REASON`` (stopped while running: an exception, a limit, calls
 killed ``abilities.kills_to_disable`` times in a row, malformed effects). A cast the world
 refused by its rules (out of range, missing goods) does not count against the source. Dry
 runs wait for a call as long as a replay would (nothing is recorded here, and a busy machine
@@ -37,9 +39,10 @@ from agent_world.sandbox.gate import GateError
 from agent_world.sandbox.runner import SandboxRunner
 from agent_world.types import AbilityCall, AbilityResult
 
-__all__ = ["AbilityChecker", "CheckReport", "RunnerOwner", "sample_scenes"]
+__all__ = ["AbilityChecker", "CheckReport", "RunnerOwner", "sample_scenes", "slow_code_ms"]
 
 MAX_DRY_RUN_TICKS = 60
+SLOW_CODE_FRACTION = 10  # accepted code stays within a tenth of the CPU backstop
 SAMPLE_TICKS = 300  # how long ``ability check`` lets its sample world live first
 SAMPLE_AGENTS = 200  # at most this many agents in it (a huge configured world is scaled)
 NEAR = 4  # a target further than RANGE + NEAR from the caster is not worth walking to
@@ -53,7 +56,7 @@ class CheckReport:
 
     verdict: str  # accepted | rejected | disabled
     reason: str = ""
-    category: str = ""  # why not: gate, restricted, metadata, name, dry-run
+    category: str = ""  # why not: gate, restricted, metadata, name, dry-run, slow
     meta: AbilityMeta | None = None
     source: str = ""
     digest: str = ""
@@ -77,14 +80,25 @@ class CheckReport:
 
 
 class _Patient:
-    """The checker's runner as the world sees it: every call gets a replay's patience."""
+    """The checker's runner as the world sees it: every call gets a replay's patience. It
+    keeps the most CPU time any call took, for the verdict on slow code."""
 
     def __init__(self, runner: SandboxRunner) -> None:
         self.runner = runner
+        self.most_cpu_ms = 0.0
 
     def run(self, calls: Sequence[AbilityCall], *, replaying: bool, steps: int,
-            alloc: int) -> list[AbilityResult]:
-        return self.runner.run(calls, replaying=True, steps=steps, alloc=alloc)
+            alloc: int, tick_steps: int = 0) -> list[AbilityResult]:
+        results = self.runner.run(calls, replaying=True, steps=steps, alloc=alloc)
+        self.most_cpu_ms = max([self.most_cpu_ms, *(r.cpu_ms for r in results)])
+        return results
+
+
+def slow_code_ms(config: Config) -> float:
+    """The most CPU time one dry-run call of accepted code may take: a tenth of the CPU
+    backstop, so that the backstop, which is not the same on every machine, never stops
+    accepted code, even on a busy machine whose caches the other work keeps cold."""
+    return config.sandbox.cpu_seconds * 1000 / SLOW_CODE_FRACTION
 
 
 def sample_scenes(config: Config, count: int) -> tuple[Scene, ...]:
@@ -165,8 +179,9 @@ class AbilityChecker(RunnerOwner):
                            reason="no agent lives in the world to try it on")
         casts = 0
         notes: list[str] = []
+        runner = _Patient(self.runner)
         for run in range(self.config.angel.dry_runs):
-            outcome, detail = self._dry_run(spec, scenes[run % len(scenes)], run)
+            outcome, detail = self._dry_run(spec, scenes[run % len(scenes)], run, runner)
             if outcome == "disabled":
                 return replace(base, verdict="disabled", category="dry-run", casts=casts,
                                reason=f"dry run {run + 1}: {detail}", notes=notes)
@@ -174,6 +189,13 @@ class AbilityChecker(RunnerOwner):
                 casts += 1
             elif detail:
                 notes.append(f"dry run {run + 1}: {detail}")
+        limit = slow_code_ms(self.config)
+        if runner.most_cpu_ms > limit:
+            return replace(base, verdict="rejected", category="slow", casts=casts, notes=notes,
+                           reason=f"too slow: a dry-run call took {runner.most_cpu_ms:.0f} ms "
+                                  f"of CPU; accepted code must take under {limit:.0f} ms (a "
+                                  f"tenth of sandbox.cpu_seconds), so that the CPU backstop "
+                                  f"never stops it on a busy machine")
         return replace(base, casts=casts, notes=notes)
 
     def _sample(self) -> tuple[Scene, ...]:
@@ -183,11 +205,12 @@ class AbilityChecker(RunnerOwner):
 
     # -- dry runs ----------------------------------------------------------------------------
 
-    def _dry_run(self, spec: AbilitySpec, scene: Scene, run: int) -> tuple[str, str]:
+    def _dry_run(self, spec: AbilitySpec, scene: Scene, run: int,
+                 runner: _Patient) -> tuple[str, str]:
         """('cast' | 'refused' | 'disabled', detail) for one scene."""
         world = scene.build(self.config, seed=(scene.seed + 7919 * (run + 1)) % 2**63)
         try:
-            world.abilities.runner = _Patient(self.runner)
+            world.abilities.runner = runner
             world.abilities.add(spec)
             caster = scene.agent
             args = _stage(world, caster, spec, random.Random(scene.seed + run))

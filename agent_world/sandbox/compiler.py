@@ -13,6 +13,12 @@ dangerous), and then rewrites the result once more:
 - lambdas become ``_step_() or <body>``;
 - ``+``, ``*``, ``**``, ``<<`` and ``%`` become calls of size-guarded functions, since
   they run in C and could build huge values in one step;
+- every comparison but ``is``/``is not`` becomes ``_compare_(a, b, "op")``, which charges
+  the step budget for the items it looks at in C (``x in a_long_list`` or ``==`` between big
+  values costs steps, as a loop over them would); a chain ``a < b < c`` becomes
+  ``_chain_(a, ("<", "<"), lambda: b, lambda: c)``, which keeps Python's order and
+  short-circuit (``c`` is not evaluated when ``a < b`` is false); the key of ``d[k] = v``
+  and ``del d[k]`` becomes ``_key_(k)``, which charges for hashing it;
 - every f-string becomes ``_fstr_(<f-string>)``, which bounds and counts its length, and
   every ``{value!c:spec}`` in it becomes ``{_fval_(value, c, 'spec')}``: CPython would
   format any object (a function's text holds its address), ``_fval_`` plain data only.
@@ -35,7 +41,14 @@ from agent_world.sandbox.gate import ABILITY, Contract, Gated, GateError, gate
 if TYPE_CHECKING:
     from agent_world.core.abilities import AbilityMeta
 
-__all__ = ["BINARY_GUARDS", "compile_ability", "compile_gated", "compile_source"]
+__all__ = ["BINARY_GUARDS", "COMPARISONS", "compile_ability", "compile_gated",
+           "compile_source"]
+
+COMPARISONS: dict[type[ast.cmpop], str] = {
+    ast.Eq: "==", ast.NotEq: "!=", ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=",
+    ast.In: "in", ast.NotIn: "not in",
+}
+"""The comparisons ``_compare_`` makes (``is`` and ``is not`` look at no items)."""
 
 BINARY_GUARDS: dict[type[ast.operator], str] = {
     ast.Add: "_add_",
@@ -106,6 +119,30 @@ class BudgetRewriter(ast.NodeTransformer):
             return node
         return ast.Call(ast.Name(guard, ast.Load()), [node.left, node.right], [])
 
+    def visit_Compare(self, node: ast.Compare) -> Any:
+        self.generic_visit(node)
+        if not all(type(op) in COMPARISONS for op in node.ops):
+            return node  # a chain with ``is`` in it: compares no items itself
+        ops: list[ast.expr] = [ast.Constant(COMPARISONS[type(op)]) for op in node.ops]
+        if len(node.ops) == 1:
+            return ast.Call(ast.Name("_compare_", ast.Load()),
+                            [node.left, node.comparators[0], ops[0]], [])
+        if any(isinstance(n, ast.NamedExpr) for c in node.comparators for n in ast.walk(c)):
+            # A lambda would keep the name to itself.
+            raise GateError("an assignment expression (:=) may not stand inside a chained "
+                            "comparison; assign it on a line of its own")
+        thunks = [ast.Lambda(ast.arguments([], [], None, [], [], None, []), c)
+                  for c in node.comparators]
+        return ast.Call(ast.Name("_chain_", ast.Load()),
+                        [node.left, ast.Tuple(ops, ast.Load()), *thunks], [])
+
+    def visit_Subscript(self, node: ast.Subscript) -> Any:
+        self.generic_visit(node)
+        if not isinstance(node.ctx, ast.Load) and not isinstance(node.slice, ast.Slice):
+            # ``d[k] = v`` and ``del d[k]`` hash the key (a read goes through ``_getitem_``).
+            node.slice = ast.Call(ast.Name("_key_", ast.Load()), [node.slice], [])
+        return node
+
     def visit_JoinedStr(self, node: ast.JoinedStr) -> Any:
         self.generic_visit(node)
         return ast.Call(ast.Name("_fstr_", ast.Load()), [node], [])
@@ -136,6 +173,8 @@ def compile_gated(gated: Gated, name: str, kind: str = "ability") -> CodeType:
         tree = BudgetRewriter().visit(tree)
         ast.fix_missing_locations(tree)
         return compile(tree, f"<{kind} {name}>", "exec", dont_inherit=True)
+    except GateError:
+        raise
     except Exception as exc:  # fail closed
         raise GateError(f"the source could not be compiled ({type(exc).__name__}: "
                         f"{str(exc)[:200]})") from None

@@ -1,13 +1,18 @@
 """The AbilityRunner the world uses: one tick's calls in as few worker round trips as possible.
 
 All calls of a tick go to the current worker in one request; results stream back one frame
-per call. The host waits for each with the call timeout: a call past it has its worker
-killed (SIGKILL) and the call is reported ``killed``; the remaining calls go, in a second
-request, to the spare worker, which is already running. The worker itself stops starting
-calls once the tick's sandbox budget is spent and reports the rest ``postponed``.
+per call. The step budget decides about code that finishes, and only it: the same code on
+the same inputs takes the same steps on every machine. The host waits for each result up to
+``sandbox.call_timeout_ms`` of wall-clock time, a backstop (with the worker's CPU limit) for
+code that runs away in C or a worker that hangs, set far beyond what any code within its
+step budget takes on a busy machine. A call past it has its worker killed (SIGKILL) and is
+reported ``killed``; the remaining calls go, in a second request, to the spare worker, which
+is already running. The worker stops starting calls once the tick's calls have taken
+``tick_steps`` steps and reports the rest ``postponed``: a rule of the world, not of the
+machine.
 
 Replaying, nothing is postponed and calls get ``replay_slack`` times the timeout: the log
-decides what was stopped, not this machine's speed.
+decides what was stopped or postponed, not this machine's speed.
 
 ``decide`` runs one policy call (an agent's brain written as sandboxed code,
 docs/policies.md) on the same workers and protocol, for a brain's worker thread: no tick
@@ -32,6 +37,7 @@ from agent_world.types import (
     ABILITY_OK,
     ABILITY_POSTPONED,
     ABILITY_STATUSES,
+    TICK_STEPS_SPENT,
     AbilityCall,
     AbilityResult,
     PolicyCall,
@@ -40,8 +46,7 @@ from agent_world.types import (
 __all__ = ["SandboxRunner", "percentile"]
 
 HISTORY = 1000
-REPLAY_WORKER_WAIT_S = 30.0
-LIVE_WORKER_WAIT_S = 0.005
+WORKER_WAIT_S = 30.0  # the longest a batch waits for a worker to start (after kills)
 
 
 def percentile(values: Sequence[float], q: float) -> float:
@@ -58,10 +63,11 @@ def _result(frame: Any, ms: float) -> AbilityResult:
         raise WorkerDied("the worker sent a malformed result")
     reason = frame.get("reason", "")
     steps = frame.get("steps", 0)
-    if type(reason) is not str or type(steps) is not int:
+    cpu_ms = frame.get("cpu_ms", 0.0)
+    if type(reason) is not str or type(steps) is not int or type(cpu_ms) not in (int, float):
         raise WorkerDied("the worker sent a malformed result")
     return AbilityResult(status=frame["status"], effects=frame.get("effects"),
-                         reason=reason[:300], steps=steps, ms=ms)
+                         reason=reason[:300], steps=steps, ms=ms, cpu_ms=float(cpu_ms))
 
 
 class SandboxRunner:
@@ -92,32 +98,33 @@ class SandboxRunner:
         self.trips_per_batch: deque[int] = deque(maxlen=HISTORY)
 
     def run(self, calls: Sequence[AbilityCall], *, replaying: bool, steps: int,
-            alloc: int) -> list[AbilityResult]:
+            alloc: int, tick_steps: int = 0) -> list[AbilityResult]:
         started = time.monotonic()
         timeout = self.cfg.call_timeout_ms / 1000 * (self.cfg.replay_slack if replaying else 1)
-        budget_end = None if replaying else started + self.cfg.tick_budget_ms / 1000
+        steps_left = 0 if replaying else tick_steps  # 0: no limit
         results: list[AbilityResult] = []
         trips = 0
         while len(results) < len(calls):
-            if budget_end is not None and time.monotonic() >= budget_end:
-                results.extend(AbilityResult(status=ABILITY_POSTPONED,
-                                             reason="the tick's sandbox time ran out")
-                               for _ in calls[len(results):])
-                break
-            # Live, a worker still starting (after kills in quick succession) costs the
-            # tick at most a few milliseconds: its calls wait a tick instead.
-            wait_until = (started + REPLAY_WORKER_WAIT_S if budget_end is None
-                          else min(budget_end, time.monotonic() + LIVE_WORKER_WAIT_S))
-            worker = self.pool.current(wait_until)
+            # A worker still starting (after kills in quick succession) is waited for, live
+            # as in a replay: postponing its calls would make the world depend on the time
+            # a process takes to start.
+            worker = self.pool.current(started + max(WORKER_WAIT_S, timeout))
             if worker is None:
-                status = ABILITY_KILLED if replaying else ABILITY_POSTPONED
-                results.extend(AbilityResult(status=status,
+                results.extend(AbilityResult(status=ABILITY_KILLED,
                                              reason="no sandbox worker was ready in time")
                                for _ in calls[len(results):])
                 break
             trips += 1
-            self._batch(worker, calls[len(results):], results, timeout=timeout,
-                        budget_end=budget_end, steps=steps, alloc=alloc)
+            done = len(results)
+            self._batch(worker, calls[done:], results, timeout=timeout, tick_steps=steps_left,
+                        steps=steps, alloc=alloc)
+            if steps_left and len(results) < len(calls):
+                # The spare goes on with what the tick's calls left of its steps.
+                steps_left -= sum(r.steps for r in results[done:])
+                if steps_left <= 0:
+                    results.extend(AbilityResult(status=ABILITY_POSTPONED,
+                                                 reason=TICK_STEPS_SPENT)
+                                   for _ in calls[len(results):])
         elapsed = (time.monotonic() - started) * 1000
         with self._lock:
             self.batches += 1
@@ -153,7 +160,7 @@ class SandboxRunner:
                 break
             trips += 1
             self._batch(worker, [call], out, timeout=max(0.0, deadline - time.monotonic()),
-                        budget_end=None, steps=steps, alloc=alloc, kind="policy",
+                        tick_steps=0, steps=steps, alloc=alloc, kind="policy",
                         extra={"memory_bytes": memory_bytes})
         elapsed = (time.monotonic() - started) * 1000
         result = replace(out[0], ms=elapsed) if out else AbilityResult(
@@ -173,7 +180,7 @@ class SandboxRunner:
         return result
 
     def _batch(self, worker: Worker, calls: Sequence[AbilityCall | PolicyCall],
-               out: list[AbilityResult], *, timeout: float, budget_end: float | None,
+               out: list[AbilityResult], *, timeout: float, tick_steps: int,
                steps: int, alloc: int, kind: str = "ability",
                extra: dict[str, Any] | None = None) -> None:
         """Send ``calls`` (of ``kind`` code) to ``worker`` and append results to ``out``
@@ -181,10 +188,8 @@ class SandboxRunner:
         # A worker caches compiled code by kind and digest; so does ``known``.
         prefix = "" if kind == "ability" else f"{kind}:"
         sources = {c.digest: c.source for c in calls if prefix + c.digest not in worker.known}
-        stop_after_ms = 1e9 if budget_end is None else max(
-            0.0, (budget_end - time.monotonic()) * 1000)
         request = {"op": "run", "steps": steps, "alloc": alloc,
-                   "cpu_s": self.cfg.cpu_seconds, "stop_after_ms": stop_after_ms,
+                   "cpu_s": self.cfg.cpu_seconds, "tick_steps": tick_steps,
                    "sources": sources,
                    "calls": [{"digest": c.digest, "ctx": c.ctx} for c in calls]}
         if kind != "ability":

@@ -11,8 +11,17 @@ Every call gets fresh globals (nothing survives from one call to the next) holdi
   plain-data methods only), ``_getitem_``, ``_write_`` (dicts and lists only), ``_getiter_``
   (every item costs a step), RestrictedPython's own guarded unpacking, ``_inplacevar_``;
 - the step budget ``_step_`` and the size guards ``_add_``, ``_mul_``, ``_pow_``,
-  ``_lshift_``, ``_mod_``, ``_fstr_`` that the compiler injects, and ``_fval_`` (every
-  ``{value}`` of an f-string) and ``_escalate_`` (first thing in every handler);
+  ``_lshift_``, ``_mod_``, ``_fstr_`` that the compiler injects, ``_compare_`` and
+  ``_chain_`` (comparisons), and ``_fval_`` (every ``{value}`` of an f-string) and
+  ``_escalate_`` (first thing in every handler);
+- work done in C in proportion to the size of a value costs steps too, one per ``SCAN``
+  items looked at or copied (text counts ``TEXT_CHARS`` characters as an item): comparing
+  and searching (``==``, ``<``, ``in``, ``list.index``, ``str.find`` ...) count every item
+  nested in what they may look at, copying and shifting (slices, ``list.copy``,
+  ``list.insert``, new values) the items made, sorting n·log2(n). So the step budget bounds
+  the CPU time of every call that finishes, which is what lets the sandbox's wall-clock and
+  CPU limits be backstops that code within its budget never meets. Small values (fewer than
+  ``SCAN`` items) cost nothing extra;
 - the call's own random numbers (splitmix64 seeded from ``ctx["seed"]``: the same on every
   machine and Python version).
 
@@ -52,11 +61,15 @@ from RestrictedPython.Guards import guarded_iter_unpack_sequence, guarded_unpack
 
 from agent_world.sandbox.plain import TooLong, render, set_order
 
-__all__ = ["DECISION_KEYS", "MAX_INT_BITS", "MAX_SEQUENCE", "Escalated", "Meter", "Rng",
+__all__ = ["COMPARE", "DECISION_KEYS", "MAX_INT_BITS", "MAX_SEQUENCE", "SCAN", "TEXT_CHARS",
+           "Escalated", "Meter", "Rng",
            "SandboxLimit", "build_globals", "export_decision", "export_result", "memory_size"]
 
 T = TypeVar("T")
 
+SCAN = 64  # items looked at or copied in C that cost one step
+TEXT_CHARS = 8  # characters of text that count as one item
+DIGITS_SQUARED = 1024  # int(text): the square of its length over this is its items
 MAX_INT_BITS = 1024
 MAX_SEQUENCE = 100_000  # characters of one string, items of one list
 MAX_RANGE = 1_000_000
@@ -152,8 +165,52 @@ class Rng:
         return (self.next64() >> 11) * (1.0 / (1 << 53))
 
 
+def _made(like: object, n: int) -> int:
+    """Items of a new value of ``n`` items or characters of the type of ``like``."""
+    return n // TEXT_CHARS if type(like) is str else n
+
+
 def _is_int(x: object) -> bool:
     return type(x) is int or type(x) is bool
+
+
+_CONTAINERS = (list, tuple, dict, set)
+_FLAT = frozenset({int, float, bool, type(None)})  # values with no items to look at
+_TEXT = _FLAT | {str}
+
+
+def _is_text(x: object) -> bool:
+    return type(x) is str
+
+
+
+def _comparisons() -> dict[str, Callable[[Any, Any], Any]]:
+    import operator  # noqa: PLC0415 - only here, where the table is made
+
+    return {"==": operator.eq, "!=": operator.ne, "<": operator.lt, "<=": operator.le,
+            ">": operator.gt, ">=": operator.ge, "in": lambda a, b: a in b,
+            "not in": lambda a, b: a not in b}
+
+
+COMPARE = _comparisons()
+"""What ``_compare_`` does for each comparison the compiler rewrites."""
+
+_TEXT_METHODS = "text"  # every str method reads the text and its text arguments
+_SEARCHES = "search"  # compares the items (list.count, list.remove, tuple.index ...)
+_COPIES = "copy"  # moves or copies the items (list.copy, list.insert, list.reverse ...)
+_KEYED = "keyed"  # hashes its first argument (dict.get, set.add ...)
+_SORTS = "sort"
+METHOD_COSTS: dict[tuple[type[Any], str], str] = {
+    (list, "count"): _SEARCHES, (list, "remove"): _SEARCHES, (tuple, "index"): _SEARCHES,
+    (tuple, "count"): _SEARCHES, (list, "insert"): _COPIES, (list, "pop"): _COPIES,
+    (list, "copy"): _COPIES, (list, "reverse"): _COPIES, (list, "clear"): _COPIES,
+    (dict, "copy"): _COPIES, (dict, "clear"): _COPIES, (set, "copy"): _COPIES,
+    (set, "clear"): _COPIES, (dict, "get"): _KEYED, (dict, "pop"): _KEYED,
+    (dict, "setdefault"): _KEYED, (set, "add"): _KEYED, (set, "discard"): _KEYED,
+    (set, "remove"): _KEYED, (list, "sort"): _SORTS,
+}
+"""How a method that works in C in proportion to its values is charged (str methods: all
+by their text; methods not listed: a fixed small cost, a step of the loop that calls them)."""
 
 
 def _size(x: object) -> int:
@@ -190,6 +247,67 @@ def build_globals(meter: Meter, seed: int, kind: str = "ability") -> dict[str, A
     alloc = meter.alloc
     rng = Rng(seed)
 
+    def charge(items: int) -> None:
+        """Steps for ``items`` looked at or copied in C."""
+        if items >= SCAN:
+            meter.spend(items // SCAN)
+
+    def deep(value: Any) -> int:
+        """The items a comparison or search may look at in ``value``: its items, text by
+        ``TEXT_CHARS`` characters, and each container nested in it ``SCAN`` more (a
+        step: looking into it costs what a turn of a loop does) with its own items; counted
+        until the budget could not pay for more (a value that holds itself counts until
+        then)."""
+        t = type(value)
+        if t is str:
+            return len(value) // TEXT_CHARS
+        if t not in _CONTAINERS:
+            return 0
+        cap = (max(0, meter.steps_left) + 1) * SCAN
+        total = 0
+        stack = [value]
+        while stack and total <= cap:
+            item = stack.pop()
+            total += len(item)
+            for part in (item.keys(), item.values()) if type(item) is dict else (item,):
+                kinds = set(map(type, part))  # in C: most values hold numbers or text only
+                if kinds <= _FLAT:
+                    continue
+                if kinds <= _TEXT:
+                    total += sum(map(len, filter(_is_text, part))) // TEXT_CHARS
+                    continue
+                for x in part:
+                    tx = type(x)
+                    if tx is str:
+                        total += len(x) // TEXT_CHARS
+                    elif tx in _CONTAINERS:
+                        total += SCAN
+                        stack.append(x)
+        return total
+
+    def compare(a: Any, b: Any, op: str) -> Any:
+        if op in ("in", "not in") and type(b) in (dict, set):
+            charge(deep(a))  # a hash lookup looks at the key only
+        else:
+            charge(deep(a) + deep(b))
+        return COMPARE[op](a, b)
+
+    def chain(first: Any, ops: tuple[str, ...], *rest: Callable[[], Any]) -> Any:
+        """``first op0 rest[0]() op1 rest[1]() ...`` as Python chains comparisons: each
+        operand evaluated once, in order, and none after the first false comparison."""
+        left, result = first, True
+        for op, later in zip(ops, rest, strict=True):
+            right = later()
+            result = compare(left, right, op)
+            if not result:
+                return result
+            left = right
+        return result
+
+    def sort_cost(items: list[Any]) -> int:
+        n = len(items)
+        return deep(items) * max(1, n.bit_length()) if n > 1 else 0
+
     def account(value: T) -> T:
         n = _size(value)
         if n:
@@ -197,7 +315,19 @@ def build_globals(meter: Meter, seed: int, kind: str = "ability") -> dict[str, A
                 raise meter.fail(f"a value of {n} items or characters; the limit is "
                                  f"{MAX_SEQUENCE}")
             alloc(n)
+            charge(n // TEXT_CHARS if type(value) is str else n)
         return value
+
+    def method_cost(obj: Any, kind: str, args: tuple[Any, ...]) -> int:
+        if kind == _TEXT_METHODS:
+            return (len(obj) + sum(len(a) for a in args if type(a) is str)) // TEXT_CHARS
+        if kind == _SEARCHES:
+            return deep(obj) + sum(deep(a) for a in args)
+        if kind == _COPIES:
+            return len(obj)
+        if kind == _KEYED:
+            return deep(args[0]) if args else 0
+        return sort_cost(obj)
 
     def counted(iterable: Iterable[Any]) -> Iterator[Any]:
         """The items of ``iterable``, a step each; a set's in canonical order."""
@@ -237,6 +367,8 @@ def build_globals(meter: Meter, seed: int, kind: str = "ability") -> dict[str, A
             raise TypeError(f"a {t.__name__} cannot be indexed in {where}")
         if type(key) is slice:
             return account(obj[key])
+        if t is dict:
+            charge(deep(key))  # hashing a key reads all of it
         return obj[key]
 
     def write(obj: Any) -> Any:
@@ -267,6 +399,7 @@ def build_globals(meter: Meter, seed: int, kind: str = "ability") -> dict[str, A
                 raise meter.fail(f"joining {len(a)} + {len(b)} items; the limit is "
                                  f"{MAX_SEQUENCE}")
             alloc(len(a) + len(b))
+            charge(_made(a, len(a) + len(b)))
         return a + b
 
     def mul(a: Any, b: Any) -> Any:
@@ -282,6 +415,7 @@ def build_globals(meter: Meter, seed: int, kind: str = "ability") -> dict[str, A
                 raise meter.fail(f"repeating {len(seq)} items {n} times; the limit is "
                                  f"{MAX_SEQUENCE}")
             alloc(size)
+            charge(_made(seq, size))
         return a * b
 
     def power(a: Any, b: Any) -> Any:
@@ -352,6 +486,7 @@ def build_globals(meter: Meter, seed: int, kind: str = "ability") -> dict[str, A
             if total > MAX_SEQUENCE:
                 raise meter.fail(f"joining {total} characters; the limit is {MAX_SEQUENCE}")
             alloc(total)
+            charge(total // TEXT_CHARS)
             return sep.join(items)
         return joined
 
@@ -359,6 +494,7 @@ def build_globals(meter: Meter, seed: int, kind: str = "ability") -> dict[str, A
         def replaced(old: str, new: str, count: int = -1) -> str:
             if type(old) is not str or type(new) is not str:
                 raise TypeError("replace takes text")
+            charge((len(s) + len(old)) // TEXT_CHARS)  # the search
             hits = s.count(old) if old else len(s) + 1
             if _is_int(count) and count >= 0:
                 hits = min(hits, count)
@@ -367,6 +503,7 @@ def build_globals(meter: Meter, seed: int, kind: str = "ability") -> dict[str, A
                 raise meter.fail(f"replace would make {size} characters; the limit is "
                                  f"{MAX_SEQUENCE}")
             alloc(size)
+            charge(size // TEXT_CHARS)
             return s.replace(old, new, count)
         return replaced
 
@@ -388,6 +525,7 @@ def build_globals(meter: Meter, seed: int, kind: str = "ability") -> dict[str, A
     def index_of(seq: list[Any]) -> Callable[..., int]:
         # Python's message is "%R is not in list": an address for a function.
         def index(value: Any, *bounds: Any) -> int:
+            charge(deep(seq) + deep(value))
             try:
                 return seq.index(value, *bounds)
             except ValueError:
@@ -408,6 +546,7 @@ def build_globals(meter: Meter, seed: int, kind: str = "ability") -> dict[str, A
 
     def set_op(target: set[Any], name: str) -> Callable[..., set[Any]]:
         def combined(*others: Any) -> set[Any]:
+            charge(len(target))
             result: set[Any] = getattr(target, name)(*[materialise(o) for o in others])
             return account(result)
         return combined
@@ -431,12 +570,31 @@ def build_globals(meter: Meter, seed: int, kind: str = "ability") -> dict[str, A
         if maker is not None:
             return maker(obj)
         method = getattr(obj, name)
+        cost = _TEXT_METHODS if t is str else METHOD_COSTS.get((t, name))
 
         def call(*args: Any, **kwargs: Any) -> Any:
+            if cost is not None:
+                charge(method_cost(obj, cost, args))
             return account(method(*args, **kwargs))
         return call
 
     # -- builtins ----------------------------------------------------------------------------
+
+    def g_float(value: Any = 0.0) -> float:
+        if type(value) is str:
+            charge(len(value) // TEXT_CHARS)
+        return float(value)
+
+    def g_int(value: Any = 0, *args: Any, **kwargs: Any) -> int:
+        if type(value) is str:
+            # Decimal text to int takes time in the square of its length in CPython.
+            charge(len(value) * len(value) // DIGITS_SQUARED)
+        return int(value, *args, **kwargs)
+
+    def key(value: T) -> T:
+        """A key stored or deleted by ``d[key] = ...`` (hashing reads all of it)."""
+        charge(deep(value))
+        return value
 
     def g_range(*args: Any) -> range:
         if not all(_is_int(a) for a in args):
@@ -463,6 +621,7 @@ def build_globals(meter: Meter, seed: int, kind: str = "ability") -> dict[str, A
 
     def g_sorted(iterable: Iterable[Any], key: Any = None, reverse: bool = False) -> list[Any]:
         items = materialise(iterable)
+        charge(sort_cost(items))
         items.sort(key=key, reverse=bool(reverse))
         return items
 
@@ -484,6 +643,7 @@ def build_globals(meter: Meter, seed: int, kind: str = "ability") -> dict[str, A
             if set(kwargs) - {"key", "default"}:
                 raise TypeError("min and max take key= and default= only")
             items = materialise(args[0]) if len(args) == 1 else list(args)
+            charge(deep(items))  # comparing nested values looks into them
             if not items and "default" in kwargs:
                 return kwargs["default"]
             key = kwargs.get("key")
@@ -538,7 +698,7 @@ def build_globals(meter: Meter, seed: int, kind: str = "ability") -> dict[str, A
         return bool(rng.random() < p)
 
     builtins: dict[str, Any] = {
-        "abs": abs, "bool": bool, "chr": chr, "divmod": divmod, "float": float, "int": int,
+        "abs": abs, "bool": bool, "chr": chr, "divmod": divmod, "float": g_float, "int": g_int,
         "len": len, "ord": ord, "round": round,
         "all": g_all, "any": g_any, "dict": g_dict, "enumerate": g_enumerate, "list": g_list,
         "max": extreme(max), "min": extreme(min), "range": g_range, "reversed": g_reversed,
@@ -572,6 +732,9 @@ def build_globals(meter: Meter, seed: int, kind: str = "ability") -> dict[str, A
         "_mod_": mod,
         "_fstr_": fstr,
         "_fval_": fval,
+        "_compare_": compare,
+        "_key_": key,
+        "_chain_": chain,
         "_escalate_": _escalate,
     }
 

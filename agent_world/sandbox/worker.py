@@ -5,15 +5,21 @@ on 1, /dev/null on 2), a controlled environment (``PYTHONHASHSEED=0``, so set or
 same everywhere) and its own session (a Ctrl-C at the terminal does not reach it). Before it
 reads any request it imports everything it needs, then limits itself: address space
 (RLIMIT_AS), file size 0 (RLIMIT_FSIZE), no new processes (RLIMIT_NPROC), no core dumps, and
-before each batch a CPU allowance (RLIMIT_CPU soft limit = CPU used + the allowance; the
+before each call a CPU allowance (RLIMIT_CPU soft limit = CPU used + the allowance; the
 kernel kills it with SIGXCPU past that). The host kills it on wall-clock time too, and
-replaces it after any kill.
+replaces it after any kill. Both are backstops for code that runs away from its step budget
+(work done in C that the budget does not see): the step budget decides about code that
+finishes, and a kill is recorded by the world as an outside event.
 
-Requests: ``{"op": "run", "steps", "alloc", "cpu_s", "stop_after_ms", "sources":
+Requests: ``{"op": "run", "steps", "alloc", "cpu_s", "tick_steps", "sources":
 {digest: source}, "calls": [{"digest", "ctx"}]}``. For each call, in order, one result frame
-``{"status", "effects" | "reason", "steps"}``, then ``{"op": "done"}``. Compiled code is cached
-by kind and digest. A call is started only while ``stop_after_ms`` has not passed since the
-batch arrived; later ones come back ``postponed``.
+``{"status", "effects" | "reason", "steps", "cpu_ms"}``, then ``{"op": "done"}``. Compiled
+code is cached by kind and digest. With ``tick_steps`` (the steps the tick's calls may take
+in all, ``abilities.tick_steps``; 0: no limit) a call is started only while the calls before
+it in the batch took fewer steps than that; later ones come back ``postponed``. That depends
+on the code and its inputs only, so it is the same on every machine. ``cpu_ms`` (CPU time of
+the call, for statistics and the checker's verdict on slow code) is the one figure that is
+not.
 
 A request with ``"kind": "policy"`` (and ``"memory_bytes"``) holds policies
 (docs/policies.md): their sources pass the gate under the policy contract, and each call
@@ -50,7 +56,13 @@ from agent_world.sandbox.runtime import (
     export_decision,
     export_result,
 )
-from agent_world.types import ABILITY_ERROR, ABILITY_KILLED, ABILITY_OK, ABILITY_POSTPONED
+from agent_world.types import (
+    ABILITY_ERROR,
+    ABILITY_KILLED,
+    ABILITY_OK,
+    ABILITY_POSTPONED,
+    TICK_STEPS_SPENT,
+)
 
 __all__ = ["main", "run_call"]
 
@@ -67,6 +79,8 @@ def _limit_self(memory_mb: int) -> None:
 
 
 def _cpu_allowance(seconds: int) -> None:
+    """Let this process use ``seconds`` more CPU seconds (and up to one more: the limit is
+    in whole seconds) before the kernel stops it."""
     usage = resource.getrusage(resource.RUSAGE_SELF)
     used = int(usage.ru_utime + usage.ru_stime) + 1
     _soft, hard = resource.getrlimit(resource.RLIMIT_CPU)
@@ -132,8 +146,6 @@ def _serve(memory_mb: int) -> None:
             return  # the host went away or sent garbage: stop
         if request.get("op") != "run":
             return
-        arrived = time.monotonic()
-        stop_after = arrived + float(request.get("stop_after_ms", 1e9)) / 1000
         kind = request.get("kind", "ability")
         contract = CONTRACTS.get(kind)
         if contract is None:
@@ -145,21 +157,26 @@ def _serve(memory_mb: int) -> None:
                 compiled[kind, digest] = f"rejected: {exc}"
             if len(compiled) > CODE_CACHE:
                 del compiled[next(iter(compiled))]
-        _cpu_allowance(int(request.get("cpu_s", 2)))
+        cpu_s = int(request.get("cpu_s", 2))
         steps, alloc = int(request["steps"]), int(request["alloc"])
+        tick_steps = int(request.get("tick_steps", 0))
         memory_bytes = int(request.get("memory_bytes", 0))
+        spent = 0  # steps the batch's calls took so far
         for call in request["calls"]:
             entry = compiled.get((kind, call["digest"]))
-            if time.monotonic() > stop_after:
-                result: dict[str, Any] = {"status": ABILITY_POSTPONED,
-                                          "reason": "the tick's sandbox time ran out"}
+            if tick_steps and spent >= tick_steps:
+                result: dict[str, Any] = {"status": ABILITY_POSTPONED, "reason": TICK_STEPS_SPENT}
             elif entry is None:
                 result = {"status": ABILITY_ERROR, "reason": "unknown code (not sent)"}
             elif isinstance(entry, str):
                 result = {"status": ABILITY_ERROR, "reason": entry}
             else:
+                _cpu_allowance(cpu_s)
+                began = time.process_time()
                 result = run_call(entry, call["ctx"], steps, alloc, kind=kind,
                                   memory_bytes=memory_bytes)
+                result["cpu_ms"] = round((time.process_time() - began) * 1000, 3)
+                spent += result["steps"]
             if "reason" in result:
                 result["reason"] = clean_reason(result["reason"])
             try:

@@ -22,8 +22,9 @@ from __future__ import annotations
 import queue
 import threading
 import time
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 from agent_world.core import components as c
@@ -34,13 +35,41 @@ from agent_world.thinking.mind import APPLY_GRACE_TICKS, PRESSING, REACTIVE, Min
 from agent_world.thinking.requests import NORMAL, URGENT, Job, Outcome, RequestQueue
 from agent_world.types import Clock, MonotonicClock, TickReport
 
-__all__ = ["TRIGGER_CHECK_TICKS", "ThinkingManager", "describe_action"]
+__all__ = ["TRIGGER_CHECK_TICKS", "Digest", "ThinkingManager", "describe_action"]
 
 TRIGGER_CHECK_TICKS = 5
 QUIET_FAILURES = ("budget", "breaker")  # no request was made: nothing to count against it
 BURST = 3.0  # unprompted decisions an agent may ask for in a row before its pace holds it
 PENDING_TICKS = 100  # a reaction that could not be asked for at once is kept this long
 MAX_FAULT_TEXT = 200  # characters of a fault's error kept in its decision_fault input (the log)
+DIGEST_SECONDS = 60  # world time a world-log digest of decisions covers
+DIGEST_ACTIONS = 6  # actions named in a digest line, most frequent first
+
+
+@dataclass(slots=True)
+class Digest:
+    """The decisions applied since tick ``since``: how many, by which agents, which
+    actions (the world log's summary line)."""
+
+    since: int
+    decisions: int = 0
+    agents: set[int] = field(default_factory=set)
+    actions: Counter[str] = field(default_factory=Counter)
+
+    def add(self, agent: int, actions: list[str]) -> None:
+        self.decisions += 1
+        self.agents.add(agent)
+        self.actions.update(actions)
+
+    def line(self, label: str, tick: int) -> str | None:
+        if not self.decisions:
+            return None
+        top = ", ".join(f"{name} {n}" for name, n in self.actions.most_common(DIGEST_ACTIONS))
+        more = len(self.actions) - DIGEST_ACTIONS
+        return (f"{label:<8} {self.decisions} decision{'s' * (self.decisions != 1)} by "
+                f"{len(self.agents)} agent{'s' * (len(self.agents) != 1)} in ticks "
+                f"{self.since + 1}..{tick}: {top}" + (f" and {more} more" if more > 0 else "")
+                + " (log.everything logs each one)")
 
 
 class ThinkingManager:
@@ -80,6 +109,12 @@ class ThinkingManager:
         self.main_ms: deque[float] = deque(maxlen=1000)  # on_tick's cost on the main thread
         self.workers: list[threading.Thread] = []  # a subclass's, answering the queue
         self._closed = False
+        # The world log is for notable events: a line per decision (78 in a user's first
+        # seconds) drowned them. Decisions are summed up once a minute of world time, each
+        # one logged only with log.everything (the event log keeps every one anyway).
+        self._each_decision = world.config.log.everything
+        self._digest_ticks = max(1, round(DIGEST_SECONDS * world.config.world.tick_rate))
+        self._digest = Digest(world.tick)
         self._round = round_size  # requests that can be answered at once
         self._next_rid = 1
         self._available = True
@@ -171,6 +206,15 @@ class ThinkingManager:
                 continue
             self._consider(eid, mind, available)
         self.after_tick(tick)
+        if tick - self._digest.since >= self._digest_ticks:
+            self._flush_digest(tick)
+
+    def _flush_digest(self, tick: int) -> None:
+        """One world-log line for the decisions applied since the last (none: no line)."""
+        digest, self._digest = self._digest, Digest(tick)
+        line = digest.line(self.label, tick)
+        if line is not None:
+            self.note(line)
 
     def _consider(self, eid: int, mind: Mind, available: bool) -> None:
         tick = self.world.tick
@@ -270,8 +314,11 @@ class ThinkingManager:
         mind.decisions += 1
         self.metrics.count("applied")
         self.on_decided(eid, tick, actions, thought)
-        self.note(f"{self.label:<8} {self.world.name_of(eid)}#{eid} decides: {actions}"
-                  + (f" — “{thought}”" if thought else ""))
+        self._digest.add(eid, [str(a.get("name", "?")) for a in data.get("actions", [])
+                               if isinstance(a, dict)])
+        if self._each_decision:
+            self.note(f"{self.label:<8} {self.world.name_of(eid)}#{eid} decides: {actions}"
+                      + (f" — “{thought}”" if thought else ""))
 
     def _answered(self, tick: int, outcome: Outcome) -> None:
         mind = self.minds.get(outcome.agent)
@@ -322,6 +369,7 @@ class ThinkingManager:
         if self._closed:
             return False
         self._closed = True
+        self._flush_digest(self.world.tick)  # the decisions of the last, unfinished minute
         self.queue.close()
         workers = list(self.workers)
         for worker in workers:

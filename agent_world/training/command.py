@@ -29,7 +29,7 @@ from agent_world.llm.textmodel import ProviderTextModel
 from agent_world.policies import PolicyError, available_policies, load_policy, read_policy
 from agent_world.training.contract import contract_text
 from agent_world.training.generators import LLMGenerator, PolicyGenerator, TemplateGenerator
-from agent_world.training.trainer import Message, Trainer, TrainError, lineage_table
+from agent_world.training.trainer import THIN, Message, Trainer, TrainError, lineage_table
 
 __all__ = ["TrainRequest", "build_parser", "main", "prepare"]
 
@@ -121,7 +121,8 @@ def build_parser() -> argparse.ArgumentParser:
                                          "or a YAML file")
     parser.add_argument("--iterations", type=int, default=5, help="new versions to try")
     parser.add_argument("--episodes", type=int, default=3,
-                        help="episodes (seeds 1..M) each version is evaluated over")
+                        help="episodes (seeds 1..M) each version is evaluated over; more "
+                             "narrow the intervals a version must be better by")
     parser.add_argument("--generator", default="templates", choices=("templates", "llm"),
                         help="templates: mutate the policy's constants (offline); llm: ask "
                              "the configured LLM")
@@ -134,8 +135,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--workers", type=int, default=max(1, (os.cpu_count() or 1)),
                         help="episodes at once, each in a process of its own")
     parser.add_argument("--margin", type=float, default=0.02,
-                        help="share of the best score a new version must beat it by "
-                             "(default 0.02; at least 0.01 points)")
+                        help="share of the best score that a new version's gain must clear "
+                             "with 95%% confidence, paired seed by seed (default 0.02; at "
+                             "least 0.01 points)")
     parser.add_argument("--seed", type=int, default=0,
                         help="the template generator's random seed")
     parser.add_argument("--config", type=Path, metavar="FILE",
@@ -178,6 +180,9 @@ def main(argv: Sequence[str]) -> int:
     print(f"training on {trainer.scenario.name}: {args.iterations} iterations x "
           f"{args.episodes} episodes, generator {args.generator}; versions in {out}",
           file=sys.stderr)
+    if args.episodes < 2:
+        print("note: one episode gives no interval, so no version can be shown better with "
+              "confidence; give --episodes 3 or more", file=sys.stderr)
     try:
         best = trainer.run()
     except TrainError as exc:
@@ -191,6 +196,11 @@ def main(argv: Sequence[str]) -> int:
         print(f"stopped before the starting policy was evaluated; see {out}", file=sys.stderr)
         return 1
     print("\n".join(lineage_table(trainer.versions, best)))
+    thin = sum(THIN in v.reason for v in trainer.versions)
+    if thin:
+        print(f"\n{thin} version{'s' if thin != 1 else ''} scored higher than the best but "
+              f"not with confidence (the evidence is too thin): more --episodes narrow the "
+              f"intervals")
     first = trainer.versions[0]
     print(f"\nbest: {best.name} (score {best.score:,.2f}; the start scored "
           f"{first.score:,.2f}); source in {out / 'best.py'}, lineage in "

@@ -4,11 +4,15 @@ Each iteration a generator writes a new version from the best so far and its tra
 bundle. The version is checked in the sandbox (``PolicyChecker``, under the scenario's
 world) and evaluated over the same seeds as the best with the evaluation harness
 (``eval.runner.evaluate``: one replayable save folder per episode). It is accepted only
-when its mean score beats the best's by the margin (``margin`` of the best's magnitude, at
-least ``MIN_GAIN``), with no more decision faults than the best and none that ran out of
-its budget; otherwise the best stays and the reason goes back to the generator.
+when it is better with confidence: the 95% interval of its gain over the best, paired seed
+by seed (Student's t over the per-seed differences), lies wholly above the margin
+(``margin`` of the best's magnitude, at least ``MIN_GAIN``), with no more decision faults
+than the best and none that ran out of its budget. A mean gain whose interval reaches down
+to the margin is not accepted and the reason says the evidence is too thin; otherwise the
+best stays and the reason goes back to the generator.
 
-Every version is kept in ``OUT/versions/vNNN-NAME/`` (``policy.py``, ``bundle.json``,
+Version N is named ``STEM_vN`` and says ``VERSION = N`` (the starting policy is version 1).
+Every version is kept in ``OUT/versions/vNNN-STEM_vN/`` (``policy.py``, ``bundle.json``,
 ``result.json`` with its score, status and parent); the best is ``OUT/best.py``, the lineage
 ``OUT/lineage.md`` and ``lineage.json``. A run reports what it does through ``on_message``
 (``step``, ``episode_summary``, ``critique``, ``done``) and stops between episodes once
@@ -29,16 +33,18 @@ import orjson
 
 from agent_world.config import Config
 from agent_world.eval.episode import Episode
-from agent_world.eval.runner import evaluate
+from agent_world.eval.runner import confidence, evaluate
 from agent_world.eval.scenario import Scenario
 from agent_world.policies import PolicyChecker
 from agent_world.training.bundle import STEP_FAULTS, make_bundle
 from agent_world.training.generators import GeneratorError, PolicyGenerator
 from agent_world.training.source import stamp
 
-__all__ = ["MIN_GAIN", "TrainError", "Trainer", "Version", "lineage_table"]
+__all__ = ["MIN_GAIN", "THIN", "Gain", "TrainError", "Trainer", "Version", "least_gain",
+           "lineage_table", "paired_gain", "refusal_of"]
 
 MIN_GAIN = 0.01
+THIN = "the evidence is too thin"  # in the reason of a version kept for want of confidence
 Message = dict[str, Any]
 
 
@@ -68,10 +74,74 @@ class Version:
 
     @property
     def version(self) -> int:
-        return self.number + 1  # VERSION starts at 1
+        """Its ``VERSION``, and the N of its name (``STEM_vN``): the starting policy is 1."""
+        return self.number + 1
+
+    def per_seed(self) -> dict[str, float]:
+        """Its score on each seed it was evaluated on."""
+        scores: dict[str, float] = self.bundle.get("score", {}).get("per_seed", {})
+        return scores
 
     def row(self) -> dict[str, Any]:
-        return {k: v for k, v in asdict(self).items() if k not in ("source", "bundle")}
+        row = {k: v for k, v in asdict(self).items() if k not in ("source", "bundle")}
+        return {"version": self.version, **row}
+
+
+@dataclass(frozen=True, slots=True)
+class Gain:
+    """A version's gain over the best, seed by seed: the mean difference, the half-width of
+    its 95% interval (Student's t; 0 for a single seed) and the seeds compared."""
+
+    mean: float
+    half: float
+    seeds: int
+
+    @property
+    def low(self) -> float:
+        return self.mean - self.half
+
+    def describe(self) -> str:
+        return (f"gain {self.mean:+,.2f} ± {self.half:,.2f} per seed (95%, paired over "
+                f"{self.seeds} seed{'s' if self.seeds != 1 else ''})")
+
+
+def paired_gain(version: Version, best: Version) -> Gain:
+    """How much better ``version`` did than ``best`` on the seeds both were evaluated on:
+    the seeds make the same worlds, so each seed's difference is one sample of the gain."""
+    mine, theirs = version.per_seed(), best.per_seed()
+    diffs = [mine[seed] - theirs[seed] for seed in sorted(mine, key=int) if seed in theirs]
+    mean, half = confidence(diffs)
+    return Gain(mean=mean, half=half, seeds=len(diffs))
+
+
+def least_gain(best: Version, margin: float) -> float:
+    """The least gain worth a new version: ``margin`` of the best's score (``MIN_GAIN`` at
+    the least)."""
+    assert best.score is not None
+    return max(MIN_GAIN, margin * abs(best.score))
+
+
+def refusal_of(version: Version, best: Version, margin: float) -> str:
+    """Why ``version`` does not replace ``best`` ("" if it does): a fault, no gain, or a
+    gain whose 95% interval is not wholly above the margin (the evidence is too thin)."""
+    assert version.score is not None and best.score is not None
+    if version.budget_faults:
+        return (f"{version.budget_faults} decisions ran out of their budget (steps, memory "
+                f"or time)")
+    if version.faults > best.faults:
+        return f"{version.faults} decision faults, the best has {best.faults}"
+    gain, need = paired_gain(version, best), least_gain(best, margin)
+    if gain.mean <= need:
+        return (f"not better: score {version.score:,.2f} does not beat the best's "
+                f"{best.score:,.2f} by the margin {need:,.2f}: {gain.describe()}")
+    if gain.seeds < 2:
+        return (f"not accepted: {THIN}: {gain.describe()}, and one seed gives no interval; "
+                f"evaluate over more episodes (--episodes 3 or more)")
+    if gain.low <= need:
+        return (f"not accepted: {THIN}: {gain.describe()} may be as little as "
+                f"{gain.low:+,.2f}, not clear of the margin {need:,.2f}; more episodes "
+                f"(--episodes) narrow the interval")
+    return ""
 
 
 def lineage_table(versions: Sequence[Version], best: Version | None) -> list[str]:
@@ -81,8 +151,8 @@ def lineage_table(versions: Sequence[Version], best: Version | None) -> list[str
         score = "-" if v.score is None else f"{v.score:,.2f} ± {v.ci95 or 0:,.2f}"
         mark = " (best)" if best is not None and v is best else ""
         steps = f"{v.steps_max:,} of {v.steps_budget:,}" if v.steps_budget else "-"
-        why = v.reason.replace("|", "/")[:160]
-        lines.append(f"| {v.number} | {v.name}{mark} | {v.parent or '-'} | {v.status} | "
+        why = v.reason.replace("|", "/")[:220]
+        lines.append(f"| {v.version} | {v.name}{mark} | {v.parent or '-'} | {v.status} | "
                      f"{score} | {v.faults} | {steps} | {why} |")
     return lines
 
@@ -156,9 +226,10 @@ class Trainer:
         try:
             proposal = self.generator.propose(best.source, best.bundle, self.feedback)
         except GeneratorError as exc:
-            version = Version(number=number, name=f"{self.stem}_v{number}", parent=best.name,
+            version = Version(number=number, name="", parent=f"{best.name}@{best.version}",
                               status="failed", summary="", reason=f"generator: {exc}",
                               seconds=round(time.perf_counter() - began, 1))
+            version.name = f"{self.stem}_v{version.version}"
             self.versions.append(version)
             self._critique(version)
             return
@@ -172,13 +243,15 @@ class Trainer:
                  parent: str | None, summary: str) -> Version:
         """Stamp, check and evaluate one version (``evaluated`` unless that failed)."""
         began = time.perf_counter()
-        name = f"{self.stem}_v{number}"
-        folder = self.out / "versions" / f"v{number:03d}-{name}"
+        version = Version(number=number, name="", parent=parent, status="evaluated",
+                          summary=summary, source=source)
+        # One number everywhere: the folder, the name and the VERSION written in the file.
+        name = version.name = f"{self.stem}_v{version.version}"
+        folder = self.out / "versions" / f"v{version.version:03d}-{name}"
         folder.mkdir(parents=True, exist_ok=True)
-        version = Version(number=number, name=name, parent=parent, status="evaluated",
-                          summary=summary, source=source, folder=str(folder))
+        version.folder = str(folder)
         try:
-            version.source = stamp(source, name=name, version=number + 1, parent=parent)
+            version.source = stamp(source, name=name, version=version.version, parent=parent)
         except SyntaxError as exc:
             (folder / "policy.py").write_text(source, encoding="utf-8")
             version.status = "rejected"
@@ -226,23 +299,15 @@ class Trainer:
         return self._keep(version, began)
 
     def _judge(self, version: Version, best: Version) -> None:
-        assert version.score is not None and best.score is not None
-        need = best.score + max(MIN_GAIN, self.margin * abs(best.score))
-        if version.budget_faults:
+        refusal = refusal_of(version, best, self.margin)
+        if refusal:
             version.status = "kept"
-            version.reason = (f"{version.budget_faults} decisions ran out of their budget "
-                              f"(steps, memory or time)")
-        elif version.faults > best.faults:
-            version.status = "kept"
-            version.reason = f"{version.faults} decision faults, the best has {best.faults}"
-        elif version.score <= need:
-            version.status = "kept"
-            version.reason = (f"score {version.score:,.2f} does not beat {need:,.2f} (the best "
-                              f"{best.score:,.2f} plus the margin)")
+            version.reason = refusal
         else:
+            gain = paired_gain(version, best)
             version.status = "accepted"
-            version.reason = (f"score {version.score:,.2f} beats {need:,.2f} (the best "
-                              f"{best.score:,.2f} plus the margin)")
+            version.reason = (f"better with confidence: {gain.describe()}, all of it above "
+                              f"the margin {least_gain(best, self.margin):,.2f}")
             self.best = version
             self.generator.accepted()
             (self.out / "best.py").write_text(version.source, encoding="utf-8")
@@ -279,7 +344,7 @@ class Trainer:
 
     def _critique(self, version: Version) -> None:
         best = self.best
-        line = f"v{version.number} {version.name} ({version.summary or 'no change'}): " \
+        line = f"v{version.version} {version.name} ({version.summary or 'no change'}): " \
                f"{version.status}: {version.reason}"
         self.feedback.append(line)
         self._send("critique", version=version.name, status=version.status,

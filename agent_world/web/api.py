@@ -196,7 +196,7 @@ def _log(server: WebServer) -> web.StreamResponse:
         return error(404, f"no world log at {path} yet")
     return web.FileResponse(path, headers={
         "Content-Type": "text/plain; charset=utf-8",
-        "Content-Disposition": 'attachment; filename="world.log"'})
+        "Content-Disposition": f'attachment; filename="{path.name}"'})
 
 
 async def _command(server: WebServer, request: web.Request) -> web.Response:

@@ -214,7 +214,20 @@ class WebServer:
     @web.middleware
     async def _guard(self, request: web.Request, handler: Any) -> web.StreamResponse:
         """Writes need the token (when one is set), JSON and the page's own origin; every
-        error leaves as JSON with a message."""
+        error leaves as JSON with a message.
+
+        A request no route takes (a wrong method, an unknown path) is answered 405 or 404
+        before the write rules: a wrong method is not a badly sent command, and a 415 for it
+        sent people looking for the wrong mistake."""
+        unrouted = request.match_info.http_exception
+        if unrouted is not None and request.path.startswith("/api"):
+            if isinstance(unrouted, web.HTTPMethodNotAllowed):
+                allowed = ", ".join(sorted(unrouted.allowed_methods))
+                refused = api.error(405, f"{request.method} is not allowed on "
+                                         f"{request.path}; use {allowed}")
+                refused.headers["Allow"] = allowed
+                return refused
+            return api.error(unrouted.status, unrouted.reason)
         if request.method not in ("GET", "HEAD", "OPTIONS"):
             if self.read_only:
                 return api.error(403, "this world is served read-only (web.read_only); "

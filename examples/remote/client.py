@@ -174,19 +174,34 @@ class AgentClient:
 
     async def connect(self) -> Message:
         """Connect and authenticate; the server's ``welcome``. RemoteError if the server
-        refuses (a wrong token, no external agents on this server)."""
+        refuses (a wrong token, no external agents on this server) or says nothing in
+        ``reply_timeout``; the connection and our own session are closed again then."""
         if self._session is None:
             self._session = aiohttp.ClientSession()
+        try:
+            return await self._connect(self._session)
+        except BaseException:
+            # ``async with`` never reaches __aexit__ when __aenter__ fails: close here, or
+            # the session is left for the garbage collector ("Unclosed client session").
+            await self.close()
+            raise
+
+    async def _connect(self, session: aiohttp.ClientSession) -> Message:
         headers = {"Authorization": f"Bearer {self.token}"} if self.auth == "header" else {}
         try:
-            ws = await self._session.ws_connect(self.url, headers=headers, autoping=True)
+            ws = await session.ws_connect(self.url, headers=headers, autoping=True)
         except aiohttp.WSServerHandshakeError as exc:
             raise RemoteError(f"{self.url} refused the connection: {exc.status} "
                               f"{exc.message}") from None
         self._ws = ws
         if self.auth == "message":
             await ws.send_str(json.dumps({"type": "auth", "token": self.token}))
-        first = await ws.receive(timeout=self.reply_timeout)
+        try:
+            first = await ws.receive(timeout=self.reply_timeout)
+        except TimeoutError:
+            raise Disconnected(f"{self.url} said nothing within {self.reply_timeout:g} s of "
+                               "connecting (no welcome, no error); is it a world's /agents "
+                               "address?") from None
         if first.type != aiohttp.WSMsgType.TEXT:
             raise Disconnected(f"closed before the welcome ({first.type.name})", ws.close_code)
         welcome: Message = json.loads(first.data)
@@ -537,7 +552,8 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         return 130
     except (RemoteError, aiohttp.ClientError, OSError, TimeoutError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        # Some of these carry no message (a bare TimeoutError): name the kind then.
+        print(f"error: {str(exc) or type(exc).__name__}", file=sys.stderr)
         return 1
     s = client.stats
     print(f"done: {s.decided} decisions sent, {s.accepted} accepted, {s.rejected} rejected, "

@@ -7,17 +7,20 @@ results in caster order: effects that pass the world's rules are applied whole, 
 the cooldown (never shorter than ``abilities.min_cooldown_ticks``); code that failed
 (an exception, the step budget, a bad result) disables its ability at once.
 
-A call killed from outside the code (wall clock, CPU or memory limit, a dead worker) fails
-its cast and counts a strike against the ability: such a kill may say more about the
-machine's load than about the code, and the step budget is the deterministic limit. Only
+The step budget is the limit that decides about code, the same on every machine; so is
+``abilities.tick_steps``, past which the tick's remaining casts wait a tick (postponed). A
+call killed from outside by a backstop (the sandbox's wall-clock or CPU limit, its memory
+limit, a dead worker: far beyond what code within its budget takes, so it stops only code
+that ran away) fails its cast and counts a strike against the ability; only
 ``abilities.kills_to_disable`` kills in a row disable it; a call that comes back, ok or
 error, ends the run.
 
-A result that depended on wall-clock time (a kill, or a call postponed because the tick's
-sandbox time ran out) is recorded at once as an ``ability_outcome`` input of this tick
-(``World.report_input``). A replay brings that input back with the tick's inputs; its
-handler files it in ``AbilityBook.recorded`` and this system uses it instead of running the
-call, so the replay agrees with what happened whatever the machine.
+A kill or a postponement is recorded at once as an ``ability_outcome`` input of this tick
+(``World.report_input``), and a kill shows as an ``ability_killed`` event: an outside event,
+counted in ``/stats``, the run's summary line and the report. A replay brings that input
+back with the tick's inputs; its handler files it in ``AbilityBook.recorded`` and this
+system uses it instead of running the call, so the replay agrees with what happened
+whatever the machine.
 """
 
 from __future__ import annotations
@@ -321,7 +324,8 @@ def _cast(world: World, casts: list[_Cast]) -> None:
         assert book.runner is not None  # _prepare checked
         rules = world.ability_rules
         results = book.runner.run([cast.call for cast in pending], replaying=world.replaying,
-                                  steps=rules.step_budget, alloc=rules.alloc_budget)
+                                  steps=rules.step_budget, alloc=rules.alloc_budget,
+                                  tick_steps=rules.tick_steps)
         if len(results) != len(pending):
             raise RuntimeError(f"the ability runner returned {len(results)} results for "
                                f"{len(pending)} calls")

@@ -84,11 +84,14 @@ def _pickup(world: World, eid: int, row: AgentRow, action: Action) -> None:
     inv.add(item.kind, qty)
     owner = item.owner
     if qty == item.qty:
+        marked = world.store.try_get(target, c.SecondHand)
+        second_hand = marked.qty if marked is not None else 0
         world.remove_entity(target)
     else:  # what does not fit stays on the ground
-        world.take_from_stack(target, item, qty)
+        second_hand = world.take_from_stack(target, item, qty)
+    # Units carried before are picked up, not gathered: the metrics read the event.
     world.emit("pickup", agent=eid, name=world.name_of(eid), item=item.kind, qty=qty,
-               item_id=target)
+               item_id=target, **({"second_hand": second_hand} if second_hand else {}))
     if owner not in (NO_ONE, eid) and world.alive(owner):
         opos = world.store.get(owner, c.Position)
         radius = world.rules.vision_radius
@@ -109,7 +112,7 @@ def _drop(world: World, eid: int, row: AgentRow, action: Action) -> None:
         fail(world, eid, intent, f"carrying {inv.count(kind)} {kind}, not {qty}")
         return
     inv.take(kind, qty)
-    world.spawn_item(kind, qty, pos.x, pos.y, owner=eid)
+    world.spawn_item(kind, qty, pos.x, pos.y, owner=eid, carried=True)
     world.emit("drop", agent=eid, name=world.name_of(eid), item=kind, qty=qty)
     finish(intent)
 

@@ -54,10 +54,10 @@ def die(world: World, eid: int, cause: str | None = None) -> None:
         else:
             cause = "wounds"
     for kind, qty in sorted(inv.items.items()):
-        world.spawn_item(kind, qty, pos.x, pos.y)
+        world.spawn_item(kind, qty, pos.x, pos.y, carried=True)
     estate = _settle_estate(world, eid, killer) if inv.gold else {}
     if inv.gold:
-        world.spawn_item(GOLD, inv.gold, pos.x, pos.y)
+        world.spawn_item(GOLD, inv.gold, pos.x, pos.y, carried=True)
     for oid in [o for o, offer in world.offers.items() if eid in (offer["from"], offer["to"])]:
         world.remove_offer(oid)
     if killer != NO_ONE:
