@@ -129,13 +129,18 @@ class Angel:
                     self.last_error = f"{type(exc).__name__}: {exc}"
                     self._refuse(request, f"the angel failed: {self.last_error}")
                 finally:
-                    done.set_result(verdict)
-                    self.busy = False
-                    with self._idle:
-                        self._open -= 1
-                        self._idle.notify_all()
-                    if self._on_done is not None:
-                        self._on_done(request)
+                    # The link first: whoever hears the verdict (the console's "enters the
+                    # world at tick N") or sees the angel idle may count on the answer
+                    # being on its way into the world.
+                    try:
+                        if self._on_done is not None:
+                            self._on_done(request)
+                    finally:
+                        done.set_result(verdict)
+                        self.busy = False
+                        with self._idle:
+                            self._open -= 1
+                            self._idle.notify_all()
         finally:
             # On this thread: the generator's connections and event loop live here.
             try:
