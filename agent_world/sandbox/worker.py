@@ -17,9 +17,10 @@ Requests: ``{"op": "run", "steps", "alloc", "cpu_s", "tick_steps", "sources":
 code is cached by kind and digest. With ``tick_steps`` (the steps the tick's calls may take
 in all, ``abilities.tick_steps``; 0: no limit) a call is started only while the calls before
 it in the batch took fewer steps than that; later ones come back ``postponed``. That depends
-on the code and its inputs only, so it is the same on every machine. ``cpu_ms`` (CPU time of
-the call, for statistics and the checker's verdict on slow code) is the one figure that is
-not.
+on the code and its inputs only, so it is the same on every machine. ``cpu_ms`` (the thread's
+CPU time during the call, for statistics and the checker's verdict on slow code; the process
+clock is only as fine as the scheduler's tick while a CPU limit is armed) is the one figure
+that is not.
 
 A request with ``"kind": "policy"`` (and ``"memory_bytes"``) holds policies
 (docs/policies.md): their sources pass the gate under the policy contract, and each call
@@ -172,10 +173,10 @@ def _serve(memory_mb: int) -> None:
                 result = {"status": ABILITY_ERROR, "reason": entry}
             else:
                 _cpu_allowance(cpu_s)
-                began = time.process_time()
+                began = time.thread_time()
                 result = run_call(entry, call["ctx"], steps, alloc, kind=kind,
                                   memory_bytes=memory_bytes)
-                result["cpu_ms"] = round((time.process_time() - began) * 1000, 3)
+                result["cpu_ms"] = round((time.thread_time() - began) * 1000, 3)
                 spent += result["steps"]
             if "reason" in result:
                 result["reason"] = clean_reason(result["reason"])
