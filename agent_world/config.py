@@ -47,7 +47,7 @@ DEFAULT_BASE_URLS = {
     "anthropic": "https://api.anthropic.com/v1",
 }
 PERSONALITIES = ("aggressive", "cautious", "gatherer", "trader")
-_WORLD_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+_WORLD_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 
 
 class ConfigError(ValueError):
@@ -156,7 +156,7 @@ class WorldConfig:
                 "world.personality_mix: every weight is 0; give at least one personality "
                 "a weight > 0"
             )
-        if not _WORLD_NAME.match(self.name):
+        if not _WORLD_NAME.fullmatch(self.name):
             raise ConfigError(
                 f"world.name: {self.name!r} is not a valid folder name; use 1-64 letters, "
                 "digits, '_', '.' or '-', starting with a letter or digit"
@@ -615,8 +615,8 @@ class RemoteConfig:
     )
 
 
-BRAIN_NAME = re.compile(r"^(policy:)?[a-z][a-z0-9_]{1,31}$")  # policy:NAME: docs/policies.md
-BRAIN_CLASS = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
+BRAIN_NAME = re.compile(r"(policy:)?[a-z][a-z0-9_]{1,31}")  # policy:NAME: docs/policies.md
+BRAIN_CLASS = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_]\w*")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -672,19 +672,19 @@ class BrainsConfig:
 
     def __post_init__(self) -> None:
         for name, target in self.registered.items():
-            if (not BRAIN_NAME.match(name) or name.startswith("policy:")
+            if (not BRAIN_NAME.fullmatch(name) or name.startswith("policy:")
                     or name in ("builtin", "llm", "remote")):
                 raise ConfigError(
                     f"brains.{name}: a brain's name is 2-32 of a-z, 0-9 and _, starting with "
                     "a letter, and not builtin, llm or remote")
-            if not BRAIN_CLASS.match(target):
+            if not BRAIN_CLASS.fullmatch(target):
                 raise ConfigError(
                     f"brains.{name} = {target!r}: expected \"module:Class\", e.g. "
                     "\"my_agents.forager:Forager\"")
         # A policy (policy:NAME) may be mixed in; whether it exists is known only once the
         # policies are loaded (agents.registry). Policies run in sandbox processes already.
         mixed = {name for name in self.mix if name.startswith("policy:")
-                 and BRAIN_NAME.match(name)}
+                 and BRAIN_NAME.fullmatch(name)}
         for part in ("mix", "processes"):
             unknown = sorted(set(getattr(self, part)) - set(self.registered)
                              - (mixed if part == "mix" else set()))

@@ -27,7 +27,7 @@ __all__ = ["NOSAVE_LOGS_KEPT", "WorldLog", "format_event", "prune_nosave_logs",
 
 MAX_BACKLOG_LINES = 100_000
 NOSAVE_LOGS_KEPT = 10  # world logs of finished --no-save runs kept in logs/nosave/
-_NOSAVE_LOG = re.compile(r"^(?P<name>.+)-(?P<pid>\d+)\.log(?:\.\d+)?$")
+_NOSAVE_LOG = re.compile(r"(?P<name>.+)-(?P<pid>\d+)\.log(?:\.\d+)?")
 
 
 def world_log_path(config: Config, *, pid: int | None = None) -> Path:
@@ -64,7 +64,7 @@ def prune_nosave_logs(folder: Path, keep: int = NOSAVE_LOGS_KEPT) -> list[Path]:
     except OSError:
         return []
     for path in entries:
-        m = _NOSAVE_LOG.match(path.name)
+        m = _NOSAVE_LOG.fullmatch(path.name)
         if m is not None and path.is_file():
             runs.setdefault(int(m.group("pid")), []).append(path)
 

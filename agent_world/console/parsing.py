@@ -56,12 +56,12 @@ MAX_GIVE = 1_000_000
 MAX_SPAWN_QTY = 10_000
 MAX_SPAWN_GOLD = 1_000_000
 MAX_LINE = 2000
-AGENT_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_'-]{0,23}$")
+AGENT_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_'-]{0,23}")
 # ASCII digits only, and few enough for an id: "²" and "١٢" pass str.isdigit() or \d, and
 # int("²") raises; a thousand digits would be a denial of service, not an id.
 _INTEGER = re.compile(r"[+-]?[0-9]{1,19}")
 _ID = re.compile(r"[0-9]{1,19}")
-_LABEL = re.compile(r"^(?:[A-Za-z][A-Za-z0-9_'-]*)?#([0-9]{1,19})$")  # "#12" or "Zed#12"
+_LABEL = re.compile(r"(?:[A-Za-z][A-Za-z0-9_'-]*)?#([0-9]{1,19})")  # "#12" or "Zed#12"
 
 
 class CommandError(ValueError):
@@ -232,10 +232,10 @@ def parse_speed(argv: Sequence[str]) -> SpeedArgs:
 def parse_entity_ref(text: str) -> EntityRef:
     if _ID.fullmatch(text):
         return EntityRef(text=text, eid=int(text))
-    label = _LABEL.match(text)
+    label = _LABEL.fullmatch(text)
     if label:
         return EntityRef(text=text, eid=int(label.group(1)))
-    if AGENT_NAME.match(text):
+    if AGENT_NAME.fullmatch(text):
         return EntityRef(text=text, name=text)
     raise CommandError(f"{text!r:.40} is neither an entity id (digits 0-9: 12 or #12) nor an "
                        "agent name")
@@ -326,7 +326,7 @@ def parse_spawn(argv: Sequence[str]) -> SpawnArgs:
     name: str | None = None
     if family == "agent" and len(positional) in (1, 3):
         name, positional = positional[0], positional[1:]
-        if not AGENT_NAME.match(name):
+        if not AGENT_NAME.fullmatch(name):
             raise CommandError(f"{name!r} is not a usable name: 1-24 letters, digits, _ ' or "
                                "-, starting with a letter")
     if len(positional) not in (0, 2):
@@ -346,7 +346,7 @@ def parse_spawn(argv: Sequence[str]) -> SpawnArgs:
     brain = options.get("brain")
     if brain is not None:
         brain = brain.lower()
-        if brain not in BRAINS and not BRAIN_NAME.match(brain):
+        if brain not in BRAINS and not BRAIN_NAME.fullmatch(brain):
             raise CommandError(f"unknown brain {brain!r} (brains: {', '.join(BRAINS)}, or "
                                "one registered in the config's brains: section)"
                                f"{did_you_mean(brain, BRAINS)}")
@@ -358,7 +358,7 @@ def parse_spawn(argv: Sequence[str]) -> SpawnArgs:
     team = options.get("team")
     if team is not None:
         team = team.lower()
-        if not TEAM_NAME.match(team):
+        if not TEAM_NAME.fullmatch(team):
             raise CommandError(f"team name {team!r} must be 1-16 of a-z, 0-9 and _, starting "
                                "with a letter")
     return SpawnArgs(kind=kind, name=name, x=x, y=y, personality=personality, brain=brain,

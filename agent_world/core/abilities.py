@@ -47,7 +47,7 @@ __all__ = [
 ]
 
 MAX_SOURCE_CHARS = MAX_ABILITY_SOURCE
-NAME_PATTERN = re.compile(r"^[a-z][a-z0-9_]{1,31}$")
+NAME_PATTERN = re.compile(r"[a-z][a-z0-9_]{1,31}")
 MAX_DESCRIPTION = 200
 MAX_ENERGY_COST = 100.0
 MAX_COOLDOWN = 100_000
@@ -118,7 +118,7 @@ class AbilityMeta:
     args: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        if type(self.name) is not str or not NAME_PATTERN.match(self.name):
+        if type(self.name) is not str or not NAME_PATTERN.fullmatch(self.name):
             raise AbilityError(f"NAME must be 2-32 characters of a-z, 0-9 and _, starting "
                                f"with a letter, got {self.name!r:.60}")
         if (type(self.description) is not str or not self.description.strip()

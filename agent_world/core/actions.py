@@ -29,7 +29,7 @@ __all__ = [
 MAX_TEXT = 160
 MAX_GOODS_ENTRIES = 4
 MAX_QTY = 10_000
-NAME_PATTERN = re.compile(r"^[a-z][a-z0-9_]{1,31}$")
+NAME_PATTERN = re.compile(r"[a-z][a-z0-9_]{1,31}")
 
 
 class ActionError(ValueError):
@@ -166,7 +166,7 @@ def _check_arg(action: str, key: str, arg: Arg, value: Any) -> None:
                 raise ActionError(f"{where}[{kind!r}] must be a whole number in "
                                   f"[1, {MAX_QTY}], got {qty!r}")
     elif arg.kind == "name":
-        if not isinstance(value, str) or not NAME_PATTERN.match(value):
+        if not isinstance(value, str) or not NAME_PATTERN.fullmatch(value):
             raise ActionError(f"{where} must be an ability name (2-32 of a-z, 0-9 and _, "
                               f"starting with a letter), got {value!r:.60}")
     else:  # pragma: no cover - a table bug

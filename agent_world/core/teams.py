@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 
 __all__ = ["TEAM_NAME", "TeamBook", "scene_view", "team_of"]
 
-TEAM_NAME = re.compile(r"^[a-z][a-z0-9_]{0,15}$")
+TEAM_NAME = re.compile(r"[a-z][a-z0-9_]{0,15}")
 
 
 class TeamBook:

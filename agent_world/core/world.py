@@ -270,7 +270,7 @@ class World:
         if personality is not None and personality not in PERSONALITIES:
             raise WorldError(f"unknown personality {personality!r}; "
                              f"expected one of {', '.join(PERSONALITIES)}")
-        if brain not in BRAINS and not BRAIN_NAME.match(brain):
+        if brain not in BRAINS and not BRAIN_NAME.fullmatch(brain):
             raise WorldError(f"unknown brain {brain!r}; expected one of {', '.join(BRAINS)} "
                              "or a registered brain's name (a-z, 0-9 and _)")
         if name is not None:
@@ -283,7 +283,7 @@ class World:
                 raise WorldError(f"an agent named {name!r} already lives; pick another name")
         if gold is not None and gold < 0:
             raise WorldError(f"gold must be >= 0, got {gold}")
-        if team is not None and not TEAM_NAME.match(team):
+        if team is not None and not TEAM_NAME.fullmatch(team):
             raise WorldError(f"team name {team!r} must be 1-16 of a-z, 0-9 and _, starting "
                              "with a letter")
         if (x is None) != (y is None):

@@ -30,7 +30,7 @@ MAX_KINDS = 50  # distinct mistakes kept (the rest are counted as "other")
 TOP_MISTAKES = 5
 TRACES = 5
 _DIGITS = re.compile(r"\d+")
-STEPS = re.compile(r"^steps (\d+)/(\d+)$")
+STEPS = re.compile(r"steps (\d+)/(\d+)")
 
 
 class Diagnostics:
@@ -79,7 +79,7 @@ class Diagnostics:
 
     def _count_steps(self, trace: list[Any]) -> None:
         for line in trace:
-            match = STEPS.match(str(line))
+            match = STEPS.fullmatch(str(line))
             if match:
                 used = int(match.group(1))
                 self.steps["max"] = max(self.steps["max"], used)

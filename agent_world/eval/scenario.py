@@ -224,7 +224,7 @@ def _teams(raw: Any, where: str) -> dict[str, Subjects]:
                             "personality, goods}}")
     teams = {}
     for name, spec in raw.items():
-        if not isinstance(name, str) or not TEAM_NAME.match(name):
+        if not isinstance(name, str) or not TEAM_NAME.fullmatch(name):
             raise ScenarioError(f"{where}: team name {name!r} must be 1-16 of a-z, 0-9 and _, "
                                 "starting with a letter")
         teams[name] = _subjects(spec or {}, where, f"teams.{name}", team=True)

@@ -39,15 +39,15 @@ __all__ = ["FORMAT_VERSION", "LOCK_NAME", "Chunk", "SaveError", "SaveFolder", "n
            "snapshot_files"]
 
 FORMAT_VERSION = 1
-_CHUNK = re.compile(r"^(\d+)-(\d+)\.jsonl(\.gz)?$")
-_SNAPSHOT = re.compile(r"^(\d+)\.json\.gz$")
-_ABILITY_NAME = re.compile(r"^[a-z][a-z0-9_]{1,31}$")
+_CHUNK = re.compile(r"(\d+)-(\d+)\.jsonl(\.gz)?")
+_SNAPSHOT = re.compile(r"(\d+)\.json\.gz")
+_ABILITY_NAME = re.compile(r"[a-z][a-z0-9_]{1,31}")
 LOCK_NAME = ".lock"
 _SUBFOLDERS = ("snapshots", "events", "memories", "abilities", "seek")
 # What creating a world writes before meta.json, the last file it writes: a folder holding
 # nothing else and no meta.json is a creation that was interrupted (it holds nothing to lose).
-_CREATION_FILES = {"snapshots": re.compile(r"^\d+\.json\.gz$"),
-                   "abilities": re.compile(r"^[a-z][a-z0-9_]{1,31}\.py$")}
+_CREATION_FILES = {"snapshots": re.compile(r"\d+\.json\.gz"),
+                   "abilities": re.compile(r"[a-z][a-z0-9_]{1,31}\.py")}
 
 
 class SaveError(Exception):
@@ -248,7 +248,7 @@ class SaveFolder:
 
     def ability_path(self, name: str) -> Path:
         """Where a generated ability's source is kept for people to read."""
-        if not _ABILITY_NAME.match(name):
+        if not _ABILITY_NAME.fullmatch(name):
             raise SaveError(f"{name!r} is not an ability name")
         return self.abilities_dir / f"{name}.py"
 
@@ -264,7 +264,7 @@ class SaveFolder:
         ranges: dict[tuple[int, int], dict[str, Path]] = {}
         if self.events_dir.exists():
             for p in self.events_dir.iterdir():
-                m = _CHUNK.match(p.name)
+                m = _CHUNK.fullmatch(p.name)
                 if m:
                     key = (int(m.group(1)), int(m.group(2)))
                     ranges.setdefault(key, {})["gz" if m.group(3) else "plain"] = p
@@ -296,7 +296,7 @@ def snapshot_files(directory: Path) -> list[tuple[int, Path]]:
     found = []
     if directory.is_dir():
         for entry in os.scandir(directory):
-            m = _SNAPSHOT.match(entry.name)
+            m = _SNAPSHOT.fullmatch(entry.name)
             if m:
                 found.append((int(m.group(1)), Path(entry.path)))
     return sorted(found)
@@ -313,6 +313,6 @@ def _creation_debris(path: Path) -> bool:
         return False
     pattern = _CREATION_FILES.get(path.name)
     for p in path.iterdir():
-        if not p.is_file() or not (is_temporary(p.name) or (pattern and pattern.match(p.name))):
+        if not p.is_file() or not (is_temporary(p.name) or (pattern and pattern.fullmatch(p.name))):
             return False
     return True

@@ -20,8 +20,8 @@ from agent_world.sandbox.gate import POLICY, GateError, gate
 __all__ = ["MAX_DESCRIPTION", "NAME_PATTERN", "PARENT_PATTERN", "Policy", "PolicyError",
            "PolicyMeta", "load_policy", "policy_digest"]
 
-NAME_PATTERN = re.compile(r"^[a-z][a-z0-9_]{1,31}$")
-PARENT_PATTERN = re.compile(r"^[a-z][a-z0-9_]{1,31}(@[1-9][0-9]{0,8})?$")
+NAME_PATTERN = re.compile(r"[a-z][a-z0-9_]{1,31}")
+PARENT_PATTERN = re.compile(r"[a-z][a-z0-9_]{1,31}(@[1-9][0-9]{0,8})?")
 MAX_DESCRIPTION = 300
 MAX_VERSION = 10**9
 
@@ -41,7 +41,7 @@ class PolicyError(ValueError):
 def _metadata_problems(values: Mapping[str, Any]) -> list[str]:
     problems = []
     name = values.get("NAME")
-    if type(name) is not str or not NAME_PATTERN.match(name):
+    if type(name) is not str or not NAME_PATTERN.fullmatch(name):
         problems.append(f"NAME must be 2-32 characters of a-z, 0-9 and _, starting with a "
                         f"letter, got {name!r:.60}")
     description = values.get("DESCRIPTION")
@@ -53,7 +53,7 @@ def _metadata_problems(values: Mapping[str, Any]) -> list[str]:
     if type(version) is not int or not 1 <= version <= MAX_VERSION:
         problems.append(f"VERSION must be a whole number >= 1, got {version!r:.40}")
     parent = values.get("PARENT")
-    if parent is not None and (type(parent) is not str or not PARENT_PATTERN.match(parent)):
+    if parent is not None and (type(parent) is not str or not PARENT_PATTERN.fullmatch(parent)):
         problems.append(f"PARENT must be None (an original) or the name of the policy it "
                         f"was made from, optionally with @VERSION (e.g. 'forager@1'), got "
                         f"{parent!r:.60}")

@@ -273,7 +273,7 @@ class AgentsEndpoint:
         return {"type": "error", "message": "already authenticated"}
 
     async def _spawn(self, conn: Connection, msg: Spawn) -> dict[str, Any]:
-        if not AGENT_NAME.match(msg.name):
+        if not AGENT_NAME.fullmatch(msg.name):
             raise ProtocolError(f"spawn: {msg.name[:40]!r} is not a usable name: 1-24 "
                                 "letters, digits, _ ' or -, starting with a letter")
         held = self.brains.held(conn)

@@ -113,8 +113,8 @@ FORBIDDEN_NAMES = frozenset({
     "ExceptionGroup", "BaseExceptionGroup", "printed", "string", "os", "sys", "builtins",
 })
 
-_FORMAT_SPEC = re.compile(r"^[<>^]?[+-]?\d{0,2}(\.\d{1,2})?[dfeg%s]?$")
-_CONSTANT = re.compile(r"^[A-Z][A-Z0-9_]*$")  # a policy's own top-level constants
+_FORMAT_SPEC = re.compile(r"[<>^]?[+-]?\d{0,2}(\.\d{1,2})?[dfeg%s]?")
+_CONSTANT = re.compile(r"[A-Z][A-Z0-9_]*")  # a policy's own top-level constants
 
 
 class GateError(ValueError):
@@ -283,7 +283,7 @@ def _check_node(node: ast.AST, bound: set[str], contract: Contract) -> None:
                            if isinstance(v, ast.Constant) and isinstance(v.value, str))
             if (not isinstance(spec, ast.JoinedStr)
                     or not all(isinstance(v, ast.Constant) for v in spec.values)
-                    or not _FORMAT_SPEC.match(text)):
+                    or not _FORMAT_SPEC.fullmatch(text)):
                 raise GateError(f"{_where(node)}f-string format spec must be a short "
                                 "constant such as :.1f or :>3")
     elif isinstance(node, ast.Dict):
@@ -381,7 +381,7 @@ def _policy_layout(tree: ast.Module) -> tuple[dict[str, Any], dict[str, Any]]:
                             f"({names}), UPPER_CASE constants and functions (def "
                             "decide(obs, memory) and its helpers)")
         name = stmt.targets[0].id
-        if name not in POLICY_METADATA and not _CONSTANT.match(name):
+        if name not in POLICY_METADATA and not _CONSTANT.fullmatch(name):
             raise GateError(f"{_where(stmt)}top-level name {name!r} is neither metadata "
                             f"({names}) nor an UPPER_CASE constant")
         if name in values or name in constants:

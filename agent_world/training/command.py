@@ -37,7 +37,7 @@ DEFAULT_START = {"market": "trader", "survival": "survivor"}
 """The example a run starts from when none is given (forager for the others)."""
 MAX_ITERATIONS = 1000
 MAX_EPISODES = 1000
-_VERSIONED = re.compile(r"_v\d+$")
+_VERSIONED = re.compile(r"_v\d+\Z")
 
 
 @dataclass(frozen=True, slots=True)
