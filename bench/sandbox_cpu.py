@@ -33,7 +33,7 @@ PROBES = {
                  "    return []\n",
     "long dict key": "    t = (0,) * 60000\n    d = {}\n    for i in range(20000):\n"
                      "        d[t] = i\n    return []\n",
-    "int() of text": "    s = '9' * 4000\n    n = 0\n    for i in range(20000):\n"
+    "int() of text": "    s = '0' * 3700 + '9' * 300\n    n = 0\n    for i in range(20000):\n"
                      "        n = int(s) % 7\n    return []\n",
     "float() of text": "    s = '1' * 99000\n    n = 0\n    for i in range(20000):\n"
                        "        n = float(s)\n    return []\n",

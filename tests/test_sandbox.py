@@ -161,6 +161,9 @@ def test_the_rng_is_fully_specified() -> None:
     ("    s = 'x' * 60000\n    return [f'{s}{s}']\n", "120000 items or characters"),
     ("    return [list(range(10 ** 7))]\n", "a range of 10000000 numbers"),
     ("    return [sorted('x' * 90000)]\n", "step budget"),
+    ("    return [int('9' * 400)]\n", "an integer of 1329 bits; the limit is 1024"),
+    ("    a = 1 << 1023\n    return [a - (0 - a)]\n", "an integer of 1025 bits"),
+    ("    a = 1 << 1023\n    a -= 0 - a\n    return [a]\n", "an integer of 1025 bits"),
     ("    a = []\n    a.extend(range(99999))\n    return a\n", "step budget"),
 ])
 def test_size_guards_stop_values_that_would_be_built_in_c(body, reason) -> None:
@@ -183,8 +186,6 @@ def test_size_guards_stop_values_that_would_be_built_in_c(body, reason) -> None:
     "    xs = [0] * 60000\n    for i in range(20000):\n        xs.sort()\n    return []\n",
     "    t = (0,) * 60000\n    d = {}\n    for i in range(20000):\n        d[t] = i\n"
     "    return []\n",
-    "    s = '9' * 4000\n    n = 0\n    for i in range(20000):\n        n = int(s) % 7\n"
-    "    return [n]\n",
     "    s = '1' * 99000\n    n = 0\n    for i in range(20000):\n        n = float(s)\n"
     "    return [n]\n",
 ])

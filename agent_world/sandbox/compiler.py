@@ -11,8 +11,9 @@ dangerous), and then rewrites the result once more:
   Then ``_escalate_()``, so that no handler keeps a RecursionError or MemoryError (how deep
   recursion goes and when memory runs out depend on the process, not on the code);
 - lambdas become ``_step_() or <body>``;
-- ``+``, ``*``, ``**``, ``<<`` and ``%`` become calls of size-guarded functions, since
-  they run in C and could build huge values in one step;
+- ``+``, ``-``, ``*``, ``**``, ``<<`` and ``%`` become calls of size-guarded functions,
+  since they run in C and could build huge values in one step (and an integer past
+  ``MAX_INT_BITS`` whichever way it is made);
 - every comparison but ``is``/``is not`` becomes ``_compare_(a, b, "op")``, which charges
   the step budget for the items it looks at in C (``x in a_long_list`` or ``==`` between big
   values costs steps, as a loop over them would); a chain ``a < b < c`` becomes
@@ -52,6 +53,7 @@ COMPARISONS: dict[type[ast.cmpop], str] = {
 
 BINARY_GUARDS: dict[type[ast.operator], str] = {
     ast.Add: "_add_",
+    ast.Sub: "_sub_",
     ast.Mult: "_mul_",
     ast.Pow: "_pow_",
     ast.LShift: "_lshift_",

@@ -10,7 +10,7 @@ Every call gets fresh globals (nothing survives from one call to the next) holdi
 - RestrictedPython's guard hooks: ``_getattr_`` (an allowlist by exact type and name:
   plain-data methods only), ``_getitem_``, ``_write_`` (dicts and lists only), ``_getiter_``
   (every item costs a step), RestrictedPython's own guarded unpacking, ``_inplacevar_``;
-- the step budget ``_step_`` and the size guards ``_add_``, ``_mul_``, ``_pow_``,
+- the step budget ``_step_`` and the size guards ``_add_``, ``_sub_``, ``_mul_``, ``_pow_``,
   ``_lshift_``, ``_mod_``, ``_fstr_`` that the compiler injects, ``_compare_`` and
   ``_chain_`` (comparisons), and ``_fval_`` (every ``{value}`` of an f-string) and
   ``_escalate_`` (first thing in every handler);
@@ -402,6 +402,11 @@ def build_globals(meter: Meter, seed: int, kind: str = "ability") -> dict[str, A
             charge(_made(a, len(a) + len(b)))
         return a + b
 
+    def sub(a: Any, b: Any) -> Any:
+        if _is_int(a) and _is_int(b):
+            return int_ok(a - b)
+        return a - b
+
     def mul(a: Any, b: Any) -> Any:
         if _is_int(a) and _is_int(b):
             if a.bit_length() + b.bit_length() > MAX_INT_BITS:
@@ -465,7 +470,7 @@ def build_globals(meter: Meter, seed: int, kind: str = "ability") -> dict[str, A
 
     inplace_ops: dict[str, Callable[[Any, Any], Any]] = {
         "+=": add, "*=": mul, "**=": power, "<<=": lshift, "%=": mod,
-        "-=": lambda a, b: a - b, "/=": lambda a, b: a / b, "//=": lambda a, b: a // b,
+        "-=": sub, "/=": lambda a, b: a / b, "//=": lambda a, b: a // b,
         ">>=": lambda a, b: a >> b, "&=": lambda a, b: a & b, "|=": lambda a, b: a | b,
         "^=": lambda a, b: a ^ b,
     }
@@ -589,7 +594,7 @@ def build_globals(meter: Meter, seed: int, kind: str = "ability") -> dict[str, A
         if type(value) is str:
             # Decimal text to int takes time in the square of its length in CPython.
             charge(len(value) * len(value) // DIGITS_SQUARED)
-        return int(value, *args, **kwargs)
+        return int_ok(int(value, *args, **kwargs))
 
     def key(value: T) -> T:
         """A key stored or deleted by ``d[key] = ...`` (hashing reads all of it)."""
@@ -726,6 +731,7 @@ def build_globals(meter: Meter, seed: int, kind: str = "ability") -> dict[str, A
         "_inplacevar_": inplacevar,
         "_step_": step,
         "_add_": add,
+        "_sub_": sub,
         "_mul_": mul,
         "_pow_": power,
         "_lshift_": lshift,
