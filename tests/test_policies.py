@@ -262,6 +262,31 @@ def test_a_call_past_its_wall_clock_time_is_killed_and_the_worker_replaced(
         runner.close()
 
 
+def test_policy_check_refuses_what_would_time_out_in_a_world(samples: list[Sample]) -> None:
+    """A list comparison looks at every item in C: within the default budget it stops on
+    its steps (it was one step for 60,000 comparisons, and timed out in every world); with a
+    budget large enough to finish, a decision that takes more than a fifth of a world's time
+    for it fails as too slow."""
+    compare = load_policy(policy_source(
+        "comparer", "xs = [0] * 60000", "n = 0", "for i in range(20000):",
+        "    if xs == xs[:]:", "        n = n + 1", "return {'action': 'idle'}")).source
+    with PolicyChecker(Config()) as checker:
+        report = checker.check(compare, samples=samples[:1])
+    assert report.verdict == "failed" and report.category == "dry-run"
+    assert "limit: step budget of 20000 steps spent" in report.problems[0]
+    slow = load_policy(policy_source(
+        "ponder", "x = 0", "for i in range(1000000):", "    x = x + i",
+        "return {'action': 'idle'}")).source
+    roomy = Config().replace(brains={"policy_steps": 5_000_000})
+    with PolicyChecker(roomy) as checker:
+        report = checker.check(slow, samples=samples[:1])
+        quick = checker.check(COUNTER, samples=samples[:1])
+    assert report.verdict == "failed" and report.category == "slow", report.problems
+    assert "too slow" in report.problems[0] and "must take under a fifth of that (80 ms)" \
+        in report.problems[0]
+    assert quick.accepted, quick.problems
+
+
 def test_memory_is_carried_from_call_to_call_and_a_fault_keeps_it(
         runner: PolicyRunner, samples: list[Sample]) -> None:
     brain = policy_brain(load_policy(COUNTER))()

@@ -45,7 +45,7 @@ from agent_world.core.actions import Action
 from agent_world.core.inputs import MAX_PLAN
 from agent_world.core.world import World
 from agent_world.policies.brain import PolicyBrain
-from agent_world.policies.runner import PolicyRunner
+from agent_world.policies.runner import PolicyRunner, decision_timeout_s
 from agent_world.thinking.manager import ThinkingManager
 from agent_world.thinking.metrics import percentile
 from agent_world.thinking.mind import Mind
@@ -112,7 +112,8 @@ class UserBrains(ThinkingManager):
         if any(issubclass(cls, PolicyBrain) for cls in classes.values()):
             self.policies = PolicyRunner(
                 world.config.sandbox, steps=cfg.policy_steps,
-                memory_bytes=cfg.policy_memory_bytes, timeout_s=0.8 * cfg.deadline_ms / 1000)
+                memory_bytes=cfg.policy_memory_bytes,
+                timeout_s=decision_timeout_s(cfg.deadline_ms))
         self._expired: set[int] = set()
         self._deaths: queue.SimpleQueue[int] = queue.SimpleQueue()
         self.replaced = 0  # workers started in place of stuck ones, in all

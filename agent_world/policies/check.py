@@ -9,8 +9,10 @@ first call handed to the second, as a running world would.
 
 Verdicts: ``accepted``; ``rejected`` (refused before running: gate, RestrictedPython,
 metadata, name), ``failed`` (a dry run faulted: a limit, an exception, an invalid decision or
-memory, a timeout). The report holds one line per problem and, for every dry run, the
-decision (or fault) and the steps it took of the budget.
+memory, a timeout; or a dry run took more than a fifth of the time a world lets a decision
+run, ``SLOW_SHARE``, so that it would time out on a busy machine). The report holds one
+line per problem and, for every dry run, the decision (or fault) and the steps it took of
+the budget.
 """
 
 from __future__ import annotations
@@ -23,7 +25,12 @@ from agent_world.agents.observation import Observation, observe
 from agent_world.config import Config
 from agent_world.core.world import World
 from agent_world.policies.policy import Policy, PolicyError, load_policy
-from agent_world.policies.runner import PolicyOutcome, PolicyRunner, policy_seed
+from agent_world.policies.runner import (
+    PolicyOutcome,
+    PolicyRunner,
+    decision_timeout_s,
+    policy_seed,
+)
 from agent_world.sandbox.check import RunnerOwner
 
 __all__ = ["AGENTS", "DryRun", "PolicyChecker", "PolicyReport", "Sample", "sample_observations"]
@@ -32,6 +39,7 @@ SAMPLE_TICKS = 300  # how long the sample world lives before it is observed
 SAMPLE_AGENTS = 60  # at most this many agents in it (a huge configured world is scaled)
 AGENTS = 3  # agents observed
 ROUND_GAP = 25  # ticks between an agent's two observations
+SLOW_SHARE = 5  # a dry run may take a fifth of a world's time for a decision, in CPU time
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,7 +83,7 @@ class PolicyReport:
 
     verdict: str
     problems: tuple[str, ...] = ()
-    category: str = ""  # why not: gate, restricted, metadata, name, dry-run
+    category: str = ""  # why not: gate, restricted, metadata, name, dry-run, slow
     policy: Policy | None = None
     runs: tuple[DryRun, ...] = ()
     step_budget: int = 0
@@ -210,8 +218,27 @@ class PolicyChecker(RunnerOwner):
             return replace(base, verdict="failed", category="dry-run",
                            problems=("no agent lived in the sample world to try it on",))
         problems = _problems(runs)
-        return replace(base, verdict="failed" if problems else "accepted", problems=problems,
-                       category="dry-run" if problems else "", runs=tuple(runs))
+        if problems:
+            return replace(base, verdict="failed", problems=problems, category="dry-run",
+                           runs=tuple(runs))
+        slow = self._too_slow(runs)
+        if slow:
+            return replace(base, verdict="failed", problems=(slow,), category="slow",
+                           runs=tuple(runs))
+        return replace(base, verdict="accepted", runs=tuple(runs))
+
+    def _too_slow(self, runs: Sequence[DryRun]) -> str:
+        """Why the slowest dry run would time out in a world ("" if none would)."""
+        slowest = max(runs, key=lambda run: run.outcome.cpu_ms)
+        allowed_ms = decision_timeout_s(self.config.brains.deadline_ms) * 1000
+        limit_ms = allowed_ms / SLOW_SHARE
+        if slowest.outcome.cpu_ms <= limit_ms:
+            return ""
+        return (f"too slow: dry run {slowest.number} ({slowest.who}) took "
+                f"{slowest.outcome.cpu_ms:.0f} ms of CPU; a world stops a decision after "
+                f"{allowed_ms:.0f} ms (80% of brains.deadline_ms) and a policy must take under "
+                f"a fifth of that ({limit_ms:.0f} ms) so that a busy machine does not stop it: "
+                "do less work per decision (or raise brains.deadline_ms)")
 
     def dry_runs(self, policy: Policy, samples: Sequence[Sample]) -> list[DryRun]:
         """``decide`` on every sample's observations, round by round, each agent's memory

@@ -36,7 +36,7 @@ from agent_world.sandbox.runtime import ResultError, export_decision, memory_siz
 from agent_world.types import ABILITY_KILLED, ABILITY_OK, AbilityResult, PolicyCall
 
 __all__ = ["ALLOC_BUDGET", "FAULT_KINDS", "PolicyOutcome", "PolicyRunner", "as_decision",
-           "fault_kind", "policy_seed"]
+           "decision_timeout_s", "fault_kind", "policy_seed"]
 
 ALLOC_BUDGET = 1_000_000  # characters and list items one call may create
 START_TIMEOUT_S = 15.0  # how long the first call waits for the workers to start
@@ -49,7 +49,8 @@ class PolicyOutcome:
     """One call's result. ``ok``: ``decision`` holds ``action``, ``args`` and maybe
     ``reasoning``, and ``memory`` the memory to keep (None: unchanged). Otherwise ``kind``
     (one of ``FAULT_KINDS``) and ``reason`` say what went wrong. ``steps`` were used of
-    ``budget``; ``ms`` is wall time (statistics only)."""
+    ``budget``; ``ms`` is wall time and ``cpu_ms`` the worker's CPU time (statistics and the
+    checker's verdict on slow policies only)."""
 
     ok: bool
     kind: str = ""
@@ -60,6 +61,7 @@ class PolicyOutcome:
     steps: int = 0
     budget: int = 0
     ms: float = 0.0
+    cpu_ms: float = 0.0
 
     def line(self) -> str:
         """``kind: reason``, or the decision as ``action(key=value, ...)``."""
@@ -95,6 +97,12 @@ def as_decision(decision: Mapping[str, Any]) -> Decision:
     reasoning = decision.get("reasoning")
     return Decision(str(decision["action"]), dict(decision.get("args") or {}),
                     reasoning if isinstance(reasoning, str) else None)
+
+
+def decision_timeout_s(deadline_ms: float) -> float:
+    """How long a world lets a policy's call run: 80% of its brain's deadline, so that a
+    worker thread is never stuck in one past the deadline."""
+    return 0.8 * deadline_ms / 1000
 
 
 def policy_seed(agent: int, tick: int) -> int:
@@ -164,7 +172,8 @@ class PolicyRunner:
         return self._outcome(result)
 
     def _outcome(self, result: AbilityResult) -> PolicyOutcome:
-        fault = PolicyOutcome(ok=False, steps=result.steps, budget=self.steps, ms=result.ms)
+        fault = PolicyOutcome(ok=False, steps=result.steps, budget=self.steps, ms=result.ms,
+                              cpu_ms=result.cpu_ms)
         if result.status != ABILITY_OK:
             kind, reason = fault_kind(result)
             return replace(fault, kind=kind, reason=_in_policy_words(reason, self.alloc))
