@@ -38,7 +38,7 @@ from agent_world.persistence.folder import SaveFolder
 from agent_world.persistence.writer import Persistence
 from agent_world.sandbox import Sandbox
 from agent_world.types import Clock, MonotonicClock, TickObserver, TickReport
-from agent_world.worldlog import WorldLog
+from agent_world.worldlog import WorldLog, printable
 
 __all__ = ["EventCounter", "Session", "choose_generator", "known_secrets"]
 
@@ -120,16 +120,17 @@ class Session:
         self.world = world
         self.events = EventCounter()
         # One redactor for every way text leaves this process or enters the world: the
-        # providers' errors, the angel's answers, every input, every world-log line.
+        # providers' errors, the angel's answers, every input, every world-log line. It is
+        # in place even with no secret yet: one made later (the /agents token) joins it.
         self.redactor = Redactor(known_secrets(config))
-        world.inbox.redact = self.redactor.scrub if self.redactor else None
+        world.inbox.redact = self.redactor.scrub
         self.world_log = WorldLog(
             world_log or Path(config.paths.logs) / "world.log",
             max_bytes=config.log.world_log_max_bytes,
             backups=config.log.world_log_backups,
             everything=config.log.everything,
             echo=echo,
-            redact=self.redactor if self.redactor else None,
+            redact=self.redactor,
         )
         self.loop = TickLoop(world, clock or MonotonicClock(), config.world.tick_rate,
                              observers=[self.events, self.world_log])
@@ -250,8 +251,8 @@ class Session:
 
     def report_problem(self, message: str) -> None:
         """Say it loudly: on the terminal and in the world log (any thread may call this)."""
-        print(self.redactor(message), file=sys.stderr, flush=True)
-        self.world_log.note(self.world.tick, message)  # the log redacts its lines itself
+        print(printable(self.redactor(message)), file=sys.stderr, flush=True)
+        self.world_log.note(self.world.tick, message)  # the log cleans its lines itself
 
     def note(self, message: str) -> None:
         """A line for the operator in the world log (any thread may call this)."""

@@ -22,12 +22,24 @@ from typing import Any, TextIO
 from agent_world.config import Config, WorldConfig
 from agent_world.types import Event, TickReport
 
-__all__ = ["NOSAVE_LOGS_KEPT", "WorldLog", "format_event", "prune_nosave_logs",
+__all__ = ["NOSAVE_LOGS_KEPT", "WorldLog", "format_event", "printable", "prune_nosave_logs",
            "world_log_path"]
 
 MAX_BACKLOG_LINES = 100_000
 NOSAVE_LOGS_KEPT = 10  # world logs of finished --no-save runs kept in logs/nosave/
 _NOSAVE_LOG = re.compile(r"(?P<name>.+)-(?P<pid>\d+)\.log(?:\.\d+)?")
+
+
+def printable(text: str) -> str:
+    """``text`` as one line a terminal shows as it is: white space becomes a space and any
+    other character that is not printable (ESC, BEL, NUL, backspace ...) is written as its
+    escape (``\\x1b``), so that nothing from outside can drive the terminal of someone
+    reading the log or split a line."""
+    if text.isprintable():
+        return text
+    return "".join(ch if ch.isprintable() else " " if ch.isspace() else
+                   (f"\\x{ord(ch):02x}" if ord(ch) < 0x100 else f"\\u{ord(ch):04x}")
+                   for ch in text)
 
 
 def world_log_path(config: Config, *, pid: int | None = None) -> Path:
@@ -254,7 +266,7 @@ class WorldLog:
             text = str(event.get("text", "")) if kind == "note" else format_event(event)
             if self.redact is not None:
                 text = self.redact(text)
-            out.append(f"{stamp} t={tick:07d} {text}")
+            out.append(f"{stamp} t={tick:07d} {printable(text)}")
         return out
 
     def _run(self) -> None:

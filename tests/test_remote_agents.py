@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gzip
 import importlib.util
 import itertools
 import os
@@ -902,3 +903,41 @@ def test_the_node_example_says_what_it_needs(tmp_path: Path) -> None:
     usage = subprocess.run([*node_command(), script], capture_output=True, text=True,
                            timeout=30, check=False)
     assert usage.returncode == 2 and "usage: node node_client.mjs" in usage.stderr
+
+
+def test_a_decision_holding_the_token_and_control_characters_leaks_nowhere(
+        tmp_path: Path) -> None:
+    """The default config (no LLM key, no web.token_env): the run's generated /agents token
+    in a client's reasoning reaches no file of the save or the logs and no API read, and
+    ESC, BEL, NUL and backspace never reach a log line or the operator's terminal."""
+    hostile = "\x1b[2J\x1b[31mred\x07\x00\x08"
+    async def go() -> str:
+        async with world(tmp_path, save=True, min_gap_ticks=1) as s:
+            assert s.server.agents is not None
+            token = s.server.agents.token
+            ws, _welcome = await connect(s)
+            mine = agent_ids(s)[0]
+            await claim(ws, mine, every_ticks=1)
+            observed, _ = await step_until(s, ws, is_observe(mine))
+            reply = await ask(ws, {"type": "decide", "agent": mine,
+                                   "request": observed["request"], "decision": {
+                                       "action": "rest", "args": {"ticks": 5},
+                                       "reasoning": f"the key is {token} {hostile} ok"}})
+            assert reply["type"] == "accepted", reply
+            await s.step(3)
+            events = (await s.get("/api/events?kind=input&limit=5000"))["events"]
+            plans = [e for e in events if e["type"] == "plan" and e["data"].get("source")
+                     == "remote"]
+            assert plans and plans[-1]["data"]["thought"] == \
+                "the key is [REDACTED] [2J [31mred ok"
+            assert token not in orjson.dumps(events).decode()
+            await ws.close()
+            return token
+    token = asyncio.run(go())
+    written = {path: path.read_bytes() for path in tmp_path.rglob("*") if path.is_file()}
+    texts = {path: (gzip.decompress(data) if path.name.endswith(".gz") else data)
+             for path, data in written.items()}
+    assert any(b"[REDACTED]" in text for text in texts.values())
+    for path, text in texts.items():
+        assert token.encode() not in text, path
+        assert b"\x1b" not in text and b"\x07" not in text, path

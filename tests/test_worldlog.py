@@ -532,3 +532,17 @@ def test_dropped_lines_are_counted_truly(tmp_path: Path, logs: list[WorldLog],
     assert missing > 0
     assert sum(markers) == missing, f"markers say {markers}, {missing} lines are missing"
     assert log.stats()["lines_dropped"] == missing
+
+
+def test_control_characters_never_reach_a_log_line_or_the_terminal(
+        tmp_path: Path, logs: list[WorldLog]) -> None:
+    """Whatever outside text an event carries (a name from an old save, a note quoting a
+    brain's error), ESC, BEL, NUL and backspace are written as escapes and line breaks as
+    spaces, in the file and on the echo alike."""
+    path, echo = tmp_path / "world.log", io.StringIO()
+    log, flushes = open_log(logs, path, echo=echo)
+    tick(log, flushes, 7, {"type": "note", "text": "a\x1b[2Jb\x07c\x00d\x08e\nf"})
+    log.close()
+    (line,) = read_lines(path)
+    assert line.endswith("t=0000007 a\\x1b[2Jb\\x07c\\x00d\\x08e f")
+    assert echo.getvalue().strip().endswith("a\\x1b[2Jb\\x07c\\x00d\\x08e f")

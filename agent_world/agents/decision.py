@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from agent_world.core.actions import Action, ActionError, parse_action
+from agent_world.core.actions import Action, ActionError, one_line, parse_action
 
 __all__ = ["MAX_REASONING", "Decision", "DecisionError", "as_plan", "from_json"]
 
@@ -95,4 +95,4 @@ def as_plan(answer: object, *, max_actions: int) -> tuple[tuple[Action, ...], st
         except DecisionError as exc:
             raise DecisionError(f"plan[{i}]: {exc}" if len(steps) > 1 else str(exc)) from None
     reasons = " / ".join(s.reasoning for s in steps if s.reasoning)
-    return tuple(actions), " ".join(reasons.split())[:MAX_REASONING]
+    return tuple(actions), one_line(reasons)[:MAX_REASONING]

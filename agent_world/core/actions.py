@@ -23,6 +23,7 @@ __all__ = [
     "ActionSpec",
     "Arg",
     "action_schema",
+    "one_line",
     "parse_action",
 ]
 
@@ -133,6 +134,13 @@ ACTIONS: dict[str, ActionSpec] = {
 
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")  # control characters and line breaks
+
+
+def one_line(text: str) -> str:
+    """Text from outside (a brain's reasoning, a thought) as one printable line: control
+    characters (ESC, BEL, NUL, backspace ...) and runs of white space become one space, so
+    that nothing a brain writes can drive the operator's terminal or split a log line."""
+    return " ".join("".join(ch if ch.isprintable() else " " for ch in text).split())
 
 
 def _check_arg(action: str, key: str, arg: Arg, value: Any) -> None:

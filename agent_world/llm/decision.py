@@ -13,7 +13,13 @@ from typing import Any
 import orjson
 
 from agent_world.agents.decision import DecisionError
-from agent_world.core.actions import Action, ActionError, action_schema, parse_action
+from agent_world.core.actions import (
+    Action,
+    ActionError,
+    action_schema,
+    one_line,
+    parse_action,
+)
 
 __all__ = ["ASK_AGAIN_S", "MAX_THOUGHT", "Decision", "DecisionError", "decide_from_text",
            "decision_schema", "extract_json", "parse_decision"]
@@ -129,7 +135,7 @@ def parse_decision(doc: Any, *, max_actions: int) -> Decision:
             actions.append(parse_action(step))
         except ActionError as exc:
             raise DecisionError(f"plan[{i}]: {exc}") from None
-    return Decision(actions=tuple(actions), thought=" ".join(thought.split())[:MAX_THOUGHT],
+    return Decision(actions=tuple(actions), thought=one_line(thought)[:MAX_THOUGHT],
                     ask_again_s=_ask_again(doc.get("ask_again_s")))
 
 
