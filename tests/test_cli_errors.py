@@ -97,3 +97,21 @@ def test_every_command_runs_through_the_table(capsys: pytest.CaptureFixture[str]
         assert done.value.code == 0, name
         assert capsys.readouterr().out.startswith(f"usage: python main.py {name}"), name
         assert command.parser().prog == f"python main.py {name}"
+
+
+@pytest.mark.parametrize("missing", [("fcntl",), ("fcntl", "resource")])
+def test_a_system_without_what_the_program_needs_is_told_in_one_line(
+        tmp_path: Path, missing: tuple[str, ...]) -> None:
+    """As on Windows: the modules are not there (``sys.modules[name] = None`` makes an
+    import fail as a missing module does), and main.py says so before anything else runs."""
+    hide = "; ".join(f"sys.modules[{name!r}] = None" for name in missing)
+    code = (f"import sys, importlib.util, runpy; {hide}; "
+            f"runpy.run_path({str(MAIN)!r}, run_name='__main__')")
+    done = subprocess.run([sys.executable, "-c", code, "--headless"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=60, check=False,
+                          env=base_env())
+    lines = done.stderr.strip().splitlines()
+    assert done.returncode == 2 and len(lines) == 1, done.stderr
+    assert lines[0].startswith("error: Agent World runs on Linux") and "WSL" in lines[0]
+    assert all(name in lines[0] for name in missing)
+    assert not (tmp_path / "logs").exists() and not (tmp_path / "saves").exists()
