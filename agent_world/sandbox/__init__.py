@@ -5,7 +5,8 @@ runs, in layers, failing closed.
 2. ``compiler``: RestrictedPython's transformer with its guards, then
 3. the step budget and size guards, injected by rewriting the tree (``runtime`` holds them).
 4. ``worker`` processes with memory and CPU limits and no open files; ``pool`` starts,
-   kills and replaces them; ``runner`` batches a tick's calls and kills on wall-clock time.
+   kills and replaces them; ``runner`` batches a tick's calls, postpones past the tick's
+   steps and kills past the wall-clock backstop.
 5. ``runtime.export_result`` and ``core.effects`` check what comes back.
 
 ``host.Sandbox`` is what the program uses; ``check.AbilityChecker`` dry-runs a source.
