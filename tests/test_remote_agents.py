@@ -185,7 +185,7 @@ def test_the_token_in_the_header_or_the_first_message_opens_the_door(tmp_path: P
                                "deadline_ms": 2000, "max_actions": 8, "max_agents": 100,
                                "messages_per_s": 10_000}
             assert await ask(ws, {"type": "ping"}) == {"type": "pong", "tick": 3}
-            by_message = await s.http.ws_connect(ws_url(s))
+            by_message = await s.bare.ws_connect(ws_url(s))
             assert s.server.agents is not None
             hello = await ask(by_message, {"type": "auth", "token": s.server.agents.token})
             assert hello["type"] == "welcome" and hello["client"] == "client-2"
@@ -208,13 +208,11 @@ def test_the_token_in_the_header_or_the_first_message_opens_the_door(tmp_path: P
     ("a binary frame first", "the first message must be"),
 ])
 def test_a_missing_or_wrong_token_is_refused_with_4401(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, how: str, named: str) -> None:
-    monkeypatch.setattr(endpoint, "AUTH_WAIT_S", 0.2)
-
+        tmp_path: Path, how: str, named: str) -> None:
     async def go() -> None:
-        async with world(tmp_path) as s:
+        async with world(tmp_path, auth_within_s=0.2) as s:
             headers = bearer(s, "not-the-token") if "header" in how else {}
-            ws = await s.http.ws_connect(ws_url(s), headers=headers)
+            ws = await s.bare.ws_connect(ws_url(s), headers=headers)
             if how.startswith("wrong token in the first"):
                 await send(ws, {"type": "auth", "token": "not-the-token"})
             elif how == "a ping first":
