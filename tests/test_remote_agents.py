@@ -518,6 +518,61 @@ def test_spawn_makes_an_agent_claimed_at_the_next_tick(tmp_path: Path) -> None:
     asyncio.run(go())
 
 
+def test_spawning_and_releasing_cannot_fill_the_world(tmp_path: Path) -> None:
+    # Issue 30: a client that spawned and released at its message allowance added agents
+    # without limit (released agents stay), up to world.max_agents. They now count against
+    # the client's address until they die, across reconnections.
+    async def go() -> None:
+        async with world(tmp_path, max_agents_per_client=3) as s:
+            ws, _welcome = await connect(s)
+            spawned = []
+            for name in ("Ana", "Ben", "Cyd"):
+                assert (await ask(ws, {"type": "spawn", "name": name}))["type"] == "spawning"
+                claimed, _ = await step_until(s, ws, is_("claimed"), ticks=1)
+                spawned.append(claimed["agent"])
+                released = await ask(ws, {"type": "release", "agent": claimed["agent"]})
+                assert released["type"] == "released"
+            remote = s.session.remote
+            assert sorted(remote.unclaimed_spawns("127.0.0.1")) == sorted(spawned)
+            reply = await ask(ws, {"type": "spawn", "name": "Dee"})
+            assert reply["type"] == "error" and "you hold 3 agents" in reply["message"]
+            assert "spawned from your address that still live" in reply["message"]
+            await ws.close()
+            again, _welcome = await connect(s)  # a new connection is no way round it
+            reply = await ask(again, {"type": "spawn", "name": "Dee"})
+            assert reply["type"] == "error" and "you hold 3 agents" in reply["message"]
+            builtin = next(e for e in agent_ids(s) if e not in spawned)
+            reply = await ask(again, {"type": "claim", "agent": builtin})
+            assert reply["type"] == "error" and "you hold 3 agents" in reply["message"]
+            # Its own spawns it may take back; and a death frees a place.
+            await claim(again, spawned[0])
+            console = Console(s.session)
+            try:
+                await console.execute(f"/kill {s.world.name_of(spawned[1])}")
+                assert console.last_ok
+            finally:
+                console.close()
+            await s.step(1)
+            await sync(again)  # (the claimed agent's first observation)
+            assert (await ask(again, {"type": "spawn", "name": "Dee"}))["type"] == "spawning"
+            await again.close()
+    asyncio.run(go())
+
+
+def test_an_address_spawns_at_most_its_hourly_share(tmp_path: Path) -> None:
+    async def go() -> None:
+        async with world(tmp_path, spawns_per_hour=2) as s:
+            ws, _welcome = await connect(s)
+            for name in ("Eve", "Fay"):
+                assert (await ask(ws, {"type": "spawn", "name": name}))["type"] == "spawning"
+            reply = await ask(ws, {"type": "spawn", "name": "Gus"})
+            assert reply["type"] == "error", reply
+            assert ("2 agents were spawned from 127.0.0.1 in the last hour, the most "
+                    "remote.spawns_per_hour allows") in reply["message"]
+            await ws.close()
+    asyncio.run(go())
+
+
 # -- deadlines, disconnects, deaths, rates -----------------------------------------------------
 
 
