@@ -829,6 +829,17 @@ def test_the_python_example_from_the_command_line(tmp_path: Path) -> None:
             assert lines[-1].startswith("done: 3 decisions sent, 3 accepted, 0 rejected")
             assert s.session.remote.metrics.applied >= 2  # the last applies at the next tick
 
+            # No token given: it is read from the file the world keeps it in.
+            assert s.server.token_file is not None
+            env = {k: v for k, v in os.environ.items() if k != "AGENT_WORLD_TOKEN"}
+            env["AGENT_WORLD_RUNTIME_DIR"] = str(s.server.token_file.path.parent)
+            proc = await asyncio.create_subprocess_exec(
+                sys.executable, str(EXAMPLES / "client.py"), "--url", ws_url(s),
+                "--spawn", "Tia", "--max-decisions", "1",
+                env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+            out, err = await drive(s, proc)
+            assert proc.returncode == 0 and "done: 1 decisions sent" in out, (out, err)
+
             proc = await asyncio.create_subprocess_exec(
                 sys.executable, str(EXAMPLES / "client.py"), "--url", ws_url(s),
                 "--token", "wrong", "--claim", "1", "--auth", "message",
