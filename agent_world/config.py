@@ -48,6 +48,9 @@ DEFAULT_BASE_URLS = {
 }
 PERSONALITIES = ("aggressive", "cautious", "gatherer", "trader")
 _WORLD_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+_LABEL = r"[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?"
+# A host name (labels of letters, digits and '-'), an IPv4 address, or an IPv6 one.
+_HOST = re.compile(rf"{_LABEL}(\.{_LABEL})*|\[?[0-9a-f:.]+\]?")
 
 
 class ConfigError(ValueError):
@@ -628,6 +631,14 @@ class WebConfig:
         60.0, "malformed HTTP requests and refused connections are counted; the world log "
         "gets one line about them at most this often", low=0.1, high=86_400,
     )
+
+    def __post_init__(self) -> None:
+        for name in self.allowed_hosts:
+            if name != "*" and not _HOST.fullmatch(name.lower().rstrip(".")):
+                raise ConfigError(
+                    f"web.allowed_hosts: {name!r} is not a host name (letters, digits, '-' "
+                    "and '.', or an IP address, without a scheme or a port), e.g. "
+                    "['myhost.lan'], or ['*'] for any")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -335,7 +335,7 @@ def test_settings_that_cannot_serve_stop_start_up(tmp_path: Path,
     check_web(web_config(tmp_path, host="0.0.0.0").web)  # the token it makes guards it
     for bad in ("http://myhost", "myhost:8765", "my host", "-x.lan"):
         with pytest.raises(ConfigError, match=r"web\.allowed_hosts: .* is not a host name"):
-            check_web(web_config(tmp_path, allowed_hosts=[bad]).web)
+            web_config(tmp_path, allowed_hosts=[bad])
     check_web(web_config(tmp_path, allowed_hosts=["myhost.lan", "10.0.0.7", "*"]).web)
     monkeypatch.delenv("AW_NO_SUCH_TOKEN", raising=False)
     with pytest.raises(ConfigError, match="AW_NO_SUCH_TOKEN"):

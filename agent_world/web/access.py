@@ -20,7 +20,6 @@ from __future__ import annotations
 import contextlib
 import ipaddress
 import os
-import re
 import secrets
 from pathlib import Path
 from typing import TextIO
@@ -29,12 +28,9 @@ import orjson
 
 from agent_world.config import ConfigError, WebConfig
 
-__all__ = ["HostCheck", "TokenFile", "check_host_names", "is_loopback", "is_terminal",
+__all__ = ["HostCheck", "TokenFile", "is_loopback", "is_terminal",
            "new_token",
            "runtime_dir", "split_host", "web_token"]
-
-_LABEL = r"[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?"
-_HOST_NAME = re.compile(rf"{_LABEL}(\.{_LABEL})*")
 
 
 def new_token() -> str:
@@ -77,22 +73,6 @@ def _wildcard(host: str) -> bool:
         return ipaddress.ip_address(host).is_unspecified
     except ValueError:
         return host == ""
-
-
-def check_host_names(names: tuple[str, ...]) -> None:
-    """ConfigError naming the first entry of ``web.allowed_hosts`` that is not a host name."""
-    for name in names:
-        if name == "*":
-            continue
-        plain = name.lower().rstrip(".")
-        ip = plain.strip("[]")
-        with contextlib.suppress(ValueError):
-            ipaddress.ip_address(ip)
-            continue
-        if not _HOST_NAME.fullmatch(plain):
-            raise ConfigError(f"web.allowed_hosts: {name!r} is not a host name (letters, "
-                              "digits, '-' and '.', without a scheme or a port), e.g. "
-                              "['myhost.lan'], or ['*'] for any")
 
 
 def split_host(header: str) -> str:
