@@ -269,12 +269,15 @@ async def attack_ws_idle(world: World, seconds: float, count: int) -> dict[str, 
 
 
 async def _closed_soon(ws: aiohttp.ClientWebSocketResponse) -> bool:
-    try:
-        msg = await ws.receive(timeout=0.05)
-    except TimeoutError:
-        return False
-    return msg.type in (aiohttp.WSMsgType.CLOSE, aiohttp.WSMsgType.CLOSED,
-                        aiohttp.WSMsgType.CLOSING)
+    """Whether the server has closed it (what it sent before, a hello, is read past)."""
+    while True:
+        try:
+            msg = await ws.receive(timeout=0.05)
+        except TimeoutError:
+            return False
+        if msg.type != aiohttp.WSMsgType.TEXT:
+            return msg.type in (aiohttp.WSMsgType.CLOSE, aiohttp.WSMsgType.CLOSED,
+                                aiohttp.WSMsgType.CLOSING)
 
 
 async def attack_bbox_loop(world: World, seconds: float, count: int) -> dict[str, Any]:
