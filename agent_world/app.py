@@ -74,9 +74,15 @@ def choose_generator(config: Config, text_model: TextModel | None, *,
                              report=report)
 
 
+MACHINE_EVENTS = frozenset({"overrun", "skipped"})
+"""Events the tick loop adds about the machine (a long tick, ticks let go of): a replay does
+not reproduce them."""
+
+
 class EventCounter:
     """Counts output events by type for summaries and /stats. ``total`` counts the world's
-    own events only, so equal runs report equal totals: overruns depend on the machine."""
+    own events only, so equal runs report equal totals: overruns and skipped ticks depend on
+    the machine."""
 
     def __init__(self) -> None:
         self.total = 0
@@ -87,7 +93,7 @@ class EventCounter:
         for event in report.events:
             kind = event["type"]
             by_type[kind] = by_type.get(kind, 0) + 1
-            if kind != "overrun":
+            if kind not in MACHINE_EVENTS:
                 self.total += 1
 
 

@@ -70,6 +70,7 @@ from agent_world.training.command import build_parser as build_train_parser
 from agent_world.training.command import main as train_main
 from agent_world.types import ProviderError
 from agent_world.web import WebError, WebServer, check_web, web_token
+from agent_world.web.access import is_terminal
 from agent_world.web.playback import serve_recording
 from agent_world.worldlog import prune_nosave_logs, world_log_path
 from agent_world.worlds_command import build_parser as build_worlds_parser
@@ -306,7 +307,7 @@ def _llm_brain_agents(session: Session) -> list[tuple[str, int, float]]:
     return found
 
 
-def _banner(session: Session, opened: OpenedWorld) -> str:
+def _banner(session: Session, opened: OpenedWorld, *, terminal: bool = False) -> str:
     cfg = session.config
     world = session.world
     thinkers = sum(1 for _eid, row in world.agents() if row[0].brain == "llm")
@@ -343,15 +344,12 @@ def _banner(session: Session, opened: OpenedWorld) -> str:
     if session.web is not None:
         lines.append(f"  viewer:      {session.web.url}  (the API: {session.web.url}api/state; "
                      "see docs/api.md)")
+        lines.append(f"  token:       {session.web.token_line(terminal=terminal)}")
         if session.web.note:
             lines.append(f"  note: {session.web.note}")
-        agents = session.web.agents
-        if agents is not None:
-            # The token is shown on the terminal only (never written to a log or a save).
-            token = (f"token {agents.token}" if agents.generated_token
-                     else f"token in ${session.config.web.token_env}")
+        if session.web.agents is not None:
             url = session.web.url.replace("http", "ws", 1)
-            lines.append(f"  agents:      {url}agents  ({token}; docs/agents.md)")
+            lines.append(f"  agents:      {url}agents  (with the token; docs/agents.md)")
     lines.extend(f"  note: {note}" for note in opened.notes)
     return "\n".join(lines)
 
@@ -417,7 +415,9 @@ def _handle_signals(session: Session) -> Callable[[], None]:
 
 
 async def _run(config: Config, opened: OpenedWorld, args: argparse.Namespace,
-               sandbox: Sandbox) -> int:
+               sandbox: Sandbox, *, token: str | None = None) -> int:
+    """Run the world. ``token``: the web's access token when one is handed on (a served
+    replay's, to the world it forked: the page that forked it keeps working)."""
     mode = _console_mode(args)
     # Piped commands get their replies on stdout: world-log lines would be mixed into them.
     echo = None if args.headless or mode == "pipe" or not config.log.echo else sys.stdout
@@ -445,7 +445,9 @@ async def _run(config: Config, opened: OpenedWorld, args: argparse.Namespace,
     viewer: WebServer | None = None
     if args.web if args.web is not None else (config.web.enabled and not scripted):
         try:
-            viewer = WebServer(session, config.web, token=web_token(config.web))
+            viewer = WebServer(session, config.web,
+                               token=token if token is not None else web_token(config.web),
+                               made_here=token is not None)
             await viewer.start()
         except (WebError, ConfigError) as exc:
             if viewer is not None:
@@ -453,7 +455,7 @@ async def _run(config: Config, opened: OpenedWorld, args: argparse.Namespace,
             session.close()
             print(f"error: {exc}", file=sys.stderr)
             return 2
-    print(_banner(session, opened), file=out)
+    print(_banner(session, opened, terminal=is_terminal(out)), file=out)
     print(_CONSOLE_HINT[mode], file=out, flush=True)
     remove_signal_handlers = _handle_signals(session)
     console = _start_console(session, mode, args)
@@ -557,7 +559,7 @@ def _serve_replay(path: Path, config: Config, args: argparse.Namespace,
         raise
     args.to = fork.tick
     return asyncio.run(_run(config.replace(world={"name": fork.name}, web={"port": served.port}),
-                            opened, args, sandbox))
+                            opened, args, sandbox, token=served.token))
 
 
 # -- the commands -----------------------------------------------------------------------------

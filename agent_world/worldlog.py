@@ -177,6 +177,8 @@ _FORMATS: dict[str, Callable[[Event], str]] = {
                        f"(supply {e['supply']}, demand {e['demand']:g})",
     "overrun": lambda e: f"OVERRUN  tick {e['late_tick']} took {e['ms']:g} ms (budget "
                          f"{e['budget_ms']:g} ms)",
+    "skipped": lambda e: f"SKIPPED  {e['ticks']} ticks: the loop fell {e['ms']:g} ms behind "
+                         f"and started afresh (a tick is {e['budget_ms']:g} ms)",
     "input_rejected": lambda e: f"REJECTED input #{e['seq']} ({e['input']} from "
                                 f"{e['source']}): {e['reason']}",
     "removed": lambda e: f"REMOVED  {e['what']} by the operator",

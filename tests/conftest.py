@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import tempfile
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -11,6 +13,11 @@ from agent_world.config import Config
 from agent_world.core import brains
 from agent_world.core.actions import Action
 from agent_world.core.world import World
+
+# A generated web token is kept in a file of the runtime folder (docs/api.md, "Security"):
+# the worlds the tests start, in-process or as programs, keep theirs in a scratch folder,
+# never in the home folder of whoever runs the tests.
+os.environ.setdefault("AGENT_WORLD_RUNTIME_DIR", tempfile.mkdtemp(prefix="aw-runtime-"))
 
 
 def small_config(**world: Any) -> Config:

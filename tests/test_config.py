@@ -499,6 +499,12 @@ def _wrong_values(tp: Any) -> st.SearchStrategy[Any]:
             st.lists(st.integers(16, 64), max_size=5).filter(lambda v: len(v) != 2),
             st.lists(st.one_of(_text, _floats, st.booleans(), _none), min_size=2, max_size=2),
         )
+    if tp == tuple[str, ...]:  # a list of names: anything else, or a list holding a non-name
+        return st.one_of(
+            st.booleans(), _ints, _floats, _text, _none, _dicts,
+            st.lists(st.one_of(_ints, _floats, st.booleans(), _none, _lists), min_size=1,
+                     max_size=3),
+        )
     if typing.get_origin(tp) is dict:
         # A wrong entry: text where numbers go, a number where text goes (llm.prices,
         # game.recipes), and what fits neither.

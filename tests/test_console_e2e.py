@@ -40,6 +40,7 @@ def write_config(tmp_path: Path, *, world: str = "size: [32, 32], starting_agent
         f"world: {{{world}}}\n"
         f"paths: {{logs: '{tmp_path / 'logs'}', saves: '{tmp_path / 'saves'}'}}\n"
         f"log: {{echo: {'true' if echo else 'false'}}}\n"
+        f"web: {{runtime_dir: '{tmp_path / 'runtime'}'}}\n"
         "persistence: {seek_interval_ticks: 100, seek_target_ms: 0}\n",
         encoding="utf-8",
     )
@@ -126,6 +127,11 @@ def test_the_console_in_a_real_terminal(tmp_path: Path, terminal: Terminal) -> N
     exit_file = tmp_path / "exit_code"
     terminal.start(f"cd '{tmp_path}' && '{sys.executable}' '{MAIN}' --config '{config}'; "
                    f"echo $? > '{exit_file}'; sleep 600")
+    # On a terminal the banner shows the web's token itself (in a file or pipe only where
+    # it is kept: tests/test_web_hostile.py).
+    token = terminal.wait_for(r"token:\s+([A-Za-z0-9_-]{43})\s+\(commands").group(1)
+    kept = next((tmp_path / "runtime").glob("web-*.json")).read_text(encoding="utf-8")
+    assert f'"token": "{token}"' in kept
     terminal.wait_for(r"^world>")
     terminal.wait_for(r"tick \d+ \| running \| 10 Hz \| \d+ agents \| p99 ")  # the status line
 

@@ -146,6 +146,28 @@ def test_falling_far_behind_reanchors_instead_of_bursting(world: World) -> None:
     assert clock.sleeps == [0.125, 0.0, 0.125, 0.125, 0.125, 0.125, 0.125, 0.125]
     assert clock.sleeps.count(0.0) == 1
     assert loop.overruns == 1
+    # The ticks it let go of are counted, with the time they stood for: 7 whole periods of
+    # the 875 ms it was behind after tick 2.
+    assert loop.skipped == 7 and loop.stats().skipped == 7
+    assert loop.stats().lost_ms == pytest.approx(875.0)
+
+
+def test_ticks_lost_to_work_between_ticks_are_counted_and_reported(world: World) -> None:
+    # Issue 30: a web client whose messages cost the loop a second between two ticks (a
+    # keyframe per subscribe) took a world from 10 ticks a second to 0.2, and neither the
+    # overruns nor the tick times showed it: the work was not in a tick.
+    probe = Recorder()
+    loop, clock, _costly = make_loop(world, costs=[0.0] * 6, observers=[probe])
+    stalls = iter([0.0, 1.0, 0.0, 0.0, 0.0, 0.0])
+    loop.between_ticks = lambda: clock.advance(next(stalls))
+    asyncio.run(loop.run(max_ticks=6))
+    stats = loop.stats()
+    assert stats.overruns == 0 and stats.p99_ms == 0.0  # no tick was slow
+    assert stats.skipped == 7 and stats.lost_ms == pytest.approx(875.0)
+    late = [[e for e in r.events if e["type"] in ("skipped", "overrun")]
+            for r in probe.reports]
+    assert late == [[], [], [{"type": "skipped", "ticks": 7, "ms": 875.0,
+                              "budget_ms": 125.0}], [], [], []]
 
 
 def test_unpaced_run_runs_exactly_n_ticks_without_sleeping(world: World) -> None:

@@ -186,7 +186,7 @@ def test_the_token_in_the_header_or_the_first_message_opens_the_door(tmp_path: P
                                "deadline_ms": 2000, "max_actions": 8, "max_agents": 100,
                                "messages_per_s": 10_000}
             assert await ask(ws, {"type": "ping"}) == {"type": "pong", "tick": 3}
-            by_message = await s.http.ws_connect(ws_url(s))
+            by_message = await s.bare.ws_connect(ws_url(s))
             assert s.server.agents is not None
             hello = await ask(by_message, {"type": "auth", "token": s.server.agents.token})
             assert hello["type"] == "welcome" and hello["client"] == "client-2"
@@ -209,13 +209,11 @@ def test_the_token_in_the_header_or_the_first_message_opens_the_door(tmp_path: P
     ("a binary frame first", "the first message must be"),
 ])
 def test_a_missing_or_wrong_token_is_refused_with_4401(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, how: str, named: str) -> None:
-    monkeypatch.setattr(endpoint, "AUTH_WAIT_S", 0.2)
-
+        tmp_path: Path, how: str, named: str) -> None:
     async def go() -> None:
-        async with world(tmp_path) as s:
+        async with world(tmp_path, auth_within_s=0.2) as s:
             headers = bearer(s, "not-the-token") if "header" in how else {}
-            ws = await s.http.ws_connect(ws_url(s), headers=headers)
+            ws = await s.bare.ws_connect(ws_url(s), headers=headers)
             if how.startswith("wrong token in the first"):
                 await send(ws, {"type": "auth", "token": "not-the-token"})
             elif how == "a ping first":
@@ -521,6 +519,61 @@ def test_spawn_makes_an_agent_claimed_at_the_next_tick(tmp_path: Path) -> None:
     asyncio.run(go())
 
 
+def test_spawning_and_releasing_cannot_fill_the_world(tmp_path: Path) -> None:
+    # Issue 30: a client that spawned and released at its message allowance added agents
+    # without limit (released agents stay), up to world.max_agents. They now count against
+    # the client's address until they die, across reconnections.
+    async def go() -> None:
+        async with world(tmp_path, max_agents_per_client=3) as s:
+            ws, _welcome = await connect(s)
+            spawned = []
+            for name in ("Ana", "Ben", "Cyd"):
+                assert (await ask(ws, {"type": "spawn", "name": name}))["type"] == "spawning"
+                claimed, _ = await step_until(s, ws, is_("claimed"), ticks=1)
+                spawned.append(claimed["agent"])
+                released = await ask(ws, {"type": "release", "agent": claimed["agent"]})
+                assert released["type"] == "released"
+            remote = s.session.remote
+            assert sorted(remote.unclaimed_spawns("127.0.0.1")) == sorted(spawned)
+            reply = await ask(ws, {"type": "spawn", "name": "Dee"})
+            assert reply["type"] == "error" and "you hold 3 agents" in reply["message"]
+            assert "spawned from your address that still live" in reply["message"]
+            await ws.close()
+            again, _welcome = await connect(s)  # a new connection is no way round it
+            reply = await ask(again, {"type": "spawn", "name": "Dee"})
+            assert reply["type"] == "error" and "you hold 3 agents" in reply["message"]
+            builtin = next(e for e in agent_ids(s) if e not in spawned)
+            reply = await ask(again, {"type": "claim", "agent": builtin})
+            assert reply["type"] == "error" and "you hold 3 agents" in reply["message"]
+            # Its own spawns it may take back; and a death frees a place.
+            await claim(again, spawned[0])
+            console = Console(s.session)
+            try:
+                await console.execute(f"/kill {s.world.name_of(spawned[1])}")
+                assert console.last_ok
+            finally:
+                console.close()
+            await s.step(1)
+            await sync(again)  # (the claimed agent's first observation)
+            assert (await ask(again, {"type": "spawn", "name": "Dee"}))["type"] == "spawning"
+            await again.close()
+    asyncio.run(go())
+
+
+def test_an_address_spawns_at_most_its_hourly_share(tmp_path: Path) -> None:
+    async def go() -> None:
+        async with world(tmp_path, spawns_per_hour=2) as s:
+            ws, _welcome = await connect(s)
+            for name in ("Eve", "Fay"):
+                assert (await ask(ws, {"type": "spawn", "name": name}))["type"] == "spawning"
+            reply = await ask(ws, {"type": "spawn", "name": "Gus"})
+            assert reply["type"] == "error", reply
+            assert ("2 agents were spawned from 127.0.0.1 in the last hour, the most "
+                    "remote.spawns_per_hour allows") in reply["message"]
+            await ws.close()
+    asyncio.run(go())
+
+
 # -- deadlines, disconnects, deaths, rates -----------------------------------------------------
 
 
@@ -776,6 +829,17 @@ def test_the_python_example_from_the_command_line(tmp_path: Path) -> None:
             assert len(decisions) == 3 and all("Clio#" in line for line in decisions)
             assert lines[-1].startswith("done: 3 decisions sent, 3 accepted, 0 rejected")
             assert s.session.remote.metrics.applied >= 2  # the last applies at the next tick
+
+            # No token given: it is read from the file the world keeps it in.
+            assert s.server.token_file is not None
+            env = {k: v for k, v in os.environ.items() if k != "AGENT_WORLD_TOKEN"}
+            env["AGENT_WORLD_RUNTIME_DIR"] = str(s.server.token_file.path.parent)
+            proc = await asyncio.create_subprocess_exec(
+                sys.executable, str(EXAMPLES / "client.py"), "--url", ws_url(s),
+                "--spawn", "Tia", "--max-decisions", "1",
+                env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+            out, err = await drive(s, proc)
+            assert proc.returncode == 0 and "done: 1 decisions sent" in out, (out, err)
 
             proc = await asyncio.create_subprocess_exec(
                 sys.executable, str(EXAMPLES / "client.py"), "--url", ws_url(s),

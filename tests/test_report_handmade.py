@@ -18,6 +18,7 @@ import pytest
 from agent_world.persistence import SaveFolder
 from agent_world.report import ReportError, build_report
 from agent_world.report.reasons import death_cause, normalise_reason
+from agent_world.report.render import render_text
 
 PERSONALITIES = ("aggressive", "cautious", "gatherer", "trader")
 # The starting agents of every hand-made world: one of each personality.
@@ -338,6 +339,25 @@ def test_casts_by_ability_and_by_the_casters_personality(tmp_path: Path) -> None
     assert (a.disabled, a.killed) == ({"heal": 1}, {"dash": 1})
     angel = report.windows[0].angel
     assert (angel.requests, angel.accepted, angel.refused, angel.expired) == (3, 1, 1, 1)
+
+
+def test_ticks_over_budget_and_skipped_show_as_the_time_lost(tmp_path: Path) -> None:
+    # Issue 30: a world starved between ticks lost them without an overrun or a slow tick;
+    # the loop now says so with a 'skipped' event, and the report adds up the time lost.
+    records = [event(10, "overrun", late_tick=9, ms=250.0, budget_ms=100.0),
+               event(20, "skipped", ticks=7, ms=875.0, budget_ms=100.0),
+               event(1500, "skipped", ticks=3, ms=320.0, budget_ms=100.0), say(1600, "hi")]
+    report = build_report(handmade(tmp_path / "w", records), window=1000)
+    first, second = report.windows[0].pace, report.windows[1].pace
+    assert (first.overruns, first.skipped_ticks, first.lost_s) == (1, 7, 0.875)
+    assert (second.overruns, second.skipped_ticks, second.lost_s) == (0, 3, 0.32)
+    total = report.total.pace
+    assert (total.overruns, total.skipped_ticks, total.lost_s) == (1, 10, 1.195)
+    text = render_text(report, ())
+    assert "pace        1 ticks over their budget; 7 ticks skipped, 0.9 s of the world's " \
+           "time lost" in text
+    quiet = build_report(handmade(tmp_path / "q", [say(10, "hi")]), window=1000)
+    assert "pace" not in render_text(quiet, ())  # a world that kept pace says nothing
 
 
 def test_a_malformed_event_line_is_skipped_with_a_note(tmp_path: Path) -> None:

@@ -208,6 +208,17 @@ def _free_tile(s: Served) -> tuple[int, int]:
 
 def test_a_token_guards_writes_and_read_only_refuses_them(tmp_path: Path) -> None:
     async def go() -> None:
+        # By default each run makes its own token, and writes need it on loopback too.
+        async with served(tmp_path) as s:
+            assert s.server.generated_token and len(s.server.token) >= 40
+            await s.get("/api/state")
+            async with s.bare.post(s.url + "/api/commands", json={"command": "/resume"}) as r:
+                assert r.status == 401
+                assert "needs the access token" in (await r.json())["error"]
+            assert s.session.loop.paused
+            async with s.bare.post(s.url + "/api/commands", json={"command": "/resume"},
+                                   headers=s.auth) as r:
+                assert r.status == 200
         async with served(tmp_path, token="s3cret-token") as s:
             await s.get("/api/state")  # reads stay open
             no = await s.command("/pause", status=401)
@@ -281,13 +292,13 @@ def test_nothing_outside_the_static_folder_is_served(tmp_path: Path, path: str) 
         async with served(tmp_path) as s:
             reader, writer = await asyncio.open_connection("127.0.0.1",
                                                            int(s.url.rsplit(":", 1)[1]))
-            writer.write(f"GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
-                         .encode())
+            writer.write(f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n"
+                         "\r\n".encode())
             await writer.drain()
             raw = await reader.read()
             writer.close()
             head, _, body = raw.partition(b"\r\n\r\n")
-            assert not head.startswith(b"HTTP/1.1 200"), head
+            assert head.startswith((b"HTTP/1.1 404", b"HTTP/1.1 403")), head
             assert b"import" not in body and b"root:" not in body
             async with s.http.get(s.url + "/static/app.js") as ok:
                 assert ok.status in (200, 404)  # the page's own files are served
@@ -321,9 +332,11 @@ def test_no_response_holds_the_token_or_the_api_key(tmp_path: Path,
 
 def test_settings_that_cannot_serve_stop_start_up(tmp_path: Path,
                                                   monkeypatch: pytest.MonkeyPatch) -> None:
-    cfg = web_config(tmp_path, host="0.0.0.0")
-    with pytest.raises(ConfigError, match="beyond loopback"):
-        check_web(cfg.web)
+    check_web(web_config(tmp_path, host="0.0.0.0").web)  # the token it makes guards it
+    for bad in ("http://myhost", "myhost:8765", "my host", "-x.lan"):
+        with pytest.raises(ConfigError, match=r"web\.allowed_hosts: .* is not a host name"):
+            web_config(tmp_path, allowed_hosts=[bad])
+    check_web(web_config(tmp_path, allowed_hosts=["myhost.lan", "10.0.0.7", "*"]).web)
     monkeypatch.delenv("AW_NO_SUCH_TOKEN", raising=False)
     with pytest.raises(ConfigError, match="AW_NO_SUCH_TOKEN"):
         check_web(web_config(tmp_path, token_env="AW_NO_SUCH_TOKEN").web)

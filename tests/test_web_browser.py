@@ -3,9 +3,11 @@ Playwright against a world run by ``main.py``.
 
 It waits until agents are on the canvas (their colour at their place, read from the canvas'
 pixels), clicks one and finds its name in the inspector, pauses with the button and sees the
-tick stop, steps 5 and sees tick + 5, and keeps screenshots. Skipped where Chromium or
-Playwright is missing, unless ``AW_REQUIRE_BROWSER`` is set (``.ci/run`` installs both and
-sets it, so CI never skips it quietly).
+tick stop, steps 5 and sees tick + 5, and keeps screenshots. Writes need the world's access
+token: the page asks for it once (a prompt, answered with the token from the file the world
+keeps it in, as the banner says), and no request the page makes carries it in its URL.
+Skipped where Chromium or Playwright is missing, unless ``AW_REQUIRE_BROWSER`` is set
+(``.ci/run`` installs both and sets it, so CI never skips it quietly).
 """
 
 from __future__ import annotations
@@ -53,13 +55,21 @@ def _get(url: str) -> Any:
         return json.load(resp)
 
 
+def _token(url: str, runtime: Path) -> str:
+    """The token the world made, from the file the banner names (readable by its owner)."""
+    port = url.rsplit(":", 1)[1].strip("/")
+    kept = json.loads((runtime / f"web-{port}.json").read_text(encoding="utf-8"))
+    assert kept["url"] == url
+    return str(kept["token"])
+
+
 @pytest.fixture
 def world_url(tmp_path: Path) -> Iterator[str]:
     """A paced world on a free port, serving the viewer; stopped with SIGINT afterwards."""
     config = tmp_path / "config.yaml"
     config.write_text(yaml.safe_dump({
         "world": {"size": [48, 48], "starting_agents": 30, "seed": 11},
-        "web": {"port": 0},
+        "web": {"port": 0, "runtime_dir": str(tmp_path / "runtime")},
         "paths": {"logs": str(tmp_path / "logs"), "saves": str(tmp_path / "saves")},
     }), encoding="utf-8")
     proc = subprocess.Popen([sys.executable, str(MAIN), "--config", str(config), "--headless",
@@ -93,10 +103,21 @@ def test_the_viewer_draws_inspects_pauses_and_steps(world_url: str, tmp_path: Pa
     shots = tmp_path / "screenshots"
     shots.mkdir()
     errors: list[str] = []
+    token = _token(world_url, tmp_path / "runtime")
+    asked: list[str] = []
+    urls: list[str] = []
+
+    def answer(dialog: Any) -> None:
+        asked.append(dialog.message)
+        dialog.accept(token)
+
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         page = browser.new_page(viewport={"width": 1280, "height": 800})
         page.on("pageerror", lambda exc: errors.append(str(exc)))
+        page.on("dialog", answer)
+        page.on("request", lambda request: urls.append(request.url))
+        page.on("websocket", lambda ws: urls.append(ws.url))
         page.goto(world_url)
         page.wait_for_function("Number(document.body.dataset.agentsDrawn || 0) > 0",
                                timeout=20_000)
@@ -164,4 +185,7 @@ def test_the_viewer_draws_inspects_pauses_and_steps(world_url: str, tmp_path: Pa
         page.screenshot(path=str(shots / "3-stepped.png"))
         browser.close()
     assert errors == [], f"errors in the page: {errors}"
+    # One prompt for the token (the pause, the first write); then the tab keeps it.
+    assert len(asked) == 1 and "access token" in asked[0], asked
+    assert urls and not [u for u in urls if token in u], "the token went into a URL"
     assert len(list(shots.glob("*.png"))) == 3

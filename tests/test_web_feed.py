@@ -234,8 +234,10 @@ def _masked_text(payload: bytes) -> bytes:
 def test_a_client_that_never_reads_is_closed_and_memory_stays_bounded(
         tmp_path: Path) -> None:
     async def go() -> None:
+        # (A message allowance no subscribe loop spends: this client is too slow, not too
+        # talkative.)
         async with served(tmp_path, world={"size": [96, 96], "starting_agents": 400},
-                          slow_client_s=1.0, client_queue=4) as s:
+                          slow_client_s=1.0, client_queue=4, messages_per_s=10_000) as s:
             port = int(s.url.rsplit(":", 1)[1])
             sock = await asyncio.to_thread(_raw_ws, port)
             sub = _masked_text(orjson.dumps({"op": "subscribe", "rate": 30}))

@@ -89,8 +89,12 @@ async def serving(folder: SaveFolder, config: Config
                                                to=None, start_console=start_console,
                                                out=out))
     session = await asyncio.wait_for(ready, 60)
-    url = out.getvalue().split("viewer: ")[1].split()[0]
-    http = aiohttp.ClientSession()
+    said = out.getvalue()
+    url = said.split("viewer: ")[1].split()[0]
+    # Not a terminal: the banner says where the token is, never the token itself.
+    token = session.web.token
+    assert token not in said and "readable only by you" in said
+    http = aiohttp.ClientSession(headers={"Authorization": f"Bearer {token}"})
     try:
         yield Viewer(url, http, session), task
     finally:

@@ -182,6 +182,9 @@ EXAMPLES: dict[str, list[tuple[Event, str]]] = {
                "PRICE    club 8.729 -> 8.222 gold (supply 6, demand 1)")],
     "overrun": [({"type": "overrun", "late_tick": 7, "ms": 250.0, "budget_ms": 100.0},
                  "OVERRUN  tick 7 took 250 ms (budget 100 ms)")],
+    "skipped": [({"type": "skipped", "ticks": 3, "ms": 312.5, "budget_ms": 100.0},
+                 "SKIPPED  3 ticks: the loop fell 312.5 ms behind and started afresh (a tick "
+                 "is 100 ms)")],
     "input_rejected": [({"type": "input_rejected", "seq": 4, "input": "give",
                          "source": "console", "reason": "unknown item 'cake'"},
                         "REJECTED input #4 (give from console): unknown item 'cake'")],

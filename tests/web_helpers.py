@@ -1,5 +1,7 @@
 """A served session for web tests: a real aiohttp server on a free loopback port, a session on
-a fake clock (the world moves only when a test steps it) and a client session to talk to it."""
+a fake clock (the world moves only when a test steps it) and client sessions to talk to it:
+``http`` sends the server's access token with every request, as the operator's scripts do;
+``bare`` sends none, as a stranger would."""
 
 from __future__ import annotations
 
@@ -24,22 +26,28 @@ __all__ = ["Served", "served", "web_config"]
 def web_config(tmp_path: Path, *, world: dict[str, Any] | None = None,
                **web: Any) -> Config:
     settings = {"size": [32, 32], "starting_agents": 8, "seed": 4, **(world or {})}
-    return Config().replace(world=settings, web={"port": 0, **web}, paths={
+    return Config().replace(world=settings, web={
+        "port": 0, "runtime_dir": str(tmp_path / "runtime"), **web}, paths={
         "logs": str(tmp_path / "logs"), "saves": str(tmp_path / "saves")})
 
 
 class Served:
-    def __init__(self, session: Session, server: WebServer, http: aiohttp.ClientSession
-                 ) -> None:
+    def __init__(self, session: Session, server: WebServer, http: aiohttp.ClientSession,
+                 bare: aiohttp.ClientSession) -> None:
         self.session = session
         self.server = server
         self.http = http
+        self.bare = bare
         assert server.url is not None
         self.url = server.url.rstrip("/")
 
     @property
     def world(self) -> World:
         return self.session.world
+
+    @property
+    def auth(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.server.token}"}
 
     async def get(self, path: str, status: int = 200) -> Any:
         async with self.http.get(self.url + path) as resp:
@@ -76,10 +84,14 @@ async def served(tmp_path: Path, *, save: bool = False, token: str | None = None
     session.loop.pause()
     server = WebServer(session, cfg.web, token=token)
     await server.start()
-    http = aiohttp.ClientSession()
+    # A test that gives the token sends it itself (it is testing the token's rules).
+    http = aiohttp.ClientSession(
+        headers={} if token is not None else {"Authorization": f"Bearer {server.token}"})
+    bare = aiohttp.ClientSession()
     try:
-        yield Served(session, server, http)
+        yield Served(session, server, http, bare)
     finally:
         await http.close()
+        await bare.close()
         await server.close()
         session.close()

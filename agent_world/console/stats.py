@@ -129,6 +129,9 @@ def _ticks(console: Console) -> Figures:
         "p99": f"{s.p99_ms:.2f} ms",
         "max": f"{s.max_ms:.2f} ms",
         "overruns": s.overruns,
+        # Ticks the paced loop let go of when it fell behind (by anything: a long tick,
+        # work between ticks): the time the world lost, which the tick times do not show.
+        "skipped": f"{s.skipped} ticks ({s.lost_ms / 1000:.1f} s lost)",
     }
 
 

@@ -2,7 +2,10 @@
 
 Deadlines are absolute (start + k * period), so small delays never accumulate into drift. A
 tick that takes longer than its period is counted as an overrun; when the loop falls more
-than a period behind it re-anchors instead of bursting to catch up.
+than a period behind it re-anchors instead of bursting to catch up, and the ticks it lets go
+of are counted as skipped, with the time they stood for: whatever held the loop up (a long
+tick, or work between ticks such as a web client's), the world's figures show the time lost,
+and a ``skipped`` event says it with the next tick, as an overrun is.
 
 Controls (stop, pause, resume, a new speed) wake the loop from its sleep at once: at 0.01 Hz a
 period lasts 100 s, and /quit, SIGTERM or /speed 10 must not wait for it to end.
@@ -42,6 +45,8 @@ class TickStats:
 
     ticks: int
     overruns: int
+    skipped: int  # ticks a paced run let go of after falling more than a period behind
+    lost_ms: float  # the time they stood for
     p50_ms: float
     p99_ms: float
     max_ms: float
@@ -71,6 +76,8 @@ class TickLoop:
         self._holds: set[str] = set()  # who holds the loop (no tick starts meanwhile)
         self.ticks_run = 0
         self.overruns = 0
+        self.skipped = 0
+        self.lost_s = 0.0
         self._durations: deque[float] = deque(maxlen=HISTORY)
         self.last_tick_seconds = 0.0  # what the last tick cost the main thread (the clock's)
         self._stopped = False
@@ -78,7 +85,8 @@ class TickLoop:
         # Work that must stay out of ticks (garbage collection): runs after each tick,
         # before the loop sleeps, and is not counted in the tick's duration.
         self.between_ticks: Callable[[], None] | None = None
-        self._late: dict[str, float | int | str] | None = None
+        # Machine-made events for the next tick's report: overruns, skipped ticks.
+        self._late: list[dict[str, float | int | str]] = []
 
     # -- controls ----------------------------------------------------------------------------
 
@@ -158,10 +166,10 @@ class TickLoop:
         once the whole cost is known."""
         start = self.clock.now()
         report = self.advance()
-        if self._late is not None:
+        if self._late:
             report = TickReport(tick=report.tick, inputs=report.inputs,
-                                events=[*report.events, self._late])
-            self._late = None
+                                events=[*report.events, *self._late])
+            self._late = []
         for observer in self.observers:
             observer.on_tick(report)
         elapsed = self.clock.now() - start
@@ -170,9 +178,9 @@ class TickLoop:
         self.ticks_run += 1
         if elapsed > self.period:
             self.overruns += 1
-            self._late = {"type": "overrun", "late_tick": report.tick,
-                          "ms": round(elapsed * 1000, 1),
-                          "budget_ms": round(self.period * 1000, 1)}
+            self._late.append({"type": "overrun", "late_tick": report.tick,
+                               "ms": round(elapsed * 1000, 1),
+                               "budget_ms": round(self.period * 1000, 1)})
         if self.between_ticks is not None:
             self.between_ticks()
         return report
@@ -202,12 +210,22 @@ class TickLoop:
             deadline += self.period
             now = self.clock.now()
             if deadline < now - self.period:
+                self._skip(now - deadline)
                 deadline = now  # far behind: start afresh rather than burst
             await self._sleep_until(deadline)
         if self._stopped and self.world.inbox.pending():
             # Inputs already accepted (an operator's last commands before /quit) are applied,
             # and so logged, in one last tick rather than silently dropped.
             self.tick_once()
+
+    def _skip(self, behind: float) -> None:
+        """The loop is ``behind`` seconds late (more than a period) and starts afresh: the
+        whole periods in it are ticks that will never run."""
+        ticks = int(behind / self.period)
+        self.skipped += ticks
+        self.lost_s += behind
+        self._late.append({"type": "skipped", "ticks": ticks, "ms": round(behind * 1000, 1),
+                           "budget_ms": round(self.period * 1000, 1)})
 
     async def _sleep_until(self, deadline: float) -> None:
         """Sleep on the clock until ``deadline``, unless a control wakes the loop first."""
@@ -232,6 +250,8 @@ class TickLoop:
         return TickStats(
             ticks=self.ticks_run,
             overruns=self.overruns,
+            skipped=self.skipped,
+            lost_ms=self.lost_s * 1000,
             p50_ms=_percentile(ordered, 0.50) * 1000,
             p99_ms=_percentile(ordered, 0.99) * 1000,
             max_ms=(ordered[-1] if ordered else 0.0) * 1000,

@@ -25,7 +25,7 @@ __all__ = ["AgentMemory", "MemoryBook"]
 SUMMARY_FACTS = 5
 MAX_LINE = 120  # characters of one remembered line
 PARTY_KEYS = ("agent", "target", "killer", "victim", "to")
-SKIP = frozenset({"price", "overrun", "note"})
+SKIP = frozenset({"price", "overrun", "skipped", "note"})
 
 
 class AgentMemory:

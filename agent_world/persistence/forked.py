@@ -37,10 +37,16 @@ def fork_state(world: World, *, close_in_child: tuple[int, ...] = ()) -> ForkedS
     descriptors the child closes first (the world's lock: a child must never keep it alive
     after the parent dies; closing its copy leaves the parent's lock held)."""
     read_fd, write_fd = os.pipe()
-    with warnings.catch_warnings():
-        # Python 3.12+ warns about fork() in threaded processes; the child touches no lock.
-        warnings.simplefilter("ignore", DeprecationWarning)
-        pid = os.fork()
+    try:
+        with warnings.catch_warnings():
+            # Python 3.12+ warns about fork() in threaded processes; the child touches no
+            # lock.
+            warnings.simplefilter("ignore", DeprecationWarning)
+            pid = os.fork()
+    except OSError:  # no process to be had: the pipe must not leak
+        os.close(read_fd)
+        os.close(write_fd)
+        raise
     if pid == 0:  # pragma: no cover - runs in the child, which coverage does not follow
         status = 1
         try:

@@ -110,6 +110,9 @@ class Persistence:
         self.serialized_inline = 0
         self.use_fork = cfg.serialize_in_child and fork_available()
         self._forked = 0  # children started (main thread) vs collected (writer thread)
+        self.fork_failures = 0  # forks the system refused (no descriptor, no process)
+        self.seek_points_skipped = 0  # seek points let go for want of a fork
+        self._fork_refused = False
         self._writer = _Writer(folder, cfg, report, self._queue)
         self.seek_spacing = SeekSpacing(cfg.seek_interval_ticks, cfg.seek_target_ms / 1000,
                                         _replays_start_at(folder, world.tick))
@@ -160,12 +163,14 @@ class Persistence:
         # Children still serialising earlier states: past a few, serialise here instead
         # (flat-out runs outpace them; paced runs almost never get there).
         busy = self._forked - self._writer.children_collected >= MAX_CHILDREN
-        if self.use_fork and not busy:
-            lock = self.folder.lock
-            # The child must not keep the world's lock alive should this process die.
-            close = (lock.fd,) if lock is not None and lock.held else ()
-            job = _State(self.world.tick, None, check, snapshot, seek,
-                         fork_state(self.world, close_in_child=close), done)
+        child = self._fork() if self.use_fork and not busy else None
+        if child is None and seek and not check and not snapshot and done is None:
+            # Out of file descriptors or processes: a seek point is a convenience, skipped
+            # rather than paid for on the main thread. The world runs on.
+            self.seek_points_skipped += 1
+            return
+        if child is not None:
+            job = _State(self.world.tick, None, check, snapshot, seek, child, done)
             self._forked += 1
         else:
             job = _State(self.world.tick, self.world.state_bytes(), check, snapshot, seek,
@@ -175,6 +180,30 @@ class Persistence:
         elapsed = (time.perf_counter() - started) * 1000
         self.main_ms_last = elapsed
         self.main_ms_max = max(self.main_ms_max, elapsed)
+
+    def _fork(self) -> ForkedState | None:
+        """A child serialising the world, or None when the system refuses one (no file
+        descriptor left for its pipe, no process): then the state is serialised here, on the
+        main thread, and the world keeps running. Said once until a fork works again."""
+        lock = self.folder.lock
+        # The child must not keep the world's lock alive should this process die.
+        close = (lock.fd,) if lock is not None and lock.held else ()
+        try:
+            child = fork_state(self.world, close_in_child=close)
+        except OSError as exc:
+            self.fork_failures += 1
+            if not self._fork_refused:
+                self._fork_refused = True
+                self._report(f"persistence: cannot start a child to serialise tick "
+                             f"{self.world.tick} ({exc.strerror or exc}); states are "
+                             "serialised on the main thread and seek points skipped until "
+                             "one starts again (too many open files? ulimit -n, or fewer "
+                             "web.max_connections)")
+            return None
+        if self._fork_refused:
+            self._fork_refused = False
+            self._report("persistence: children serialise the state again")
+        return child
 
     def _queue_ability(self, data: Any) -> None:
         """Keep the source of an ability the world accepted in abilities/NAME.py (an input
@@ -253,6 +282,8 @@ class Persistence:
             "seek_points": len(w.seek_points.sizes),
             "seek_points_bytes": w.seek_points.total,
             "seek_points_failed": w.seek_points.failed,
+            "seek_points_skipped": self.seek_points_skipped,
+            "forks_refused": self.fork_failures,
             "flush": self.cfg.flush,
             "error": w.last_error,
             "errors": w.errors,

@@ -1,7 +1,8 @@
 """``/agents``: the WebSocket where programs in any language play agents.
 
-A connection authenticates with the token (the ``Authorization: Bearer`` header when it
-connects, or a first ``auth`` message within ``AUTH_WAIT_S``), then claims or spawns agents
+A connection authenticates with the server's token (the ``Authorization: Bearer`` header
+when it connects, or a first ``auth`` message within ``remote.auth_within_s``: a connection
+that does neither is closed, so it cannot hold a place), then claims or spawns agents
 and answers their observations (``RemoteBrains``). The world never waits on a client: what
 it sends waits in a bounded queue written by the connection's own task, a client that reads
 too slowly or sends too much is told why and disconnected, and a bad message gets an
@@ -14,7 +15,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hmac
-import secrets
 import shlex
 from collections import deque
 from collections.abc import Callable
@@ -27,6 +27,7 @@ from agent_world.config import RemoteConfig
 from agent_world.console.commands import Console
 from agent_world.console.parsing import AGENT_NAME
 from agent_world.core.inputs import MAX_PLAN
+from agent_world.ratelimit import TokenBucket
 from agent_world.remote.manager import RemoteBrains
 from agent_world.remote.protocol import (
     PROTOCOL,
@@ -44,9 +45,8 @@ from agent_world.remote.protocol import (
 if TYPE_CHECKING:
     from agent_world.app import Session
 
-__all__ = ["AUTH_CLOSE", "AUTH_WAIT_S", "FLOOD_CLOSE", "AgentsEndpoint", "Connection"]
+__all__ = ["AUTH_CLOSE", "FLOOD_CLOSE", "AgentsEndpoint", "Connection"]
 
-AUTH_WAIT_S = 10.0
 MAX_MESSAGE = 64 * 1024
 AUTH_CLOSE = 4401  # the token was missing or wrong
 FLOOD_CLOSE = 4429  # more messages than remote.messages_per_s allows
@@ -67,13 +67,10 @@ class Connection:
                  queue_size: int, rate: float, clock: Callable[[], float]) -> None:
         self.ws = ws
         self.name = name
+        self.address = request.remote or "?"  # spawned agents count against it until they die
         self.transport = request.transport
         self.queue_size = queue_size
-        self.rate = rate
-        self.burst = 2 * rate
-        self.allowance = self.burst
-        self.clock = clock
-        self.checked_at = clock()
+        self.bucket = TokenBucket(rate, clock=clock)
         self.frames: deque[bytes] = deque()
         self.closing: str | None = None
         self.received = 0
@@ -94,13 +91,7 @@ class Connection:
 
     def allowed(self) -> bool:
         """Take one message from the allowance; False once it is spent."""
-        now = self.clock()
-        self.allowance = min(self.burst, self.allowance + (now - self.checked_at) * self.rate)
-        self.checked_at = now
-        if self.allowance < 1:
-            return False
-        self.allowance -= 1
-        return True
+        return self.bucket.take()
 
     async def _write(self) -> None:
         while True:
@@ -142,14 +133,11 @@ class Connection:
 class AgentsEndpoint:
     """The ``/agents`` route of a live world's web server."""
 
-    def __init__(self, session: Session, cfg: RemoteConfig, *, token: str | None,
+    def __init__(self, session: Session, cfg: RemoteConfig, *, token: str,
                  max_message: int = MAX_MESSAGE) -> None:
         self.session = session
         self.cfg = cfg
-        # Without the web's token (web.token_env) the run makes its own, shown at start-up:
-        # an external agent always needs one, loopback or not.
-        self.token = token or secrets.token_urlsafe(24)
-        self.generated_token = token is None
+        self.token = token  # the web server's: an external agent always needs it
         session.redactor.add(self.token)  # never in a log line or an input, if it leaks
         self.max_message = max_message
         self.brains = RemoteBrains(cfg, session.world, report=session.report_problem,
@@ -230,10 +218,12 @@ class AgentsEndpoint:
 
     async def _await_auth(self, ws: web.WebSocketResponse, conn: Connection) -> bool:
         """The first message must be ``auth`` with the token (when the header had none)."""
+        wait = self.cfg.auth_within_s
         reason = (f"send {{\"type\": \"auth\", \"token\": ...}} first (or the header "
-                  f"'Authorization: Bearer TOKEN'); none came within {AUTH_WAIT_S:g} s")
+                  f"'Authorization: Bearer TOKEN'); none came within {wait:g} s "
+                  "(remote.auth_within_s)")
         try:
-            msg = await ws.receive(timeout=AUTH_WAIT_S)
+            msg = await ws.receive(timeout=wait)
         except TimeoutError:
             await conn.close(f"unauthorized: {reason}", AUTH_CLOSE)
             return False
@@ -279,7 +269,11 @@ class AgentsEndpoint:
         held = self.brains.held(conn)
         if held >= self.cfg.max_agents_per_client:
             raise ProtocolError(f"spawn: you hold {held} agents (counting those being "
-                                "spawned), the most remote.max_agents_per_client allows")
+                                "spawned, and those spawned from your address that still "
+                                "live), the most remote.max_agents_per_client allows")
+        too_many = self.brains.spawn_refusal(conn)
+        if too_many is not None:
+            raise ProtocolError(f"spawn: {too_many}")
         words = ["/spawn", "agent", msg.name]
         if msg.x is not None:
             words += [str(msg.x), str(msg.y)]
@@ -290,5 +284,6 @@ class AgentsEndpoint:
         if not self.console.last_ok:
             raise ProtocolError("spawn: " + " ".join(reply).removeprefix("error: "))
         self.brains.expect_spawn(conn, msg.name, msg.every_ticks)
+        self.brains.spawned_now(conn)
         return {"type": "spawning", "name": msg.name,
                 "reply": " ".join(reply)}

@@ -10,6 +10,10 @@ logged, so replay never needs the client. No answer within ``remote.deadline_ms`
 invalid one, leaves the agent on its built-in brain for that decision. A disconnect or a
 death releases the agent.
 
+An agent a client spawned counts against that client's address until it dies, claimed or
+not: spawning, releasing and spawning again cannot fill the world (``held``). The clients of
+one address may also spawn only ``remote.spawns_per_hour`` agents in any hour.
+
 Everything here runs on the main thread: the tick loop's between-ticks hook and the web
 server's handlers share the asyncio loop, so no lock is needed.
 """
@@ -17,6 +21,7 @@ server's handlers share the asyncio loop, so no lock is needed.
 from __future__ import annotations
 
 import time
+from collections import deque
 from collections.abc import Callable
 from typing import Any, Protocol
 
@@ -38,12 +43,14 @@ __all__ = ["CLAIMABLE", "Link", "RemoteBrains"]
 CLAIMABLE = ("builtin", "remote")  # an LLM's or a user brain's agent has a brain already
 MAX_EVENTS = 50  # events kept for one agent's next observation (the newest)
 UNBOUNDED = 1 << 30  # the queue is emptied every tick: a deep one is never stale
+HOUR_S = 3600.0
 
 
 class Link(Protocol):
     """One client connection, as the manager sees it."""
 
     name: str
+    address: str  # the client's address (its spawned agents count against it)
 
     def send(self, message: dict[str, Any]) -> None:
         """Queue a message for the client (never blocks)."""
@@ -67,6 +74,9 @@ class RemoteBrains(ThinkingManager):
         self._events: dict[int, list[dict[str, Any]]] = {}
         # name (lower) -> who asked, the interval it asked for, the tick it asked at
         self._spawning: dict[str, tuple[Link, int | None, int]] = {}
+        # Agents spawned for a client, by the address it came from, until they die.
+        self.spawned_by: dict[int, str] = {}
+        self._spawn_times: dict[str, deque[float]] = {}  # address -> when it spawned
         self.faults: dict[str, int] = {}  # kind -> count
         self.connections = 0  # in all, since start
         self.refused_auth = 0  # connections closed for a missing or wrong token
@@ -82,8 +92,8 @@ class RemoteBrains(ThinkingManager):
         """The client went away: its agents return to their built-in brains."""
         for eid in sorted(self.links.pop(link, set())):
             self._release(eid)
-        for name in [n for n, (asker, _e, _t) in self._spawning.items() if asker is link]:
-            del self._spawning[name]
+        # Its spawns still under way stay expected: the agents they make are its address's
+        # (``_spawned``), or a client could spawn and hang up to escape its cap.
 
     def _interval(self, every_ticks: int | None) -> int:
         return max(every_ticks, self.cfg.min_gap_ticks) if every_ticks else 0
@@ -103,11 +113,13 @@ class RemoteBrains(ThinkingManager):
         if row.brain not in CLAIMABLE:
             raise ProtocolError(f"claim: agent #{agent} thinks with {row.brain}; claim a "
                                 "built-in agent, or spawn one")
-        held = self.links.setdefault(link, set())
-        if len(held) >= self.cfg.max_agents_per_client:
-            raise ProtocolError(f"claim: you hold {len(held)} agents, the most "
-                                "remote.max_agents_per_client allows; release one first")
-        held.add(agent)
+        count = self.held(link, besides=agent)
+        if count >= self.cfg.max_agents_per_client:
+            raise ProtocolError(f"claim: you hold {count} agents (with those spawned from "
+                                "your address that still live), the most "
+                                "remote.max_agents_per_client allows; release one first, or "
+                                "let the ones you spawned die")
+        self.links.setdefault(link, set()).add(agent)
         self.claims[agent] = link
         mind = self.minds[agent] = Mind(agent, interval=self._interval(every_ticks))
         self._new_minds.add(agent)
@@ -119,10 +131,38 @@ class RemoteBrains(ThinkingManager):
         """``name`` is being spawned for ``link``: claim it when it appears."""
         self._spawning[name.lower()] = (link, every_ticks, self.world.tick)
 
-    def held(self, link: Link) -> int:
-        """Agents ``link`` plays or is about to (spawns not yet applied)."""
+    def held(self, link: Link, *, besides: int | None = None) -> int:
+        """Agents ``link`` plays or is about to (spawns not yet applied), and the agents
+        spawned from its address that still live and no one plays (but ``besides``)."""
         coming = sum(1 for asker, _e, _t in self._spawning.values() if asker is link)
-        return len(self.links.get(link, ())) + coming
+        orphans = [eid for eid in self.unclaimed_spawns(link.address) if eid != besides]
+        return len(self.links.get(link, ())) + coming + len(orphans)
+
+    def unclaimed_spawns(self, address: str) -> list[int]:
+        """Living agents spawned from ``address`` that no client plays now."""
+        alive = self.world.alive
+        for eid in [e for e in self.spawned_by if not alive(e)]:
+            del self.spawned_by[eid]  # a death this manager did not see (a replaced world)
+        return [eid for eid, where in self.spawned_by.items()
+                if where == address and eid not in self.claims]
+
+    def spawn_refusal(self, link: Link) -> str | None:
+        """Why ``link`` may not spawn now (its address spawned its hourly share), or None."""
+        times = self._spawn_times.get(link.address)
+        if not times:
+            return None
+        now = self.clock.now()
+        while times and now - times[0] >= HOUR_S:
+            times.popleft()
+        if len(times) < self.cfg.spawns_per_hour:
+            return None
+        wait = HOUR_S - (now - times[0])
+        return (f"{len(times)} agents were spawned from {link.address} in the last hour, the "
+                f"most remote.spawns_per_hour allows; the next may come in {wait / 60:.0f} min")
+
+    def spawned_now(self, link: Link) -> None:
+        """``link`` asked for a spawn (counted against its address's hourly share)."""
+        self._spawn_times.setdefault(link.address, deque()).append(self.clock.now())
 
     def release(self, link: Link, agent: int) -> None:
         if self.claims.get(agent) is not link:
@@ -192,6 +232,7 @@ class RemoteBrains(ThinkingManager):
                 refused.append(str(event.get("reason", "")))
             elif kind == "death" and event.get("agent") in self.claims:
                 eid = int(event["agent"])
+                self.spawned_by.pop(eid, None)
                 link = self.claims[eid]
                 self._release(eid)
                 link.send({"type": "released", "agent": eid, "reason": "died", "tick": tick})
@@ -211,15 +252,21 @@ class RemoteBrains(ThinkingManager):
         for name, (link, _every, asked) in list(self._spawning.items()):
             if asked < tick:
                 del self._spawning[name]
+                if link not in self.links:
+                    continue  # it has gone: nobody to tell
                 why = f" ({refused[0]})" if len(refused) == 1 else ""
                 link.send({"type": "error",
                            "message": f"spawn: {name!r} was not spawned{why}"})
 
     def _spawned(self, event: dict[str, Any]) -> None:
         asker = self._spawning.pop(str(event.get("name", "")).lower(), None)
-        if asker is None or asker[0] not in self.links:
+        if asker is None:
             return
         link, every, _asked = asker
+        # Its client's, even if the client has gone: it counts until it dies.
+        self.spawned_by[int(event["agent"])] = link.address
+        if link not in self.links:
+            return
         try:
             link.send(self.claim(link, int(event["agent"]), every))
         except ProtocolError as exc:

@@ -10,7 +10,8 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["Abilities", "Angel", "CensusPoint", "Conflict", "Failures", "Population", "Report",
+__all__ = ["Abilities", "Angel", "CensusPoint", "Conflict", "Failures", "Pace", "Population",
+           "Report",
            "Speech", "Trade", "Wealth", "Window", "WorldInfo", "to_dict"]
 
 
@@ -148,6 +149,17 @@ class Angel:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class Pace:
+    """How the machine kept the world's clock (events the tick loop adds, not the world's):
+    ticks over their budget, and ticks a paced run let go of when it fell behind, with the
+    time they stood for."""
+
+    overruns: int
+    skipped_ticks: int
+    lost_s: float
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Window:
     """The figures of ticks ``start``..``end`` (both included)."""
 
@@ -161,6 +173,7 @@ class Window:
     speech: Speech
     abilities: Abilities
     angel: Angel
+    pace: Pace
 
     @property
     def span(self) -> str:

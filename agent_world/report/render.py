@@ -175,9 +175,18 @@ def _ability_lines(w: Window) -> list[str]:
     return lines
 
 
+def _pace_lines(w: Window) -> list[str]:
+    """The machine's clock, when it slipped (a world that kept pace says nothing)."""
+    p = w.pace
+    if not p.overruns and not p.skipped_ticks:
+        return []
+    return _wrap("pace", f"{p.overruns:,} ticks over their budget; {p.skipped_ticks:,} ticks "
+                         f"skipped, {p.lost_s:,.1f} s of the world's time lost")
+
+
 def _section(title: str, w: Window) -> list[str]:
     return ["", title, *_population_lines(w), *_wealth_lines(w), *_activity_lines(w),
-            *_speech_lines(w), *_ability_lines(w)]
+            *_speech_lines(w), *_ability_lines(w), *_pace_lines(w)]
 
 
 def _check_lines(findings: tuple[Finding, ...]) -> list[str]:

@@ -12,6 +12,7 @@ from agent_world.report.figures import (
     Angel,
     Conflict,
     Failures,
+    Pace,
     Population,
     Speech,
     Trade,
@@ -167,4 +168,6 @@ def summarise(t: Tally, base: Baseline | None) -> Window:
         trade=_trade(t), conflict=_conflict(t), failures=_failures(t, base),
         speech=_speech(t), abilities=_abilities(t),
         angel=Angel(requests=t.requests, accepted=t.angel_accepted, refused=t.angel_refused,
-                    expired=t.requests_expired))
+                    expired=t.requests_expired),
+        pace=Pace(overruns=t.overruns, skipped_ticks=t.skipped_ticks,
+                  lost_s=round(t.lost_ms / 1000, 3)))

@@ -51,6 +51,8 @@ class Tally:
         self.killed: dict[str, int] = {}
         self.requests = self.angel_accepted = self.angel_refused = self.requests_expired = 0
         self.prices: dict[str, list[float]] = {}  # item: [lowest, highest]
+        self.overruns = self.skipped_ticks = 0
+        self.lost_ms = 0.0
 
     def price(self, item: str, value: float) -> None:
         seen = self.prices.get(item)
@@ -193,6 +195,15 @@ def _price(t: Tally, e: Record) -> None:
     t.price(str(e["item"]), float(e["price"]))
 
 
+def _overrun(t: Tally, e: Record) -> None:
+    t.overruns += 1
+
+
+def _skipped(t: Tally, e: Record) -> None:
+    t.skipped_ticks += int(e.get("ticks", 0))
+    t.lost_ms += float(e.get("ms", 0.0))
+
+
 HANDLERS: dict[str, Callable[[Tally, Record], None]] = {
     "census": _census,
     "spawn": _spawn,
@@ -214,6 +225,8 @@ HANDLERS: dict[str, Callable[[Tally, Record], None]] = {
     "ability_refused": _ability_refused,
     "ability_request_expired": _ability_request_expired,
     "price": _price,
+    "overrun": _overrun,
+    "skipped": _skipped,
 }
 
 
@@ -234,7 +247,8 @@ def merge(tallies: list[Tally], personality_of: dict[int, str]) -> Tally:
         total.census.extend(t.census)
         for name in ("kills", "offers", "accepted", "declined", "expired", "undone", "thefts",
                      "thefts_succeeded", "thefts_noticed", "hits", "requests",
-                     "angel_accepted", "angel_refused", "requests_expired"):
+                     "angel_accepted", "angel_refused", "requests_expired", "overruns",
+                     "skipped_ticks", "lost_ms"):
             setattr(total, name, getattr(total, name) + getattr(t, name))
         for name in ("arrivals", "deaths", "failures", "speech", "casts",
                      "disabled", "killed"):

@@ -5,6 +5,9 @@ queue holds at most ``size`` frames; when a frame finds it full, the queued fram
 dropped and the client is marked stale, and the next frame it has room for is a fresh
 keyframe (everything it draws, as it is then) instead of the deltas it missed. A client
 that takes no frame at all for ``slow_s`` seconds is closed with a reason.
+
+It also keeps what the feed's rules ask of it (feedsocket.py): since when it has had no
+subscription, when its next keyframe may be built, and the subscription waiting for it.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from collections.abc import Callable
 
 from aiohttp import WSCloseCode, WSMsgType, web
 
-from agent_world.web.subscriptions import Group
+from agent_world.web.subscriptions import Group, Subscription
 
 __all__ = ["Client"]
 
@@ -43,6 +46,10 @@ class Client:
         self.coalesced = 0
         self.closing: str | None = None
         self.sending_since: float | None = None  # when the frame being written was started
+        self.idle_since: float | None = clock()  # with no subscription since (None: has one)
+        self.next_key_at = 0.0  # its next keyframe no sooner (the subscription's rate)
+        self.pending: Subscription | None = None  # a subscribe waiting for its keyframe
+        self.pending_timer: asyncio.TimerHandle | None = None
         self._ready = asyncio.Event()
         self._writer: asyncio.Task[None] | None = None
 
@@ -86,6 +93,20 @@ class Client:
         self.frames.append(keyframe)
         self._ready.set()
 
+    def subscribed(self) -> None:
+        self.idle_since = None
+
+    def unsubscribed(self) -> None:
+        if self.idle_since is None:
+            self.idle_since = self.clock()
+
+    def unsubscribed_for(self, now: float) -> float:
+        """How long it has been without a subscription (0 while it has one, or one waits
+        for its keyframe)."""
+        if self.idle_since is None or self.pending is not None:
+            return 0.0
+        return now - self.idle_since
+
     def late_by(self, now: float) -> float:
         """How long the frame being written has waited for the client to take it."""
         return 0.0 if self.sending_since is None else now - self.sending_since
@@ -106,10 +127,12 @@ class Client:
                 self.sent += 1
                 self.bytes_sent += len(frame)
 
-    async def close(self, reason: str, code: int = WSCloseCode.POLICY_VIOLATION) -> None:
+    async def close(self, reason: str, code: int = WSCloseCode.POLICY_VIOLATION, *,
+                    said: bytes | None = None) -> None:
         """Close with a reason the client sees (its writer is stopped first: a client that
         does not read cannot take a close frame either, so the connection is cut after a
-        short wait)."""
+        short wait). ``said``: a last message sent before the close frame (the whole
+        error, where the close reason's 123 bytes are too few)."""
         if self.closing is not None:
             return
         self.closing = reason
@@ -119,6 +142,8 @@ class Client:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await self._writer
         try:
+            if said is not None and not stuck:
+                await asyncio.wait_for(self.ws.send_frame(said, WSMsgType.TEXT), CLOSE_WAIT_S)
             # No drain: the close frame goes behind whatever the client has not read yet; a
             # client that reads answers it within the wait.
             await asyncio.wait_for(self.ws.close(code=code, message=reason.encode()[:120],

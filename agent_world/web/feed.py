@@ -268,6 +268,20 @@ class LiveFeed:
         self._next_frame_at = started + cost / self.frame_budget
         return delta
 
+    def busy_for(self) -> float:
+        """Seconds until the feed's share of the main thread (``frame_budget``) has room
+        for more work: a keyframe asked for now waits this long."""
+        return max(0.0, self._next_frame_at - self.clock())
+
+    def spend(self, work: Callable[[], bytes]) -> bytes:
+        """Do ``work`` (a keyframe) and count its cost against the feed's budget: the next
+        frame, and the next keyframe, wait in proportion."""
+        started = self.clock()
+        out = work()
+        cost = self.clock() - started
+        self._next_frame_at = max(self._next_frame_at, started + cost / self.frame_budget)
+        return out
+
     def states(self, layer: str) -> dict[int, int]:
         """The changing fields of every entity of a layer now, packed (``pack``)."""
         world = self.world

@@ -45,6 +45,7 @@ from agent_world.persistence.snapshots import (
 )
 from agent_world.persistence.worlds import Setup
 from agent_world.types import TickReport
+from agent_world.web.access import is_terminal
 from agent_world.web.server import WebError, WebServer
 
 if TYPE_CHECKING:
@@ -370,6 +371,7 @@ class Served:
     status: int
     fork: ForkRequest | None = None
     port: int = 0
+    token: str | None = None  # the web's, handed to the forked world (the page keeps it)
 
 
 def open_recording(folder: SaveFolder, config: Config, setup: Setup) -> Playback:
@@ -425,12 +427,14 @@ async def serve_recording(folder: SaveFolder, config: Config, setup: Setup, *, t
               f"{playback.last_tick}, recorded at {rate:g} Hz; paused at tick "
               f"{session.world.tick}\n"
               f"  viewer: {url}" + (f"  ({viewer.note})" if viewer.note else "")
+              + f"\n  token: {viewer.token_line(terminal=is_terminal(out))}"
               + "\n  /play, /pause, /step N, /speed X, /seek TICK, /fork NAME; Ctrl-C stops",
               file=out, flush=True)
         stop_console = await start_console(session)
         await session.run(paced=True)
         port = int(url.rsplit(":", 1)[1].split("/")[0])
-        return Served(0, playback.fork, port)
+        return Served(0, playback.fork, port,
+                      viewer.token if viewer.generated_token else None)
     finally:
         if stop_console is not None:
             await stop_console()

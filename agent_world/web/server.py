@@ -6,36 +6,46 @@ tick pays only for handing its events to the feed; the feed's frame is built aft
 tick, while the loop waits for the next one (and spaced to stay within
 ``web.frame_budget``). Commands go through a ``Console`` like the terminal's: the same
 parsing, the same one-line errors, the same inputs (logged, replayed), with source ``web``.
+
+Who may do what (access.py): every write needs the access token, made per run unless
+``web.token_env`` names one; a request naming a ``Host`` that is not this server's is refused
+(DNS rebinding); beyond loopback reads need the token too unless ``web.public_reads``. Every
+connection is counted and timed (guard.py) and the feed's clients live by its rules
+(feedsocket.py), so no client can hold the server, its files or the world.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import errno
 import hmac
-import ipaddress
-import os
+import resource
+import socket
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-import orjson
-from aiohttp import WSMsgType, web
+from aiohttp import web
 
-from agent_world.config import ConfigError, WebConfig
+from agent_world.config import WebConfig
 from agent_world.console.commands import Console
 from agent_world.remote.endpoint import AgentsEndpoint
 from agent_world.web import api
-from agent_world.web.clients import Client
-from agent_world.web.feed import Delta, LiveFeed
-from agent_world.web.series import MetricSeries
-from agent_world.web.subscriptions import (
-    Group,
-    Subscription,
-    SubscriptionError,
-    parse_subscription,
+from agent_world.web.access import (
+    HostCheck,
+    TokenFile,
+    is_loopback,
+    new_token,
+    runtime_dir,
+    web_token,
 )
+from agent_world.web.clients import Client
+from agent_world.web.feed import LiveFeed
+from agent_world.web.feedsocket import MAX_WS_MESSAGE, FeedSockets, encode
+from agent_world.web.guard import ConnectionGuard, connection_budget
+from agent_world.web.httplog import Tally, server_logger
+from agent_world.web.series import MetricSeries
+from agent_world.web.subscriptions import Group, Subscription
 from agent_world.web.training import TrainingRuns
 
 if TYPE_CHECKING:
@@ -45,30 +55,16 @@ if TYPE_CHECKING:
     from agent_world.web.playback import Playback
 
 __all__ = ["MAX_BODY", "MAX_WS_MESSAGE", "SERVER_KEY", "STATIC_DIR", "WebError", "WebServer",
-           "check_web", "is_loopback", "web_token"]
+           "check_web", "encode", "is_loopback", "web_token"]
 
 STATIC_DIR = Path(__file__).parent / "static"
 MAX_BODY = 64 * 1024
-MAX_WS_MESSAGE = 16 * 1024
-WATCHDOG_S = 0.5
 SERVER_KEY = web.AppKey("agent_world_server", object)
+BACKLOG = 128
 
 
 class WebError(RuntimeError):
     """The server could not start (the message says why and what to do)."""
-
-
-def web_token(cfg: WebConfig) -> str | None:
-    """The access token ``web.token_env`` names, None without one; ConfigError if the
-    variable is named but not set."""
-    if not cfg.token_env:
-        return None
-    token = os.environ.get(cfg.token_env, "")
-    if not token:
-        raise ConfigError(f"web.token_env: environment variable {cfg.token_env} is not set; "
-                          f"export {cfg.token_env}=... (a long random string) or set "
-                          "web.token_env: ''")
-    return token
 
 
 def refused_on_the_web(name: str, words: list[str]) -> str | None:
@@ -85,36 +81,31 @@ def refused_on_the_web(name: str, words: list[str]) -> str | None:
 
 
 def check_web(cfg: WebConfig) -> None:
-    """ConfigError unless these settings can serve: a named token variable must be set, and
-    an address beyond loopback needs a token."""
-    token = web_token(cfg)
-    if token is None and not is_loopback(cfg.host):
-        raise ConfigError(f"web.host: {cfg.host} is beyond loopback, which needs an access "
-                          "token: set web.token_env to an environment variable holding one, "
-                          "or web.host: 127.0.0.1")
-
-
-def is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
+    """ConfigError unless these settings can serve: a named token variable must be set."""
+    web_token(cfg)
 
 
 class WebServer:
-    """The web side of one session. ``start`` binds and serves; ``close`` stops."""
+    """The web side of one session. ``start`` binds and serves; ``close`` stops.
 
-    def __init__(self, session: Session, cfg: WebConfig, *, token: str | None = None) -> None:
-        if not is_loopback(cfg.host) and token is None:
-            raise WebError(f"web.host: {cfg.host} is beyond loopback, which needs an access "
-                           "token (web.token_env)")
+    ``token``: the access token (``web.token_env``'s); None makes a new one for this run.
+    ``made_here``: ``token`` was made by this process all the same (a served replay hands
+    its own to the world it forks, so the page that forked it keeps working): it is kept in
+    the runtime file and shown like one made now."""
+
+    def __init__(self, session: Session, cfg: WebConfig, *, token: str | None = None,
+                 made_here: bool = False) -> None:
         self.session = session
         self.cfg = cfg
-        self.token = token
+        self.token = token if token is not None else new_token()
+        self.generated_token = token is None or made_here
+        # Never in a log line, an input or an answer, should a client echo it.
+        session.redactor.add(self.token)
         self.read_only = cfg.read_only
         self.loopback = is_loopback(cfg.host)
+        self.reads_need_token = not self.loopback and not cfg.public_reads
+        self.hosts = HostCheck(cfg.host, cfg.allowed_hosts)
+        self.token_file: TokenFile | None = None
         loop = session.loop
         self._thinking_at = -1
         self._thinking: frozenset[int] = frozenset()
@@ -125,21 +116,42 @@ class WebServer:
             session.world, tick_ms=self._tick_ms,
             thinking=(session.llm.thinking if session.llm is not None else None))
         self.console = Console(session, source="web", refuse=refused_on_the_web)
-        self.groups: dict[Subscription, Group] = {}
-        self.clients: set[Client] = set()
-        self.feed.listeners.append(self._on_delta)
+        self.sockets = FeedSockets(self)
         loop.observers.extend([self.feed, self.series])
         self.training = TrainingRuns(self)
+        event_loop = asyncio.get_running_loop()
+        self.malformed = Tally("malformed HTTP request(s)", interval_s=cfg.report_interval_s,
+                               clock=event_loop.time, say=session.note)
+        self.failures = Tally("request(s) the server failed on", clock=event_loop.time,
+                              interval_s=cfg.report_interval_s, say=session.report_problem)
+        self.refusals = Tally("connection(s) refused", interval_s=cfg.report_interval_s,
+                              clock=event_loop.time, say=session.note)
+        self.guard = ConnectionGuard(
+            max_total=cfg.max_connections, max_per_address=cfg.max_connections_per_address,
+            idle_s=cfg.idle_timeout_s, head_s=cfg.header_timeout_s, clock=event_loop.time,
+            note=lambda why: self.refusals.add("at a cap", why))
         self.app = self._build_app()
         self.url: str | None = None
         self.note = ""  # said at start-up when the server is not where it was asked to be
         self._runner: web.AppRunner | None = None
-        self._watchdog: asyncio.Task[None] | None = None
-        self.closed_slow = 0
+        self._listening: asyncio.Server | None = None
+        self._exception_handler: Any = None
         self.playback: Playback | None = None  # set by a served replay
         self.agents: AgentsEndpoint | None = None  # /agents, in a live world (start)
 
     # -- parts the handlers use ---------------------------------------------------------------
+
+    @property
+    def clients(self) -> set[Client]:
+        return self.sockets.clients
+
+    @property
+    def groups(self) -> dict[Subscription, Group]:
+        return self.sockets.groups
+
+    @property
+    def closed_slow(self) -> int:
+        return self.sockets.closed_slow
 
     def thinking(self) -> frozenset[int]:
         """Agents waiting for their brain's answer (computed once per tick)."""
@@ -171,20 +183,16 @@ class WebServer:
         over from a keyframe of it."""
         self.feed.rebind(world)
         self.series.rebind(world)
-        for group in self.groups.values():
-            group.restart()
-            key = group.keyframe()
-            for client in group.members:
-                client.restart(key)
+        self.sockets.world_replaced()
 
     def stats(self) -> dict[str, Any]:
-        """For /stats: where the viewer is and what it serves."""
-        sent = sum(c.bytes_sent for c in self.clients)
-        return {"url": self.url or "not started", "clients": len(self.clients),
-                "groups": len(self.groups), "frames": self.feed.frames,
-                "frame ms p50": self.feed.stats()["frame_ms_p50"],
-                "bytes sent": sent, "coalesced": sum(c.coalesced for c in self.clients),
-                "closed as too slow": self.closed_slow}
+        """For /stats: where the viewer is, what it serves and what it refused."""
+        sockets = self.sockets.stats()
+        return {"url": self.url or "not started", "clients": sockets.pop("clients"),
+                "groups": sockets.pop("groups"), "frames": self.feed.frames,
+                "frame ms p50": self.feed.stats()["frame_ms_p50"], **sockets,
+                **self.guard.stats(), "malformed requests": self.malformed.total,
+                "failed requests": self.failures.total}
 
     # -- the app ------------------------------------------------------------------------------
 
@@ -193,7 +201,7 @@ class WebServer:
         app[SERVER_KEY] = self
         api.add_routes(app, self)
         self.training.add_routes(app)
-        app.router.add_get("/ws", self._ws)
+        app.router.add_get("/ws", self.sockets.handle)
         app.router.add_get("/agents", self._agents)
         app.router.add_get("/", self._index)
         app.router.add_static("/static/", STATIC_DIR, follow_symlinks=False,
@@ -213,12 +221,39 @@ class WebServer:
 
     @web.middleware
     async def _guard(self, request: web.Request, handler: Any) -> web.StreamResponse:
-        """Writes need the token (when one is set), JSON and the page's own origin; every
-        error leaves as JSON with a message.
+        """Every request: counted by the connection guard (a request under way is not timed
+        as idle), refused when it names a foreign Host or is HTTP/0.9, its body read within
+        the head timeout; reads beyond loopback and every write need the token; writes need
+        JSON and the page's own origin; every error leaves as JSON with a message."""
+        guard = self.guard
+        guard.request_started(request.protocol)
+        try:
+            refused = await self._refusal(request)
+            if refused is not None:
+                return refused
+            try:
+                response: web.StreamResponse = await handler(request)
+            except web.HTTPException as exc:
+                if exc.status >= 400 and request.path.startswith("/api"):
+                    return api.error(exc.status, exc.reason)
+                raise
+            return response
+        finally:
+            guard.request_done(request.protocol)
+
+    async def _refusal(self, request: web.Request) -> web.StreamResponse | None:
+        """The answer to a request that may not go on, or None.
 
         A request no route takes (a wrong method, an unknown path) is answered 405 or 404
         before the write rules: a wrong method is not a badly sent command, and a 415 for it
         sent people looking for the wrong mistake."""
+        if request.version < (1, 0):
+            # aiohttp answers "GET /" without a version (HTTP/0.9): no headers, no Host.
+            return _closing(api.error(400, "HTTP/0.9 requests are refused; send HTTP/1.1 "
+                                           "(with a Host header)"))
+        host = request.headers.get("Host")
+        if not self.hosts.allows(host):
+            return api.error(403, self.hosts.refusal(host))
         unrouted = request.match_info.http_exception
         if unrouted is not None and request.path.startswith("/api"):
             if isinstance(unrouted, web.HTTPMethodNotAllowed):
@@ -228,35 +263,86 @@ class WebServer:
                 refused.headers["Allow"] = allowed
                 return refused
             return api.error(unrouted.status, unrouted.reason)
-        if request.method not in ("GET", "HEAD", "OPTIONS"):
-            if self.read_only:
-                return api.error(403, "this world is served read-only (web.read_only); "
-                                      "commands are refused")
-            if self.token is not None and not self.authorized(request):
-                return api.error(401, "this command needs the access token: send "
-                                      "'Authorization: Bearer TOKEN' (the value of the "
-                                      f"variable {self.cfg.token_env})")
-            if not self.same_origin(request):
-                return api.error(403, f"origin {request.headers.get('Origin')!r} is not "
-                                      "this server's; commands come from its own page")
-            if request.content_type != "application/json":
-                return api.error(415, f"send the command as application/json, got "
-                                      f"{request.content_type!r}")
+        if request.method in ("GET", "HEAD", "OPTIONS"):
+            if self.reads_need_token and self._read_guarded(request.path) \
+                    and not self.authorized(request):
+                return api.error(401, "reading this world needs the access token (web.host "
+                                      f"{self.cfg.host} is beyond loopback): send "
+                                      "'Authorization: Bearer TOKEN', or set "
+                                      "web.public_reads: true to open reads")
+            return None
+        if self.read_only:
+            return api.error(403, "this world is served read-only (web.read_only); "
+                                  "commands are refused")
+        if not self.authorized(request):
+            return api.error(401, "this command needs the access token: send "
+                                  "'Authorization: Bearer TOKEN' (" + self.token_hint() + ")")
+        if not self.same_origin(request):
+            return api.error(403, f"origin {request.headers.get('Origin')!r} is not "
+                                  "this server's; commands come from its own page")
+        if request.content_type != "application/json":
+            return api.error(415, f"send the command as application/json, got "
+                                  f"{request.content_type!r}")
+        return await self._read_body(request)
+
+    async def _read_body(self, request: web.Request) -> web.StreamResponse | None:
+        """Read a write's body now, within what is left of the head timeout (a body sent a
+        byte at a time must not hold the connection); the handler then finds it read."""
+        if not request.body_exists:
+            return None
         try:
-            response: web.StreamResponse = await handler(request)
-        except web.HTTPException as exc:
-            if exc.status >= 400 and request.path.startswith("/api"):
-                return api.error(exc.status, exc.reason)
-            raise
-        return response
+            await asyncio.wait_for(request.read(), self.guard.head_time_left(request.protocol))
+        except TimeoutError:
+            return _closing(api.error(408, f"the request's body did not arrive within "
+                                           f"{self.cfg.header_timeout_s:g} s of its first "
+                                           "byte (web.header_timeout_s)"))
+        except web.HTTPRequestEntityTooLarge:
+            return api.error(413, f"the request body is over {MAX_BODY // 1024} KB, the most "
+                                  "this server reads")
+        return None
+
+    @staticmethod
+    def _read_guarded(path: str) -> bool:
+        """Reads that need the token where reads do: all but the page itself (it asks for
+        the token), the feed (its first message carries it) and /agents (its own)."""
+        return not (path in ("/", "/ws", "/agents") or path.startswith("/static/"))
+
+    def token_hint(self) -> str:
+        """Where the operator finds the token (never the token itself)."""
+        if not self.generated_token:
+            return f"the value of the variable {self.cfg.token_env}" if self.cfg.token_env \
+                else "the token this world was given"
+        if self.token_file is not None:
+            return f"the world printed it at start-up on its terminal; it is in " \
+                   f"{self.token_file.path}"
+        return "the world printed it at start-up on its terminal"
+
+    def token_line(self, *, terminal: bool) -> str:
+        """Where the access token is, for a start-up banner. The token itself only on a
+        terminal: a banner sent to a file or a pipe (a service's log) must not hold it."""
+        needs = "commands from the viewer, training and /agents need it"
+        if not self.generated_token:
+            return (f"in ${self.cfg.token_env} ({needs})" if self.cfg.token_env
+                    else f"the one this world was given ({needs})")
+        where = (f"; also in {self.token_file.path}, readable only by you"
+                 if self.token_file is not None else "")
+        if terminal:
+            return f"{self.token}  ({needs}{where})"
+        if self.token_file is not None:
+            return (f"in {self.token_file.path}, readable only by you ({needs}; shown here "
+                    "only on a terminal)")
+        return (f"not shown: this output is not a terminal and {runtime_dir(self.cfg)} "
+                "could not be written; set web.token_env to give the world a token of your "
+                "own")
+
+    def token_matches(self, given: str) -> bool:
+        return hmac.compare_digest(given.strip().encode(), self.token.encode())
 
     def authorized(self, request: web.Request) -> bool:
-        if self.token is None:
-            return True
         scheme, _, value = request.headers.get("Authorization", "").partition(" ")
         if scheme.lower() != "bearer":
             return False
-        return hmac.compare_digest(value.strip().encode(), self.token.encode())
+        return self.token_matches(value)
 
     def same_origin(self, request: web.Request) -> bool:
         origin = request.headers.get("Origin")
@@ -269,184 +355,131 @@ class WebServer:
     async def start(self) -> str:
         """Bind and serve; the URL. A port in use (another world serving) gives way to any
         free port, said in ``note``; WebError when nothing can be bound."""
-        runner = web.AppRunner(self.app, access_log=None, handle_signals=False,
-                               shutdown_timeout=1.0)
+        cap, lowered = connection_budget(self.cfg.max_connections)
+        self.guard.max_total = cap
+        runner = web.AppRunner(
+            self.app, access_log=None, handle_signals=False, shutdown_timeout=1.0,
+            logger=server_logger(f"agent_world.web.{id(self)}", self.malformed,
+                                 self.failures))
         await runner.setup()
         host, wanted = self.cfg.host, self.cfg.port
         try:
-            site = await self._bind(runner, host, wanted)
-            if site is None:
-                site = await self._bind(runner, host, 0)
+            listening = await self._listen(runner, host, wanted)
+            if listening is None:
+                listening = await self._listen(runner, host, 0)
         except OSError as exc:
             await runner.cleanup()
             raise WebError(f"web: cannot listen on {host}:{wanted} ({exc.strerror or exc}); "
                            "pick another web.host or web.port, or web.enabled: false"
                            ) from None
-        assert site is not None
-        self._runner = runner
-        server = getattr(site, "_server", None)
-        port = server.sockets[0].getsockname()[1] if server and server.sockets else wanted
+        assert listening is not None
+        self._runner, self._listening = runner, listening
+        self.guard.start()
+        self._watch_accept_errors()
+        port = listening.sockets[0].getsockname()[1] if listening.sockets else wanted
+        notes = []
         if wanted and port != wanted:
-            self.note = f"port {wanted} is in use (another world?), so this one is on {port}"
+            notes.append(f"port {wanted} is in use (another world?), so this one is on {port}")
+        if lowered:
+            notes.append(lowered)
+        self.note = "; ".join(notes)
         shown = host if ":" not in host else f"[{host}]"
         self.url = f"http://{shown}:{port}/"
         self.session.web = self
+        if self.generated_token:
+            self._write_token_file(port)
         if self.playback is None and self.session.config.remote.enabled:
             self.agents = AgentsEndpoint(self.session, self.session.config.remote,
                                          token=self.token)
         self.series.sample()  # the charts start with the world as it is now
-        self._watchdog = asyncio.create_task(self._watch_clients(), name="web-watchdog")
+        self.sockets.start()
         return self.url
 
-    @staticmethod
-    async def _bind(runner: web.AppRunner, host: str, port: int) -> web.TCPSite | None:
-        """The site listening on host:port; None if that port is in use."""
-        site = web.TCPSite(runner, host, port)
+    def _write_token_file(self, port: int) -> None:
+        folder = runtime_dir(self.cfg)
+        token_file = TokenFile(folder, port)
         try:
-            await site.start()
+            token_file.write(url=self.url or "", token=self.token,
+                             world=self.session.config.world.name)
+        except OSError as exc:
+            self.session.report_problem(
+                f"web: cannot keep the access token in {token_file.path} "
+                f"({exc.strerror or exc}); it is shown on the terminal only (set "
+                "web.runtime_dir to a folder you can write, or web.token_env)")
+            return
+        self.token_file = token_file
+
+    async def _listen(self, runner: web.AppRunner, host: str,
+                      port: int) -> asyncio.Server | None:
+        """Listen on host:port, every connection watched by the guard; None if that port is
+        in use."""
+        server = runner.server
+        assert server is not None
+        loop = asyncio.get_running_loop()
+        try:
+            return await loop.create_server(self.guard.factory(server), host, port,
+                                            backlog=BACKLOG, reuse_address=True,
+                                            family=socket.AF_UNSPEC)
         except OSError as exc:
             if exc.errno == errno.EADDRINUSE and port:
                 return None
             raise
-        return site
+
+    def _watch_accept_errors(self) -> None:
+        """asyncio's accept loop, out of files, logs a traceback each second: counted here
+        instead (the guard keeps the connections below the limit; something else may not)."""
+        loop = asyncio.get_running_loop()
+        previous = loop.get_exception_handler()
+        self._exception_handler = previous
+
+        def handler(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+            exc = context.get("exception")
+            if (isinstance(exc, OSError) and exc.errno in (errno.EMFILE, errno.ENFILE)
+                    and "accept" in str(context.get("message", ""))):
+                self.refusals.add("out of files", f"accept: {exc.strerror} (ulimit -n "
+                                                  f"{_soft_limit()}); new clients wait")
+                return
+            if previous is not None:
+                previous(loop, context)
+            else:
+                loop.default_exception_handler(context)
+
+        loop.set_exception_handler(handler)
 
     async def close(self) -> None:
         self.training.close()
-        if self._watchdog is not None:
-            self._watchdog.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._watchdog
-        for client in list(self.clients):
-            await client.close("the world is stopping", code=1001)
+        if self._listening is not None:
+            self._listening.close()
+        await self.sockets.close()
+        await self.guard.stop()
         if self.agents is not None:
             await self.agents.close()
             self.agents = None
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
+        if self._listening is not None:
+            await self._listening.wait_closed()
+            self._listening = None
+            asyncio.get_running_loop().set_exception_handler(self._exception_handler)
+            self._exception_handler = None
+        if self.token_file is not None:
+            self.token_file.remove()
+        for tally in (self.malformed, self.failures, self.refusals):
+            tally.flush()
         loop = self.session.loop
         for part in (self.feed, self.series):
             if part in loop.observers:
                 loop.observers.remove(part)
         self.console.close()
 
-    async def _watch_clients(self) -> None:
-        """Close clients that take no frame for ``web.slow_client_s``."""
-        loop = asyncio.get_running_loop()
-        while True:
-            await asyncio.sleep(WATCHDOG_S)
-            now = loop.time()
-            for client in list(self.clients):
-                late = client.late_by(now)
-                if late > self.cfg.slow_client_s:
-                    self.closed_slow += 1
-                    await client.close(f"too slow: a frame waited {late:.0f} s to be taken "
-                                       f"(web.slow_client_s is {self.cfg.slow_client_s:g})")
 
-    def _on_delta(self, delta: Delta) -> None:
-        for group in list(self.groups.values()):
-            try:
-                self._deliver(group, delta)
-            except Exception as exc:  # a viewer's bug must never stop the world
-                self.session.report_problem(
-                    f"web: a frame for {len(group.members)} client(s) failed "
-                    f"({type(exc).__name__}: {exc}); they are disconnected")
-                self.groups.pop(group.sub, None)
-                for client in list(group.members):
-                    client.group = None
-                    self.feed.unwatch()
-                    asyncio.get_running_loop().create_task(
-                        client.close("the server could not build your frame (a bug, "
-                                     "reported in the world log)", code=1011))
-
-    def _deliver(self, group: Group, delta: Delta) -> None:
-        frame = group.take(delta)
-        if frame is None:
-            return
-        for client in group.members:
-            client.offer(frame, group.keyframe)
-
-    def _subscribe(self, client: Client, sub: Subscription) -> None:
-        self._leave(client)
-        group = self.groups.get(sub)
-        if group is None:
-            group = self.groups[sub] = Group(sub, self.feed)
-        group.members.add(client)
-        client.group = group
-        self.feed.watch()
-        client.send_now(group.keyframe())
-
-    def _leave(self, client: Client) -> None:
-        group = client.group
-        if group is None:
-            return
-        client.group = None
-        group.members.discard(client)
-        self.feed.unwatch()
-        if not group.members:
-            self.groups.pop(group.sub, None)
-
-    async def _ws(self, request: web.Request) -> web.StreamResponse:
-        if len(self.clients) >= self.cfg.max_clients:
-            return api.error(503, f"{len(self.clients)} clients are connected, the most "
-                                  "web.max_clients allows; try again later")
-        if not self.same_origin(request):
-            return api.error(403, f"origin {request.headers.get('Origin')!r} is not this "
-                                  "server's")
-        ws = web.WebSocketResponse(compress=False, max_msg_size=MAX_WS_MESSAGE, heartbeat=30)
-        if not ws.can_prepare(request).ok:
-            return api.error(400, "/ws is a WebSocket: connect with a WebSocket client "
-                                  "(docs/api.md)")
-        await ws.prepare(request)
-        loop = asyncio.get_running_loop()
-        client = Client(ws, request, size=self.cfg.client_queue,
-                        slow_s=self.cfg.slow_client_s, clock=loop.time)
-        self.clients.add(client)
-        client.start()
-        world = self.session.world
-        client.send_now(orjson.dumps({
-            "t": "hello", "tick": world.tick, "world": self.session.config.world.name,
-            "map": {"width": world.terrain.width, "height": world.terrain.height},
-            "read_only": self.read_only, "replay": self.replay_info()}))
-        try:
-            async for msg in ws:
-                if msg.type != WSMsgType.TEXT:
-                    client.send_now(_error("send JSON text messages"))
-                    continue
-                self._on_message(client, msg.data)
-        finally:
-            self._leave(client)
-            self.clients.discard(client)
-            await client.stop()
-        return ws
-
-    def _on_message(self, client: Client, text: str) -> None:
-        try:
-            msg = orjson.loads(text)
-        except orjson.JSONDecodeError as exc:
-            client.send_now(_error(f"not JSON: {exc}"))
-            return
-        op = msg.get("op") if isinstance(msg, dict) else None
-        if op == "subscribe":
-            try:
-                sub = parse_subscription(msg)
-            except SubscriptionError as exc:
-                client.send_now(_error(f"subscribe: {exc}"))
-                return
-            self._subscribe(client, sub)
-        elif op == "unsubscribe":
-            self._leave(client)
-        elif op == "ping":
-            client.send_now(orjson.dumps({"t": "pong", "tick": self.session.world.tick}))
-        else:
-            client.send_now(_error(f"unknown op {op!r}; expected subscribe, unsubscribe or "
-                                   "ping"))
+def _closing(response: web.Response) -> web.Response:
+    """``response``, and the connection closed after it (what came with it is not HTTP the
+    server can go on reading)."""
+    response.force_close()
+    return response
 
 
-def encode(frame: object) -> bytes:
-    """A frame as JSON (components hold maps with whole-number keys)."""
-    return orjson.dumps(frame, option=orjson.OPT_NON_STR_KEYS)
-
-
-def _error(message: str) -> bytes:
-    return orjson.dumps({"t": "error", "message": message})
+def _soft_limit() -> int:
+    return resource.getrlimit(resource.RLIMIT_NOFILE)[0]

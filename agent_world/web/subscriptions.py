@@ -178,11 +178,18 @@ class Group:
         for visible in self.visible.values():
             visible.clear()
 
+    def _now(self) -> tuple[int, int, int]:
+        world = self.feed.world
+        return id(world), world.tick, self.feed.frames
+
+    def has_keyframe(self) -> bool:
+        """Whether the keyframe of the world as it is now is built already."""
+        return self._keyframe is not None and self._keyframe[0] == self._now()
+
     def keyframe(self) -> bytes:
         """The encoded keyframe for members joining or catching up now: built once for the
         world as it is, however many ask before it changes."""
-        world = self.feed.world
-        key = (id(world), world.tick, self.feed.frames)
+        key = self._now()
         if self._keyframe is None or self._keyframe[0] != key:
             self._keyframe = (key, orjson.dumps(self.start(), option=orjson.OPT_NON_STR_KEYS))
         return self._keyframe[1]

@@ -45,6 +45,7 @@ def state(server: WebServer) -> dict[str, Any]:
         "map": {"width": world.terrain.width, "height": world.terrain.height},
         "tick_ms": {"p50": round(figures.p50_ms, 3), "p99": round(figures.p99_ms, 3)},
         "overruns": figures.overruns,
+        "skipped": {"ticks": figures.skipped, "lost_s": round(figures.lost_ms / 1000, 3)},
         "llm": llm.status_line() if llm is not None else "not configured",
         "read_only": server.read_only,
         "replay": server.replay_info(),

@@ -14,8 +14,10 @@ or from the command line, playing the simple forager below::
     python examples/remote/client.py --url ws://127.0.0.1:8765/agents --token TOKEN \\
         --spawn Zed --spawn Ida --claim 12 --every-ticks 10
 
-(the token may also come from the environment variable ``AGENT_WORLD_TOKEN``; the world
-prints it at start-up when ``web.token_env`` is unset).
+(the token may also come from the environment variable ``AGENT_WORLD_TOKEN``; without
+either, it is read from the file the world keeps it in, ``web-PORT.json`` in the runtime
+folder: ``$AGENT_WORLD_RUNTIME_DIR``, else ``$XDG_RUNTIME_DIR/agent-world``, else
+``~/.local/share/agent-world/runtime``).
 
 How it works: every message is one JSON object with a ``type``. After the token is
 accepted the server says ``welcome``; the client claims agents (``claim``) or spawns new ones
@@ -41,8 +43,10 @@ import sys
 from collections import deque
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
+from pathlib import Path
 from types import TracebackType
 from typing import Any, Literal
+from urllib.parse import urlsplit
 
 import aiohttp
 
@@ -534,14 +538,30 @@ async def play(url: str, token: str, *, spawn: Iterable[str] = (), claim: Iterab
     return client
 
 
+def token_file(url: str) -> Path:
+    """Where a world serving ``url`` keeps the token it made (its ``web-PORT.json``)."""
+    folder = os.environ.get("AGENT_WORLD_RUNTIME_DIR")
+    if folder:
+        base = Path(folder).expanduser()
+    elif os.environ.get("XDG_RUNTIME_DIR"):
+        base = Path(os.environ["XDG_RUNTIME_DIR"]) / "agent-world"
+    else:
+        base = Path.home() / ".local" / "share" / "agent-world" / "runtime"
+    return base / f"web-{urlsplit(url).port or 80}.json"
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
                         format="%(levelname)s %(message)s")
     if not args.token:
-        print(f"error: give --token TOKEN (or set {TOKEN_ENV}); the world prints it at "
-              "start-up", file=sys.stderr)
-        return 2
+        kept = token_file(args.url)
+        try:
+            args.token = json.loads(kept.read_text(encoding="utf-8"))["token"]
+        except (OSError, ValueError, KeyError, TypeError):
+            print(f"error: give --token TOKEN (or set {TOKEN_ENV}); a world that made its "
+                  f"own keeps it in {kept}, which cannot be read", file=sys.stderr)
+            return 2
     if not args.spawn and not args.claim:
         print("error: nothing to play: give --spawn NAME or --claim ID", file=sys.stderr)
         return 2

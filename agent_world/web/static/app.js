@@ -59,33 +59,65 @@ function agentColor(personality, brain) {
 }
 function hpColor(hp) { return hp > 60 ? '#46c46e' : hp > 30 ? '#f5b041' : '#ef5b5b'; }
 
-const ui = { colorByBrain: false, readOnly: false, picking: false };
+const ui = { colorByBrain: false, readOnly: false, picking: false, readsNeedToken: false };
 
 // -- api ----------------------------------------------------------------------------------
 
+// The access token: never in a URL (it would reach histories and logs). Asked for once per
+// tab when the server answers 401, kept in sessionStorage, sent as 'Authorization: Bearer'
+// on HTTP and as the feed's first message where the feed needs it (a world served beyond
+// loopback). The world shows it on its terminal at start-up and keeps it in web-PORT.json.
 const TOKEN_KEY = 'agentWorld.token';
+const token = {
+  asking: null,
+  get() { return sessionStorage.getItem(TOKEN_KEY); },
+  forget() { sessionStorage.removeItem(TOKEN_KEY); },
+  // One prompt however many requests were refused at once.
+  ask(why) {
+    if (!this.asking) {
+      this.asking = new Promise((resolve) => {
+        setTimeout(() => {
+          const given = window.prompt(`${why}\nThe world printed its access token on its terminal at start-up; it is also in web-${location.port || 80}.json in its runtime folder (~/.local/share/agent-world/runtime).`, '');
+          if (given && given.trim()) sessionStorage.setItem(TOKEN_KEY, given.trim());
+          this.asking = null;
+          resolve(!!(given && given.trim()));
+        }, 0);
+      });
+    }
+    return this.asking;
+  },
+  headers(extra = {}) {
+    const t = this.get();
+    return t ? { ...extra, Authorization: `Bearer ${t}` } : extra;
+  },
+};
+
 const api = {
   async get(path) {
-    const r = await fetch(path, { cache: 'no-store' });
-    let body;
-    try { body = await r.json(); } catch { body = { error: `HTTP ${r.status}` }; }
-    if (!r.ok) {
-      const e = new Error(body.error || `HTTP ${r.status}`);
-      e.status = r.status;
-      throw e;
+    for (let attempt = 0; ; attempt++) {
+      const r = await fetch(path, { cache: 'no-store', headers: token.headers() });
+      let body;
+      try { body = await r.json(); } catch { body = { error: `HTTP ${r.status}` }; }
+      if (r.status === 401 && attempt < 2) {
+        ui.readsNeedToken = true;
+        if (attempt) token.forget();
+        if (await token.ask('Reading this world needs its access token.')) continue;
+      }
+      if (!r.ok) {
+        const e = new Error(body.error || `HTTP ${r.status}`);
+        e.status = r.status;
+        throw e;
+      }
+      return body;
     }
-    return body;
   },
   // Every write goes through the console's own parser on the server; this only carries it.
   async command(line) {
     let asked = false;
     for (;;) {
-      const headers = { 'Content-Type': 'application/json' };
-      const token = sessionStorage.getItem(TOKEN_KEY);
-      if (token) headers.Authorization = `Bearer ${token}`;
       let r;
       try {
-        r = await fetch('/api/commands', { method: 'POST', headers, body: JSON.stringify({ command: line }) });
+        r = await fetch('/api/commands', { method: 'POST', headers: token.headers({ 'Content-Type': 'application/json' }), body: JSON.stringify({ command: line }) });
       } catch (err) {
         return { ok: false, reply: [`error: the server did not answer (${err.message})`] };
       }
@@ -93,13 +125,13 @@ const api = {
       try { body = await r.json(); } catch { body = { error: `HTTP ${r.status}` }; }
       if (r.status === 401) {
         if (asked) {
-          sessionStorage.removeItem(TOKEN_KEY);
+          token.forget();
           return { ok: false, reply: ['error: the access token was refused'] };
         }
         asked = true;
-        const given = window.prompt('Commands need this world\'s access token:', '');
-        if (!given) return { ok: false, reply: [`error: ${body.error || 'an access token is needed'}`] };
-        sessionStorage.setItem(TOKEN_KEY, given.trim());
+        if (!(await token.ask('Commands need this world\'s access token.'))) {
+          return { ok: false, reply: [`error: ${body.error || 'an access token is needed'}`] };
+        }
         continue;
       }
       if (Array.isArray(body.reply)) return { ok: !!body.ok, reply: body.reply, tick: body.tick };
@@ -670,8 +702,7 @@ const subs = {
 const ws = {
   sock: null, ready: false, attempts: 0, retryTimer: 0, state: 'connecting',
   url() {
-    const token = sessionStorage.getItem(TOKEN_KEY);
-    return `${location.protocol === 'https:' ? 'wss' : 'ws'}://${location.host}/ws${token ? `?token=${encodeURIComponent(token)}` : ''}`;
+    return `${location.protocol === 'https:' ? 'wss' : 'ws'}://${location.host}/ws`;
   },
   connect() {
     clearTimeout(this.retryTimer);
@@ -679,13 +710,24 @@ const ws = {
     let sock;
     try { sock = new WebSocket(this.url()); } catch (err) { this.retry(String(err)); return; }
     this.sock = sock;
-    sock.onopen = () => { this.setState('open', 'good'); };
+    sock.onopen = () => {
+      this.setState('open', 'good');
+      // Where reads need the token, the feed takes it as the first message (not the URL).
+      const t = token.get();
+      if (ui.readsNeedToken && t) sock.send(JSON.stringify({ op: 'auth', token: t }));
+    };
     sock.onmessage = (ev) => this.onMessage(ev.data);
     sock.onerror = () => {};  // onclose follows with the reason
     sock.onclose = (ev) => {
       if (this.sock !== sock) return;
       this.ready = false;
       subs.current = null;
+      if (ev.code === 4401) {  // the feed needs the token here: ask, then connect again
+        ui.readsNeedToken = true;
+        token.forget();
+        token.ask('Watching this world needs its access token.').then(() => this.retry('the access token is needed'));
+        return;
+      }
       this.retry(ev.reason || (ev.code === 1006 ? 'connection lost' : `closed (${ev.code})`));
     };
   },
