@@ -55,14 +55,16 @@ async def until_closed(reader: asyncio.StreamReader, limit: float = 30.0) -> byt
 
 
 async def ws_closed(ws: aiohttp.ClientWebSocketResponse) -> tuple[list[Any], int | None]:
-    """The messages until the server closes, and its close code."""
+    """The messages until the server closes, and the close code it sent (the client's own
+    ``close_code`` turns 1006 when the server hangs up before the client's answering close
+    frame is written, which is the server's right once it has said why)."""
     got = []
     while True:
         msg = await ws.receive(timeout=30)
         if msg.type == aiohttp.WSMsgType.TEXT:
             got.append(orjson.loads(msg.data))
             continue
-        return got, ws.close_code
+        return got, msg.data if msg.type == aiohttp.WSMsgType.CLOSE else ws.close_code
 
 
 # -- 1. DNS rebinding and the token --------------------------------------------------------------
@@ -310,7 +312,6 @@ def test_idle_feed_sockets_cannot_lock_the_operator_out(tmp_path: Path) -> None:
             for ws in idle:
                 got, code = await ws_closed(ws)
                 assert got[0]["t"] == "hello" and code == 1008
-                assert ws.close_code == 1008
             assert s.server.sockets.closed_idle == 4
             async with s.http.ws_connect(s.url + "/ws") as operator:
                 assert (await operator.receive_json(timeout=10))["t"] == "hello"
@@ -441,7 +442,6 @@ def test_a_feed_client_over_its_message_rate_is_cut_off(tmp_path: Path) -> None:
                 await flood.send_json({"op": "ping"})
             got, code = await ws_closed(flood)
             assert code == FLOOD_CLOSE
-            assert flood.close_code == 4429
             assert s.server.sockets.closed_flooding == 1
             await s.step(5)
             await calm.send_json({"op": "ping"})
