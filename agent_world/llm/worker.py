@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from agent_world.llm.decision import Decision, DecisionError, decide_from_text
+from agent_world.llm.gates import LLMUnavailable
 from agent_world.llm.retry import call_with_retries
 from agent_world.thinking.requests import Job, Outcome
 from agent_world.types import LLMProvider, LLMRequest, LLMResponse, ProviderError
@@ -24,8 +25,6 @@ if TYPE_CHECKING:
 __all__ = ["MAX_RAW_CHARS", "Worker", "plan_input"]
 
 MAX_RAW_CHARS = 2000
-ENDPOINT_FAILURES = frozenset({"connect", "timeout", "rate_limited", "server", "overloaded",
-                               "malformed", "empty", "too_large", "bad_request"})
 
 
 class InvalidAnswer(Exception):
@@ -79,7 +78,7 @@ class Worker(threading.Thread):
                     with m.concurrency:
                         outcome = loop.run_until_complete(self.process(provider, job))
                 except ProviderError as exc:  # the provider could not even be made
-                    m.breaker.stop(f"{exc.kind}: {m.redact(str(exc))}")
+                    m.gates.breaker.stop(f"{exc.kind}: {m.redact(str(exc))}")
                     outcome = self.failed(job, exc)
                 except Exception:  # a bug: say so loudly, count it, keep the worker alive
                     m.metrics.error("internal")
@@ -99,20 +98,17 @@ class Worker(threading.Thread):
 
     async def process(self, provider: LLMProvider, job: Job) -> Outcome:
         m = self.manager
-        if m.budget.exhausted():
-            m.metrics.count("skipped")
-            return Outcome(rid=job.rid, agent=job.agent, ok=False, error_kind="budget",
-                           error="the hourly LLM budget is spent")
-        if not m.breaker.allow():
-            m.metrics.count("skipped")
-            return Outcome(rid=job.rid, agent=job.agent, ok=False, error_kind="breaker",
-                           error="the circuit breaker is open")
+        try:
+            m.gates.admit()
+        except LLMUnavailable as exc:
+            return Outcome(rid=job.rid, agent=job.agent, ok=False, error_kind=exc.kind,
+                           error=str(exc))
         m.metrics.request()
         flying = m.cache.claim(job.key)
         if flying is not None:  # the same call is in flight: share its answer
             shared = await asyncio.wrap_future(flying)
             if shared is not None:
-                m.breaker.success()
+                m.gates.succeeded()
                 decision = decide_from_text(shared.text, max_actions=m.cfg.plan_actions)
                 return self.deliver(job, decision, shared, cached=True)
         try:
@@ -124,13 +120,13 @@ class Worker(threading.Thread):
         except InvalidAnswer as exc:
             if flying is None:
                 m.cache.release(job.key, None)
-            m.breaker.success()  # the endpoint works; the model erred
+            m.gates.succeeded()  # the endpoint works; the model erred
             m.metrics.error(exc.kind)
             self.log(job, exc.response, error=f"{exc.kind}: {exc}")
             return Outcome(rid=job.rid, agent=job.agent, ok=False, error_kind=exc.kind,
                            error=m.redact(str(exc)), raw=m.redact(exc.response.text[:300]),
                            usage=exc.response.usage, latency_s=exc.response.latency_s)
-        m.breaker.success()
+        m.gates.succeeded()
         if flying is None:
             m.cache.put(job.key, response)
             m.cache.release(job.key, response)
@@ -161,15 +157,7 @@ class Worker(threading.Thread):
                     m.metrics.retry(exc.kind)
                     continue
                 raise
-            if response.usage.cost is None and m.price is not None:
-                # The provider reports no cost: the price table's, so budgets and figures
-                # in dollars hold for every provider.
-                usage = response.usage
-                response = dataclasses.replace(response, usage=dataclasses.replace(
-                    usage, cost=m.price.cost(usage.prompt_tokens, usage.cached_tokens,
-                                             usage.completion_tokens)))
-            m.budget.charge(response.usage)
-            m.metrics.answered(response.latency_s, response.usage)
+            response = m.gates.answered(response)
             try:
                 if response.finish_reason == "length":
                     raise InvalidAnswer("length", "the answer was cut off at max_tokens "
@@ -217,13 +205,7 @@ class Worker(threading.Thread):
                        latency_s=response.latency_s, cached=cached)
 
     def failed(self, job: Job, exc: ProviderError) -> Outcome:
-        m = self.manager
-        m.metrics.error(exc.kind)
-        message = m.redact(str(exc))
-        if exc.kind in ("auth", "credit"):
-            m.breaker.stop(f"{exc.kind}: {message}")
-        elif exc.kind in ENDPOINT_FAILURES:
-            m.breaker.failure(f"{exc.kind}: {message}")
+        message = self.manager.gates.failed(exc)
         self.log(job, None, error=f"{exc.kind}: {message}")
         too_long = exc.kind == "bad_request" and (
             exc.status == 413 or "context" in message.lower() or "too long" in message.lower())
