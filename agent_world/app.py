@@ -15,7 +15,6 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, TextIO
 
-from agent_world.agents.brains import Brain
 from agent_world.agents.runner import UserBrains
 from agent_world.angel import (
     Angel,
@@ -28,6 +27,7 @@ from agent_world.angel import (
 from agent_world.angel.link import AngelLink, Sent
 from agent_world.angel.usage import AbilityUsage
 from agent_world.config import Config, ConfigError
+from agent_world.contract.brains import Brain
 from agent_world.core.loop import TickLoop
 from agent_world.core.world import World
 from agent_world.gcpolicy import GcPolicy

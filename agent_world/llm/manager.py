@@ -14,13 +14,13 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from agent_world.agents.observation import observe
 from agent_world.config import LLMConfig
+from agent_world.contract.answer import DecisionError, decide_from_text
+from agent_world.contract.observation import observe
 from agent_world.core import components as c
 from agent_world.core.world import World
 from agent_world.llm.brainllm import BrainLLM
 from agent_world.llm.cache import ResponseCache, cache_key
-from agent_world.llm.decision import DecisionError, decide_from_text
 from agent_world.llm.gates import Gates
 from agent_world.llm.http import estimate_tokens
 from agent_world.llm.memory import MemoryBook
@@ -160,8 +160,8 @@ class LLMManager(ThinkingManager):
             decision = decide_from_text(hit.text, max_actions=self.cfg.plan_actions)
         except DecisionError:
             return False
-        self.world_inbox.submit("plan", plan_input(eid, rid, self.world.tick, reasons,
-                                                   decision, hit, cached=True), source="llm")
+        plan_input(eid, rid, self.world.tick, reasons, decision, hit,
+                   cached=True).submit(self.world_inbox)
         return True
 
     def on_decided(self, eid: int, tick: int, actions: str, thought: str) -> None:

@@ -13,7 +13,8 @@ import traceback
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from agent_world.llm.decision import Decision, DecisionError, decide_from_text
+from agent_world.contract.answer import DecisionError, TextDecision, decide_from_text
+from agent_world.contract.plan import PlanInput
 from agent_world.llm.gates import LLMUnavailable
 from agent_world.llm.retry import call_with_retries
 from agent_world.thinking.requests import Job, Outcome
@@ -35,24 +36,16 @@ class InvalidAnswer(Exception):
 
 
 def plan_input(job_agent: int, rid: int, asked_tick: int, reasons: tuple[str, ...],
-               decision: Decision, response: LLMResponse, *, cached: bool) -> dict[str, Any]:
-    """The ``plan`` input's data: what the core reads (agent, actions, source) plus fields
-    for inspection only (the core ignores them; the event log keeps them)."""
-    return {
-        "agent": job_agent,
-        "actions": [a.to_dict() for a in decision.actions],
-        "source": "llm",
-        "thought": decision.thought,
-        "raw": response.text[:MAX_RAW_CHARS],
-        "model": response.model,
-        "usage": response.usage.to_dict(),
-        "latency_ms": round(response.latency_s * 1000, 1),
-        "cached": cached,
-        "request": rid,
-        "asked_tick": asked_tick,
-        "reasons": list(reasons),
-        **({"ask_again_s": decision.ask_again_s} if decision.ask_again_s is not None else {}),
-    }
+               decision: TextDecision, response: LLMResponse, *, cached: bool) -> PlanInput:
+    """An LLM decision as the world takes it: the model, its usage, the raw answer and the
+    model's "ask me again" hint travel with it for inspection (the core ignores them)."""
+    return PlanInput(
+        agent=job_agent, actions=decision.actions, source="llm", thought=decision.thought,
+        request=rid, reasons=reasons, latency_s=response.latency_s, asked_tick=asked_tick,
+        by={"model": response.model, "usage": response.usage.to_dict(),
+            "raw": response.text[:MAX_RAW_CHARS], "cached": cached,
+            **({"ask_again_s": decision.ask_again_s} if decision.ask_again_s is not None
+               else {})})
 
 
 class Worker(threading.Thread):
@@ -132,7 +125,7 @@ class Worker(threading.Thread):
             m.cache.release(job.key, response)
         return self.deliver(job, decision, response, cached=False)
 
-    async def ask(self, provider: LLMProvider, job: Job) -> tuple[LLMResponse, Decision]:
+    async def ask(self, provider: LLMProvider, job: Job) -> tuple[LLMResponse, TextDecision]:
         """Call (with transport retries inside one deadline), then validate; one more try
         for a malformed, empty, cut-off or schema-breaking answer."""
         m = self.manager
@@ -193,13 +186,12 @@ class Worker(threading.Thread):
                    answer=response.text if response is not None else None, error=error,
                    **extra)
 
-    def deliver(self, job: Job, decision: Decision, response: LLMResponse, *,
+    def deliver(self, job: Job, decision: TextDecision, response: LLMResponse, *,
                 cached: bool) -> Outcome:
         m = self.manager
         self.log(job, response, cached=cached)
-        m.world_inbox.submit("plan", plan_input(job.agent, job.rid, job.tick, job.reasons,
-                                                decision, response, cached=cached),
-                             source="llm")
+        plan_input(job.agent, job.rid, job.tick, job.reasons, decision, response,
+                   cached=cached).submit(m.world_inbox)
         return Outcome(rid=job.rid, agent=job.agent, ok=True, decision=decision.describe(),
                        thought=decision.thought, usage=response.usage,
                        latency_s=response.latency_s, cached=cached)
