@@ -401,9 +401,9 @@ def check_budget(paths: PathsConfig, out: Path, *, episodes: int, ticks: int,
             raise RunRefused(
                 f"{said}, more than the {human_size(max(0, left))} left of the runs' disk "
                 f"budget (paths.runs_max_bytes {human_size(paths.runs_max_bytes)}, "
-                f"{human_size(used)} used by {len(rows)} run{'s' if len(rows) != 1 else ''}): ask for fewer iterations, "
-                "episodes or ticks, delete old runs (python main.py runs delete NAME) or "
-                "raise paths.runs_max_bytes")
+                f"{human_size(used)} used by {len(rows)} run{'s' if len(rows) != 1 else ''}): "
+                "ask for fewer iterations, episodes or ticks, delete old runs (python main.py "
+                "runs delete NAME) or raise paths.runs_max_bytes")
     try:
         free = shutil.disk_usage(_existing(out)).free
     except OSError:

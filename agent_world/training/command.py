@@ -106,7 +106,7 @@ def prepare(request: TrainRequest, config: Config, out: Path, *,
     scenario = with_ticks(scenario or load_scenario(request.scenario), request.ticks)
     if scenario.ticks > max_ticks:
         raise ValueError(f"scenario {scenario.name} runs {scenario.ticks:,} ticks an episode, "
-                         f"more than {max_ticks:,}; give ticks (1 to {max_ticks:,})")
+                         f"more than the {max_ticks:,} allowed here; ask for fewer ticks")
     if not 1 <= request.workers <= 256:
         raise ValueError(f"--workers {request.workers}: give 1 to 256")
     if not 0 <= request.margin <= 10:

@@ -2,7 +2,8 @@
 
 - ``POST /api/train`` ``{"scenario", "iterations", "episodes", "generator", "from", "code",
   "ticks", "margin", "seed"}`` starts a run (``training.command.prepare`` checks it: 400
-  with one line when something is wrong; 409 while another run is under way) and answers
+  with one line when something is wrong; 507 when it would pass the runs' disk budget,
+  ``paths.runs_max_bytes``; 409 while another run is under way) and answers
   ``{"run_id", "out"}``.
 - ``WS /ws/train/{run_id}`` sends what the run said so far, then each message as it comes:
   ``step``, ``episode_summary``, ``critique``, ``done`` (and ``error`` if the run could not
@@ -10,12 +11,20 @@
 - ``GET /api/train`` lists the runs; ``GET /api/train/{run_id}`` is one run's state and
   lineage; ``GET /api/train/{run_id}/code`` the current best policy's source.
 
+What a request may name is narrow: ``scenario`` is a name, never a path: a built-in scenario
+or a ``NAME.yaml`` of ``paths.scenarios`` (``eval.scenario.scenario_by_name``; nothing in the
+working folder is ever opened, and an answer never quotes what a file holds); ``from`` is a
+policy's name; an episode runs at most ``web.train_max_ticks`` ticks.
+
 The security rules are the viewer's: a POST passes the server's guard (the token when one
 is set, JSON, the page's own origin, never on a read-only server), and a WebSocket must come
-from the page's origin; ``terminate`` is a write, so it needs the token too (the
+from the page's origin and may send ``web.messages_per_s`` messages a second (past it, it is
+closed with 4429); ``terminate`` is a write, so it needs the token too (the
 ``Authorization`` header when connecting, or a ``token`` field in the message) and is
 refused on a read-only server. A run works in a thread of its own (its episodes in worker
-processes, one at a time by default), never on the world's loop.
+processes, one at a time by default), never on the world's loop. When the world stops, its
+runs stop with it: their episodes' process groups get SIGTERM, then SIGKILL; a world killed
+outright takes them along too (each episode process dies with its parent, ``lifeline``).
 """
 
 from __future__ import annotations
@@ -26,6 +35,7 @@ import hmac
 import secrets
 import threading
 from collections import deque
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -127,7 +137,7 @@ class TrainingRuns:
             return api.error(400, f"the body is not JSON: {exc}")
         config = self.server.session.config
         try:
-            train = _request(body)
+            train = _request(body, max_ticks=config.web.train_max_ticks)
             # Names only: a built-in scenario or one of paths.scenarios, never a path.
             scenario = scenario_by_name(train.scenario, config.paths.scenarios)
         except ValueError as exc:
@@ -139,7 +149,7 @@ class TrainingRuns:
         holder: list[Run] = []
 
         def said(message: Message) -> None:  # on the run's thread
-            loop.call_soon_threadsafe(holder[0].publish, message)
+            _tell(loop, holder[0].publish, message)
 
         self.preparing = True  # off the loop (it reads the runs' sizes): one at a time
         try:
@@ -171,14 +181,14 @@ class TrainingRuns:
         try:
             run.trainer.run()
         except TrainError as exc:
-            loop.call_soon_threadsafe(run.publish, {"type": "error", "error": str(exc)})
+            _tell(loop, run.publish, {"type": "error", "error": str(exc)})
         except Exception as exc:  # reported to the watchers, never raised into the world
-            loop.call_soon_threadsafe(run.publish, {
+            _tell(loop, run.publish, {
                 "type": "error", "error": f"{type(exc).__name__}: {str(exc)[:300]}"})
         if run.aborted:
             return  # the world is stopping: retention runs at its next start
         for line in prune_runs(self.server.session.config.paths, spare=run.trainer.out):
-            loop.call_soon_threadsafe(self._note, line)
+            _tell(loop, self._note, line)
 
     def _note(self, line: str) -> None:
         session = self.server.session
@@ -299,7 +309,15 @@ class TrainingRuns:
                 run.thread.join(grace_s)
 
 
-def _request(body: Any) -> TrainRequest:
+def _tell(loop: asyncio.AbstractEventLoop, callback: Callable[[Any], None],
+          value: Any) -> None:
+    """From the run's thread: ``callback(value)`` on the loop, unless the loop is gone (the
+    world stopped while the run was ending: nobody is left to tell)."""
+    with contextlib.suppress(RuntimeError):
+        loop.call_soon_threadsafe(callback, value)
+
+
+def _request(body: Any, *, max_ticks: int) -> TrainRequest:
     if not isinstance(body, dict):
         raise ValueError("send a JSON object: {\"scenario\": ..., \"iterations\": ..., "
                          "\"episodes\": ...}")
@@ -323,6 +341,10 @@ def _request(body: Any) -> TrainRequest:
         if value is not None and (isinstance(value, bool) or not isinstance(value, kind)):
             raise ValueError(f"{key!r} must be {said}, got {value!r:.40}")
         values[key] = value
+    ticks = values["ticks"]
+    if ticks is not None and not 1 <= ticks <= max_ticks:
+        raise ValueError(f"'ticks' {ticks}: an episode started over the web runs 1 to "
+                         f"{max_ticks:,} ticks (web.train_max_ticks)")
     start = values.pop("from")
     if start is not None and start.endswith(".py"):
         raise ValueError("'from' must be a policy's name over the web (send a file's source "
