@@ -86,16 +86,43 @@ def _in_group(pid: int, pgid: int) -> bool:
     return fields[0] != b"Z" and int(fields[2]) == pgid
 
 
-def stop_group(pgids: Iterable[int], grace_s: float) -> None:
-    """SIGTERM every group in ``pgids``, wait up to ``grace_s`` for them to end, then
-    SIGKILL what is left. Groups already gone are skipped."""
-    groups = list(pgids)
-    for pgid in groups:
+def _signal(leader: int, sig: int) -> None:
+    """``sig`` to the group ``leader`` leads, and to ``leader`` itself (a child still
+    starting may not lead its group yet)."""
+    for send in (os.killpg, os.kill):
         with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(pgid, signal.SIGTERM)
+            send(leader, sig)
+
+
+def stop_group(leaders: Iterable[int], grace_s: float) -> None:
+    """SIGTERM every process group led by one of ``leaders`` (and each leader), wait up to
+    ``grace_s`` for them to end, then SIGKILL what is left. Groups already gone are
+    skipped."""
+    groups = list(leaders)
+    for pgid in groups:
+        _signal(pgid, signal.SIGTERM)
     deadline = time.monotonic() + grace_s
-    while any(group_alive(g) for g in groups) and time.monotonic() < deadline:
+    while any(group_alive(g) or _running(g) for g in groups) and time.monotonic() < deadline:
         time.sleep(0.05)
     for pgid in groups:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(pgid, signal.SIGKILL)
+        _signal(pgid, signal.SIGKILL)
+
+
+def _running(pid: int) -> bool:
+    """Whether ``pid`` is alive and not a zombie."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return not os.path.isdir("/proc") or _not_zombie(pid)
+
+
+def _not_zombie(pid: int) -> bool:
+    """From /proc: ``pid`` is there and is not a zombie (ended, not yet waited for)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return f.read().rsplit(b")", 1)[1].split()[0] != b"Z"
+    except (OSError, IndexError):
+        return False

@@ -318,3 +318,69 @@ def test_sigterm_stops_the_world_and_its_run_and_frees_the_lock(
     assert lock_holder(out) is None and lock_holder(tmp_path / "saves" / "default") is None
     record = json.loads((out / "run.json").read_text())
     assert record["ended"] is not None
+
+
+@LINUX_PROC
+def test_ctrl_c_of_train_ends_its_episodes_at_once(tmp_path: Path,
+                                                   reap: dict[int, str]) -> None:
+    # Episode processes lead groups of their own, so a terminal's Ctrl-C reaches only the
+    # command: it must end them itself rather than wait out a 50,000-tick episode.
+    out = tmp_path / "run"
+    train = subprocess.Popen(
+        [sys.executable, str(MAIN), "train", "foraging", "--iterations", "3", "--episodes",
+         "1", "--ticks", "50000", "--workers", "1", "--out", str(out)], cwd=tmp_path,
+        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    reap[train.pid] = (_proc_stat(train.pid) or ["?"] * 20)[19]
+
+    def episode() -> int | None:
+        assert train.poll() is None
+        for lock in out.glob("versions/*/episodes/saves/*/.lock"):
+            if holder := lock_holder(lock.parent):
+                return holder
+        return None
+
+    worker = wait_for(episode, "an episode under way")
+    started = descendants(train.pid)
+    reap.update(started)
+    assert worker in started
+    train.send_signal(signal.SIGINT)
+    _out, err = train.communicate(timeout=120)
+    assert train.returncode == 130, err
+    assert f"interrupted: the versions so far are in {out}" in err
+    assert not still_running(started)
+    assert lock_holder(out) is None
+
+
+CHILD = """
+import os, sys, time
+from agent_world import lifeline
+lifeline._prctl_pdeathsig = lambda sig: False  # the portable path: a watchdog thread
+parent = int(sys.argv[1])
+lifeline.die_with_parent(parent)
+print(os.getpid(), flush=True)
+time.sleep(600)
+"""
+PARENT = """
+import subprocess, sys, time
+child = subprocess.Popen([sys.executable, "-c", sys.argv[1], str(__import__("os").getpid())],
+                         stdout=sys.stdout)
+time.sleep(600)
+"""
+
+
+@LINUX_PROC
+def test_without_the_kernels_signal_a_watchdog_ends_the_orphan(
+        tmp_path: Path, reap: dict[int, str]) -> None:
+    root = str(Path(__file__).resolve().parents[1])
+    parent = subprocess.Popen([sys.executable, "-c", PARENT, CHILD], cwd=tmp_path,
+                              env={**os.environ, "PYTHONPATH": root},
+                              stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, text=True)
+    assert parent.stdout is not None
+    child = int(parent.stdout.readline())
+    watched = {child: (_proc_stat(child) or ["?"] * 20)[19]}
+    reap.update(watched)
+    assert still_running(watched)
+    parent.kill()
+    parent.wait(timeout=30)
+    parent.stdout.close()
+    wait_for(lambda: not still_running(watched), "the orphan to end")
