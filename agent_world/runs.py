@@ -394,7 +394,10 @@ def check_budget(paths: PathsConfig, out: Path, *, episodes: int, ticks: int,
     runs = Path(paths.runs)
     inside = out.resolve().parent == runs.resolve() or runs.resolve() in out.resolve().parents
     if paths.runs_max_bytes and inside:
-        rows, _others = list_runs(runs)
+        try:
+            rows, _others = list_runs(runs)
+        except SaveError as exc:
+            raise RunRefused(str(exc)) from None
         used = sum(r.size for r in rows if r.name != out.name)
         left = paths.runs_max_bytes - used
         if estimate > left:

@@ -194,6 +194,9 @@ class Trainer:
                                      ticks=self.scenario.ticks)
         except RunInUse as exc:
             raise TrainError(str(exc)) from None
+        except OSError as exc:
+            raise TrainError(f"cannot write the run in {self.out} ({exc.strerror or exc}); "
+                             "give an --out (or paths.runs) you can write") from None
         try:
             return self._run()
         finally:
