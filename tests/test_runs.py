@@ -212,3 +212,21 @@ def test_a_training_run_applies_retention_at_its_start_and_after_it(tmp_path: Pa
     assert [line.split("'")[1] for line in said] == ["old0", "old1"]  # at start, then after
     record = orjson.loads((runs / made[0] / MARKER).read_bytes())
     assert record["kind"] == "train" and record["episodes"] == 2 and record["ended"]
+
+
+def test_a_world_applies_retention_when_it_starts(tmp_path: Path) -> None:
+    runs = tmp_path / "runs"
+    old_run(runs, "old0", days_ago=9)
+    old_run(runs, "old1", days_ago=1)
+    config = tmp_path / "config.yaml"
+    config.write_text(yaml.safe_dump({
+        "world": {"size": [32, 32], "starting_agents": 4},
+        "paths": {"runs": str(runs), "runs_max_age_days": 5, "saves": str(tmp_path / "saves"),
+                  "logs": str(tmp_path / "logs")}}))
+    done = subprocess.run([sys.executable, str(MAIN), "--headless", "--no-save", "--ticks", "2",
+                           "--config", str(config)], cwd=tmp_path, stdin=subprocess.DEVNULL,
+                          capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr
+    assert names(runs) == ["old1"]
+    assert "  note: retention: deleted run 'old0' (train, foraging, " in done.stderr
+    assert "d old): older than paths.runs_max_age_days 5" in done.stderr
