@@ -7,8 +7,9 @@ saved world from its first snapshot, verifying it, and can fork it into a new wo
 ``python main.py policy check FILE.py`` does the same for a policy (docs/policies.md), and
 ``python main.py policy list`` lists the policies agents may use.
 ``python main.py worlds [list | delete NAME]`` lists or deletes saved worlds
-(``worlds_command``); ``python main.py report saves/NAME`` reports how a saved world lived
-(``report_command``); ``python main.py schema`` prints the brain API's JSON Schema
+(``worlds_command``); ``python main.py runs [list | delete NAME]`` does the same for training
+and evaluation runs (``runs_command``); ``python main.py report saves/NAME`` reports how a
+saved world lived (``report_command``); ``python main.py schema`` prints the brain API's JSON Schema
 (``schema_command``); ``python main.py eval SCENARIO`` compares brains (``eval_command``) and
 ``python main.py train SCENARIO`` improves a policy (``training.command``). ``SUBCOMMANDS``
 is the one table of them: dispatch, ``--help`` and the docs' test read it.
@@ -62,6 +63,9 @@ from agent_world.replay_command import (
 )
 from agent_world.report_command import build_parser as build_report_parser
 from agent_world.report_command import main as report_main
+from agent_world.runs import prune_runs
+from agent_world.runs_command import build_parser as build_runs_parser
+from agent_world.runs_command import main as runs_main
 from agent_world.sandbox import AbilityChecker, Sandbox
 from agent_world.sandbox.pool import WorkerDied
 from agent_world.schema_command import build_parser as build_schema_parser
@@ -307,7 +311,8 @@ def _llm_brain_agents(session: Session) -> list[tuple[str, int, float]]:
     return found
 
 
-def _banner(session: Session, opened: OpenedWorld, *, terminal: bool = False) -> str:
+def _banner(session: Session, opened: OpenedWorld, *, terminal: bool = False,
+            pruned: Sequence[str] = ()) -> str:
     cfg = session.config
     world = session.world
     thinkers = sum(1 for _eid, row in world.agents() if row.agent.brain == "llm")
@@ -350,7 +355,7 @@ def _banner(session: Session, opened: OpenedWorld, *, terminal: bool = False) ->
         if session.web.agents is not None:
             url = session.web.url.replace("http", "ws", 1)
             lines.append(f"  agents:      {url}agents  (with the token; docs/agents.md)")
-    lines.extend(f"  note: {note}" for note in opened.notes)
+    lines.extend(f"  note: {note}" for note in [*opened.notes, *pruned])
     return "\n".join(lines)
 
 
@@ -455,7 +460,9 @@ async def _run(config: Config, opened: OpenedWorld, args: argparse.Namespace,
             session.close()
             print(f"error: {exc}", file=sys.stderr)
             return 2
-    print(_banner(session, opened, terminal=is_terminal(out)), file=out)
+    # Old training and evaluation runs go at start-up (paths.runs_keep and the others).
+    pruned = prune_runs(config.paths)
+    print(_banner(session, opened, terminal=is_terminal(out), pruned=pruned), file=out)
     print(_CONSOLE_HINT[mode], file=out, flush=True)
     remove_signal_handlers = _handle_signals(session)
     console = _start_console(session, mode, args)
@@ -599,6 +606,9 @@ SUBCOMMANDS: dict[str, Subcommand] = {c.name: c for c in (
     Subcommand("worlds", (("[list | delete NAME]",
                            "the saved worlds: list them, or delete one"),),
                build_worlds_parser, worlds_main),
+    Subcommand("runs", (("[list | delete NAME]",
+                         "the training and evaluation runs: list them, or delete one"),),
+               build_runs_parser, runs_main),
     Subcommand("report", (("saves/NAME", "liveliness per window of ticks, from the event "
                                          "log"),),
                build_report_parser, report_main),

@@ -751,6 +751,8 @@ STATUS_CASES: list[tuple[str, str, str, Any, dict[str, str], dict[str, Any], int
      "POST", "/api/commands", "{not json", {"Content-Type": "application/json"}, {}, 400),
     ("`400` naming what is wrong", "POST", "/api/train", {"scenario": "nowhere"}, {}, {},
      400),
+    ("`507` when the run would", "POST", "/api/train",
+     {"scenario": "foraging", "iterations": 1000, "episodes": 1000}, {}, {}, 507),
     ("or a name in `web.allowed_hosts` gives **403**", "GET", "/api/state", None,
      {"Host": "rebound.example:8765", "Origin": "http://rebound.example:8765"}, {}, 403),
     ("**401** without it, unless `web.public_reads: true`", "GET", "/api/state", None,

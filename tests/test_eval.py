@@ -124,7 +124,7 @@ def test_the_command_line_checks_everything_before_it_starts(tmp_path: Path) -> 
         done = run(*args)
         assert done.returncode == 2, done.stderr
         assert done.stderr.count("\n") == 1 and message in done.stderr, done.stderr
-        assert not (tmp_path / "evals").exists()
+        assert not (tmp_path / "runs").exists()  # nothing written
     done = run("survival", "--seeds", "1-2", "--ticks", "200", "--workers", "2", "--out",
                "res")
     assert done.returncode == 0, done.stderr

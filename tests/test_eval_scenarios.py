@@ -117,4 +117,4 @@ def test_an_unknown_team_brain_is_refused_before_any_episode(tmp_path: Path) -> 
                           capture_output=True, text=True, timeout=300, check=False)
     assert done.returncode == 2
     assert "a team's brain: unknown brain 'ghost'" in done.stderr
-    assert done.stderr.count("\n") == 1 and not (tmp_path / "evals").exists()
+    assert done.stderr.count("\n") == 1 and not (tmp_path / "runs").exists()

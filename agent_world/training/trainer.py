@@ -16,7 +16,8 @@ Every version is kept in ``OUT/versions/vNNN-STEM_vN/`` (``policy.py``, ``bundle
 ``result.json`` with its score, status and parent); the best is ``OUT/best.py``, the lineage
 ``OUT/lineage.md`` and ``lineage.json``. A run reports what it does through ``on_message``
 (``step``, ``episode_summary``, ``critique``, ``done``) and stops between episodes once
-``stop`` is set.
+``stop`` is set; ``abort`` ends the episodes under way too. The run holds its folder's lock
+(``runs.RunFolder``: ``run.json`` says what runs there) while it works.
 """
 
 from __future__ import annotations
@@ -33,9 +34,10 @@ import orjson
 
 from agent_world.config import Config
 from agent_world.eval.episode import Episode
-from agent_world.eval.runner import confidence, evaluate
+from agent_world.eval.runner import STOP_GRACE_S, Stopper, confidence, evaluate
 from agent_world.eval.scenario import Scenario
 from agent_world.policies import PolicyChecker
+from agent_world.runs import RunFolder, RunInUse
 from agent_world.training.bundle import STEP_FAULTS, make_bundle
 from agent_world.training.generators import GeneratorError, GeneratorUnavailable, PolicyGenerator
 from agent_world.training.source import stamp
@@ -177,6 +179,7 @@ class Trainer:
         self.on_message = on_message
         self.stop = stop or threading.Event()
         self.halted = ""  # why the run stopped early on its own (the LLM may not be asked)
+        self.stopper = Stopper()  # its episodes' processes, for ``abort``
         self.versions: list[Version] = []
         self.best: Version | None = None
         self.feedback: list[str] = []
@@ -186,7 +189,27 @@ class Trainer:
     def run(self) -> Version | None:
         """Train; the best version (also ``OUT/best.py``), None when stopped before the
         starting policy was evaluated."""
-        self.out.mkdir(parents=True, exist_ok=True)
+        try:
+            folder = RunFolder.start(self.out, kind="train", scenario=self.scenario.name,
+                                     episodes=(self.iterations + 1) * len(self.seeds),
+                                     ticks=self.scenario.ticks)
+        except RunInUse as exc:
+            raise TrainError(str(exc)) from None
+        except OSError as exc:
+            raise TrainError(f"cannot write the run in {self.out} ({exc.strerror or exc}); "
+                             "give an --out (or paths.runs) you can write") from None
+        try:
+            return self._run()
+        finally:
+            folder.finish()
+
+    def abort(self, grace_s: float = STOP_GRACE_S) -> None:
+        """Stop now, from any thread: no new episode starts, and those under way are ended
+        (SIGTERM to their process groups, SIGKILL after ``grace_s``)."""
+        self.stop.set()
+        self.stopper.stop(grace_s)
+
+    def _run(self) -> Version | None:
         (self.out / "contract.md").write_text(self.contract, encoding="utf-8")
         checker = PolicyChecker(self.scenario.config(self.base))
         try:
@@ -278,7 +301,7 @@ class Trainer:
             self.scenario, [f"policy:{name}"], self.seeds, folder / "episodes",
             workers=self.workers, base=self.base.replace(brains={"policies": str(folder)}),
             progress=io.StringIO(), on_episode=lambda e: self._episode(name, e),
-            cancelled=self.stop.is_set)
+            cancelled=self.stop.is_set, stopper=self.stopper)
         if not evaluation.episodes:
             version.status = "failed"
             version.reason = ("stopped" if evaluation.cancelled else
