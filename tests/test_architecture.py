@@ -56,3 +56,15 @@ def test_only_the_command_line_attaches_the_web_layer() -> None:
                    if not str(p.relative_to(PACKAGE)).startswith("web/")
                    and any(n.startswith("agent_world.web") for n in _imports(p)))
     assert users == ["cli.py"]
+
+
+def test_only_the_rl_package_imports_it_or_its_extra() -> None:
+    """agent_world.rl is an optional extra (PettingZoo, Gymnasium, NumPy): the rest of the
+    program runs without them, so nothing outside it imports it or them."""
+    extra = ("agent_world.rl", "pettingzoo", "gymnasium", "numpy")
+    users = sorted(f"{p.relative_to(PACKAGE)} imports {n}" for p in PACKAGE.rglob("*.py")
+                   if not str(p.relative_to(PACKAGE)).startswith("rl/")
+                   for n in _imports(p) if n.startswith(extra))
+    assert users == []
+    inside = {n for p in (PACKAGE / "rl").rglob("*.py") for n in _imports(p)}
+    assert {"pettingzoo", "gymnasium"} <= {n.split(".")[0] for n in inside}  # the check sees it
