@@ -233,10 +233,6 @@ def _summary_tables(results: dict[str, Any]) -> list[Table]:
                                   f"({split['processes']} process"
                                   f"{'es' if split['processes'] > 1 else ''})", "-"])
     rl = results.get("rl")
-    if rl is not None and "env" in rl:
-        headline.rows.append([f"RL env, {rl['scenario']} ({rl['env']['agents']} agents, "
-                              f"{rl['ticks_per_step']} ticks a step): steps/s",
-                              _n(rl["env"]["steps_per_s"]), "-"])
     if headline.rows:
         tables.append(headline)
     if load is not None and "skipped" not in load:
@@ -321,9 +317,10 @@ def _rl_table(rl: dict[str, Any]) -> Table:
                    _n(env["ticks_per_s"]), _n(env["reset_s"], 3)])
     t.rows.append(["an eval episode, built-in brains (no env)", "-", "-", "-", "-",
                    _n(plain["ticks_per_s"]), "-"])
-    t.notes.append("one process, the save folder written as usual; steps/s counts the "
-                   "time in env.step only (the learner's sampling is outside it); the "
-                   "episode's ticks/s includes its set-up and final snapshot.")
+    t.notes.append(f"median of {rl['repeats']} interleaved runs of each; one process, the "
+                   "save folder written as usual; steps/s counts the time in env.step only "
+                   "(the learner's sampling is outside it); the episode's ticks/s includes its "
+                   "set-up and final snapshot; agent-steps fall as random agents die.")
     return t
 
 
