@@ -347,6 +347,8 @@ def test_the_observation_is_the_documented_one_in_numbers(envs: list[Any]) -> No
     ({"agents": 7}, r"agents must be a number of subjects in \[1, 6\]"),
     ({"agents": ["Nobody"]}, "'Nobody' is not a subject of scenario survival"),
     ({"render_mode": "human"}, "the env draws nothing"),
+    ({"agents": 2, "others": "ghost"}, "others: unknown brain 'ghost' \\(known: builtin, llm"),
+    ({"agents": 2, "others": "llm"}, "others: llm needs an LLM; set llm.provider"),
 ])
 def test_bad_options_are_one_line_naming_the_option(options: dict[str, Any],
                                                     message: str) -> None:

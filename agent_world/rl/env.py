@@ -27,6 +27,7 @@ from numpy.typing import NDArray
 from pettingzoo import ParallelEnv as _ParallelEnv
 
 from agent_world.agents.observation import observe
+from agent_world.agents.registry import brain_refusal, load_brains
 from agent_world.config import Config, load_config
 from agent_world.core.actions import Action
 from agent_world.core.world import World
@@ -76,6 +77,8 @@ class AgentWorldEnv(_ParallelEnv):  # type: ignore[misc]  # pettingzoo ships no 
                                 episode_ticks=self.scenario.ticks, slots=slots)
         self.others = others
         self.possible_agents = _chosen(self.scenario, agents)
+        _check_brains(self.scenario, self.base, others,
+                      len(self.possible_agents) < len(_chosen(self.scenario, None)))
         self.agents: list[str] = []
         self.render_mode = None
         self.table: tuple[Choice, ...] = action_table(self.layout)
@@ -288,6 +291,22 @@ class AgentWorldEnv(_ParallelEnv):  # type: ignore[misc]  # pettingzoo ships no 
         if self.flatten:
             info["action_mask"] = self._masks[agent].copy()
         return info
+
+
+def _check_brains(scenario: Scenario, base: Config, others: str, others_play: bool) -> None:
+    """The brains the episodes need besides the env's: the other teams' and, when some
+    subjects are not the env's, ``others``; checked before any world opens, as eval does."""
+    needed = {f"scenario {scenario.name}: a team's brain": b for b in scenario.other_brains()}
+    if others_play:
+        needed["others"] = others
+    if not needed:
+        return
+    registered = load_brains(base.brains, llm=base.llm.enabled) \
+        if set(needed.values()) - {"builtin", "llm"} else {}
+    for said, brain in needed.items():
+        refusal = brain_refusal(brain, registered, llm=base.llm.enabled)
+        if refusal is not None:
+            raise LayoutError(f"{said}: {refusal}")
 
 
 def _chosen(scenario: Scenario, agents: int | Sequence[str] | None) -> list[str]:

@@ -29,7 +29,8 @@ MAX_TICKS_PER_STEP = ACTIONS["idle"].args["ticks"].high
 
 
 class LayoutError(ValueError):
-    """An environment option out of range; the message names it, the rule and the fix."""
+    """An environment option that cannot be used (out of range, an unknown brain); the
+    message names it, the rule and the fix."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
