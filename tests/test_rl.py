@@ -140,8 +140,12 @@ def test_an_env_keeps_each_reset_in_a_folder_of_its_own(tmp_path: Path,
     first.reset(seed=1)
     assert sorted(p.name for p in (tmp_path / "saves").iterdir()) == [
         "survival-rl-1", "survival-rl-1-2", "survival-rl-1-3"]
-    first.close()
-    assert (tmp_path / "saves" / "survival-rl-1-3" / "world_state.json").exists()  # kept
+    first.step(dict.fromkeys(first.agents, _index(first, "wander")))
+    first.close()  # mid-episode: the world stops there, with its final snapshot
+    for name in ("survival-rl-1", "survival-rl-1-3"):  # the first ended by the next reset
+        folder = tmp_path / "saves" / name
+        assert (folder / "world_state.json").exists()  # kept
+        assert run_replay(folder, Config(), to=None, playback=None) == 0
 
 
 def test_a_temporary_folder_is_removed_when_the_env_closes() -> None:
