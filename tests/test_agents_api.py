@@ -25,8 +25,8 @@ from agent_world.agents import (
     observation_schema,
     observe,
 )
-from agent_world.agents.schema import ability_schema
 from agent_world.config import Config
+from agent_world.contract.schema import ability_schema
 from agent_world.core import components as c
 from agent_world.core.actions import ACTIONS
 from agent_world.core.world import World

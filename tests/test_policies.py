@@ -17,10 +17,10 @@ from typing import Any
 import pytest
 
 from agent_world.agents import Observation, Self
-from agent_world.agents.brains import BrainFault
 from agent_world.agents.registry import BrainError, load_brains
 from agent_world.app import Session
 from agent_world.config import Config, ConfigError
+from agent_world.contract.brains import BrainFault
 from agent_world.persistence import open_world
 from agent_world.policies import (
     PolicyBrain,

@@ -15,9 +15,9 @@ import sys
 from collections.abc import Mapping
 from pathlib import Path
 
-from agent_world.agents.brains import Brain
-from agent_world.agents.llmbrain import LLMBrain
 from agent_world.config import BrainsConfig, ConfigError
+from agent_world.contract.brains import Brain
+from agent_world.contract.llmbrain import LLMBrain
 from agent_world.core.world import World
 from agent_world.policies.brain import policy_brains
 from agent_world.policies.library import available_policies

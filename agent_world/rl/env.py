@@ -26,9 +26,10 @@ from gymnasium.utils import seeding
 from numpy.typing import NDArray
 from pettingzoo import ParallelEnv as _ParallelEnv
 
-from agent_world.agents.observation import observe
 from agent_world.agents.registry import brain_refusal, load_brains
 from agent_world.config import Config, load_config
+from agent_world.contract.observation import observe
+from agent_world.contract.plan import PlanInput
 from agent_world.core.actions import Action
 from agent_world.core.world import World
 from agent_world.eval.scenario import SUBJECT, Scenario, load_scenario, with_ticks
@@ -101,6 +102,7 @@ class AgentWorldEnv(_ParallelEnv):  # type: ignore[misc]  # pettingzoo ships no 
         self._masks: dict[str, NDArray[np.int8]] = {}
         self._scores: dict[str, float] = {}
         self._hash: str | None = None
+        self._steps = 0  # steps of the episode under way
         self._closed = False
 
     # -- the spaces ---------------------------------------------------------------------------
@@ -146,6 +148,7 @@ class AgentWorldEnv(_ParallelEnv):  # type: ignore[misc]  # pettingzoo ships no 
         self.agents = [agent for agent in self.possible_agents
                        if agent in self._ids and stage.world.alive(self._ids[agent])]
         self._scores = dict.fromkeys(self.agents, 0.0)
+        self._steps = 0
         observations = {agent: self._observe(agent) for agent in self.agents}
         infos = {agent: self._info(agent, stage.score_of(self._ids[agent]))
                  for agent in self.agents}
@@ -168,6 +171,7 @@ class AgentWorldEnv(_ParallelEnv):  # type: ignore[misc]  # pettingzoo ships no 
         if strangers:
             raise ValueError(f"agent {strangers[0]!r} is not playing now; env.agents are "
                              f"{', '.join(self.agents)}")
+        self._steps += 1
         said: dict[str, dict[str, Any]] = {}
         for agent in self.agents:  # a fixed order: the inputs' order is part of the world
             if agent in actions:
@@ -256,10 +260,13 @@ class AgentWorldEnv(_ParallelEnv):  # type: ignore[misc]  # pettingzoo ships no 
         elif (choice.verb not in DURATIVE and view.obs.me.doing == str(plan[0])
               and view.obs.me.plan == tuple(str(a) for a in plan[1:])):
             return {"carried_on": True}
-        data: dict[str, Any] = {"agent": self._ids[agent], "actions": [a.to_dict() for a in plan],
-                                "source": SOURCE, "brain": BRAIN, "choice": index,
-                                "label": choice.label, **said}
-        world.inbox.submit("plan", data, source=SOURCE)
+        # No latency: the learner's time is not the world's, and a measured one would make
+        # the same actions give another world (the metrics keep a latency histogram).
+        PlanInput(agent=self._ids[agent], actions=plan, source=SOURCE, thought="",
+                  request=self._steps, reasons=("step",), latency_s=0.0,
+                  asked_tick=view.obs.tick,
+                  by={"brain": BRAIN, "choice": index, "label": choice.label, **said}
+                  ).submit(world.inbox)
         return said
 
     def _observe(self, agent: str) -> Any:

@@ -27,7 +27,7 @@ import numpy as np
 from gymnasium import spaces
 from numpy.typing import NDArray
 
-from agent_world.agents.observation import Observation, Offer, Seen, SeenAgent
+from agent_world.contract.observation import Observation, Offer, Seen, SeenAgent
 from agent_world.rl.layout import KINDS, OBJECT_KINDS, VERBS, Layout
 
 __all__ = ["COLUMNS", "View", "empty_observation", "encode", "observation_space"]

@@ -23,6 +23,7 @@ from pathlib import Path
 from agent_world.app import known_secrets
 from agent_world.config import Config, ConfigError, load_config
 from agent_world.eval.scenario import Scenario, built_in_names, load_scenario, with_ticks
+from agent_world.llm.gates import Gates
 from agent_world.llm.providers import provider_factory
 from agent_world.llm.redact import Redactor
 from agent_world.llm.textmodel import ProviderTextModel
@@ -30,6 +31,7 @@ from agent_world.policies import PolicyError, available_policies, load_policy, r
 from agent_world.training.contract import contract_text
 from agent_world.training.generators import LLMGenerator, PolicyGenerator, TemplateGenerator
 from agent_world.training.trainer import THIN, Message, Trainer, TrainError, lineage_table
+from agent_world.types import MonotonicClock
 
 __all__ = ["TrainRequest", "build_parser", "main", "prepare"]
 
@@ -82,8 +84,11 @@ def _generator(request: TrainRequest, config: Config) -> PolicyGenerator:
         raise ValueError("--generator llm needs an LLM: set llm.provider in the configuration "
                          "(--config FILE), or use --generator templates")
     redactor = Redactor(known_secrets(config))
+    # A run's calls pass the same gates as a world's: llm.tokens_per_hour, cost_per_hour
+    # and the breaker hold for the trainer too.
+    gates = Gates.from_config(config.llm, clock=MonotonicClock(), redact=redactor)
     model = ProviderTextModel(config.llm, provider_factory(config.llm, redactor),
-                              max_tokens=2500, redactor=redactor)
+                              gates=gates, max_tokens=2500)
     return LLMGenerator(model, contract_text())
 
 
@@ -196,6 +201,8 @@ def main(argv: Sequence[str]) -> int:
         print(f"stopped before the starting policy was evaluated; see {out}", file=sys.stderr)
         return 1
     print("\n".join(lineage_table(trainer.versions, best)))
+    if trainer.halted:
+        print(f"\nstopped early: {trainer.halted}")
     thin = sum(THIN in v.reason for v in trainer.versions)
     if thin:
         print(f"\n{thin} version{'s' if thin != 1 else ''} scored higher than the best but "

@@ -37,7 +37,7 @@ from agent_world.eval.runner import confidence, evaluate
 from agent_world.eval.scenario import Scenario
 from agent_world.policies import PolicyChecker
 from agent_world.training.bundle import STEP_FAULTS, make_bundle
-from agent_world.training.generators import GeneratorError, PolicyGenerator
+from agent_world.training.generators import GeneratorError, GeneratorUnavailable, PolicyGenerator
 from agent_world.training.source import stamp
 
 __all__ = ["MIN_GAIN", "THIN", "Gain", "TrainError", "Trainer", "Version", "least_gain",
@@ -176,6 +176,7 @@ class Trainer:
         self.margin = margin
         self.on_message = on_message
         self.stop = stop or threading.Event()
+        self.halted = ""  # why the run stopped early on its own (the LLM may not be asked)
         self.versions: list[Version] = []
         self.best: Version | None = None
         self.feedback: list[str] = []
@@ -204,7 +205,7 @@ class Trainer:
             if self.best is None:
                 raise TrainError(f"the starting policy does not pass: {first.reason}")
             for number in range(1, self.iterations + 1):
-                if self.stop.is_set():
+                if self.stop.is_set() or self.halted:
                     break
                 self._iterate(checker, number)
                 self._write_lineage()
@@ -214,7 +215,8 @@ class Trainer:
         best = self.best
         assert best is not None
         self._send("done", best=best.name, score=best.score, versions=len(self.versions),
-                   stopped=self.stop.is_set(), out=str(self.out))
+                   stopped=self.stop.is_set() or bool(self.halted), out=str(self.out),
+                   **({"halted": self.halted} if self.halted else {}))
         return best
 
     def _iterate(self, checker: PolicyChecker, number: int) -> None:
@@ -225,6 +227,10 @@ class Trainer:
         began = time.perf_counter()
         try:
             proposal = self.generator.propose(best.source, best.bundle, self.feedback)
+        except GeneratorUnavailable as exc:
+            self.halted = f"{exc}; the run stops here (the versions so far are kept)"
+            self._send("step", iteration=number, stage="halted", reason=self.halted)
+            return
         except GeneratorError as exc:
             version = Version(number=number, name="", parent=f"{best.name}@{best.version}",
                               status="failed", summary="", reason=f"generator: {exc}",
