@@ -296,7 +296,7 @@ def _llm_brain_agents(session: Session) -> list[tuple[str, int, float]]:
     if session.brains is None:
         return []
     hourly = 3600 * session.config.world.tick_rate
-    counts = Counter(row[0].brain for _eid, row in session.world.agents())
+    counts = Counter(row.agent.brain for _eid, row in session.world.agents())
     found = []
     for name, cls in session.brains.classes.items():
         if counts[name] and issubclass(cls, LLMBrain):
@@ -310,7 +310,7 @@ def _llm_brain_agents(session: Session) -> list[tuple[str, int, float]]:
 def _banner(session: Session, opened: OpenedWorld, *, terminal: bool = False) -> str:
     cfg = session.config
     world = session.world
-    thinkers = sum(1 for _eid, row in world.agents() if row[0].brain == "llm")
+    thinkers = sum(1 for _eid, row in world.agents() if row.agent.brain == "llm")
     others = _llm_brain_agents(session)
     on_brains = "".join(f", {n} {label}" for label, n, _rate in others)
     where = f" at {cfg.llm.endpoint}" if cfg.llm.provider != "local" else " in-process"

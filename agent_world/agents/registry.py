@@ -100,7 +100,7 @@ def unregistered(world: World, registered: Mapping[str, object]) -> dict[str, in
     its brains), counted by brain: they think with their built-in brains."""
     counts: dict[str, int] = {}
     for _eid, row in world.agents():
-        brain = row[0].brain
+        brain = row.agent.brain
         if brain not in ("builtin", "llm", "remote") and brain not in registered:
             counts[brain] = counts.get(brain, 0) + 1
     return dict(sorted(counts.items()))

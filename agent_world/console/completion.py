@@ -85,7 +85,7 @@ class WorldCompleter(Completer):
                     if len(found) == MAX_ID_COMPLETIONS:
                         break
             return found
-        return [(row[0].name, f"#{eid} {row[0].personality}") for eid, row in world.agents()]
+        return [(row.agent.name, f"#{eid} {row.agent.personality}") for eid, row in world.agents()]
 
     def _spawn(self, index: int, words: list[str], current: str) -> Iterable[Candidate]:
         if index == 1:

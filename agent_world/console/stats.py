@@ -148,7 +148,7 @@ def _agents(console: Console) -> Figures:
     by: dict[str, int] = dict.fromkeys(PERSONALITIES, 0)
     agents = console.world.agents()
     for _eid, row in agents:
-        by[row[0].personality] = by.get(row[0].personality, 0) + 1
+        by[row.agent.personality] = by.get(row.agent.personality, 0) + 1
     return {"alive": len(agents), "by personality": by}
 
 

@@ -85,7 +85,7 @@ def agent_rows(server: WebServer, *, sort: str, limit: int,
     tick = world.tick
     rows: list[dict[str, Any]] = []
     for eid, row in world.agents():
-        agent, pos, needs, inv = row[0], row[1], row[2], row[3]
+        agent, pos, needs, inv = row.agent, row.pos, row.needs, row.inv
         if personality is not None and agent.personality != personality:
             continue
         rows.append({"id": eid, "name": agent.name, "personality": agent.personality,
