@@ -23,7 +23,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from agent_world.agents.registry import load_brains
+from agent_world.agents.registry import brain_refusal, load_brains
 from agent_world.config import Config, ConfigError, load_config
 from agent_world.eval.raypool import RayError
 from agent_world.eval.runner import (
@@ -97,13 +97,9 @@ def _check(args: argparse.Namespace, scenario: Scenario
     where.update(dict.fromkeys(scenario.other_brains(),
                                f"scenario {scenario.name}: a team's brain"))
     for brain, said in where.items():
-        if brain == "llm" and not config.llm.enabled:
-            raise ValueError(f"{said}: llm needs an LLM; set llm.provider in the "
-                             "configuration (--config FILE)")
-        if brain not in ("builtin", "llm") and brain not in registered:
-            known = ", ".join(["builtin", "llm", *registered])
-            raise ValueError(f"{said}: unknown brain {brain!r} (known: {known}); register "
-                             "yours in the configuration: brains: {NAME: \"module:Class\"}")
+        refusal = brain_refusal(brain, registered, llm=config.llm.enabled)
+        if refusal is not None:
+            raise ValueError(f"{said}: {refusal}")
     if args.ticks is not None and not 1 <= args.ticks <= 10**7:
         raise ValueError(f"--ticks {args.ticks}: give 1 to 10,000,000 ticks")
     if args.workers < 1:

@@ -80,3 +80,15 @@ def test_no_deciding_layer_imports_the_user_brains_runner() -> None:
                  for name in _imports(path)
                  if name == "agent_world.agents" or name.startswith("agent_world.agents.")]
     assert not offenders, "\n".join(offenders)
+
+
+def test_only_the_rl_package_imports_it_or_its_extra() -> None:
+    """agent_world.rl is an optional extra (PettingZoo, Gymnasium, NumPy): the rest of the
+    program runs without them, so nothing outside it imports it or them."""
+    extra = ("agent_world.rl", "pettingzoo", "gymnasium", "numpy")
+    users = sorted(f"{p.relative_to(PACKAGE)} imports {n}" for p in PACKAGE.rglob("*.py")
+                   if not str(p.relative_to(PACKAGE)).startswith("rl/")
+                   for n in _imports(p) if n.startswith(extra))
+    assert users == []
+    inside = {n for p in (PACKAGE / "rl").rglob("*.py") for n in _imports(p)}
+    assert {"pettingzoo", "gymnasium"} <= {n.split(".")[0] for n in inside}  # the check sees it

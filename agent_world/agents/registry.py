@@ -23,7 +23,7 @@ from agent_world.policies.brain import policy_brains
 from agent_world.policies.library import available_policies
 from agent_world.policies.policy import PolicyError
 
-__all__ = ["BrainError", "load_brains", "unregistered"]
+__all__ = ["BrainError", "brain_refusal", "load_brains", "unregistered"]
 
 
 class BrainError(ConfigError):
@@ -81,6 +81,18 @@ def load_brains(cfg: BrainsConfig, *, path: str | Path | None = None,
                          f"in brains.policies ({cfg.policies or 'none set'})")
     loaded.update(policies)
     return loaded
+
+
+def brain_refusal(brain: str, registered: Mapping[str, object], *, llm: bool) -> str | None:
+    """Why an episode's agents cannot play ``brain`` (None: they can): ``llm`` with no LLM
+    configured, or a name that is neither built in nor in ``registered`` (``load_brains``)."""
+    if brain == "llm" and not llm:
+        return "llm needs an LLM; set llm.provider in the configuration (--config FILE)"
+    if brain not in ("builtin", "llm") and brain not in registered:
+        known = ", ".join(["builtin", "llm", *registered])
+        return (f"unknown brain {brain!r} (known: {known}); register yours in the "
+                "configuration: brains: {NAME: \"module:Class\"}")
+    return None
 
 
 def unregistered(world: World, registered: Mapping[str, object]) -> dict[str, int]:
