@@ -42,6 +42,7 @@ import pytest
 import yaml
 
 from agent_world import cli
+from agent_world.cli.eval import parse_seeds
 from agent_world.config import Config, ConfigError, config_from_dict, load_config
 from agent_world.console.commands import COMMANDS
 from agent_world.console.parsing import CommandError
@@ -49,7 +50,6 @@ from agent_world.core.items import ITEMS
 from agent_world.core.metrics import METRICS
 from agent_world.core.world import World
 from agent_world.eval.scenario import DERIVED, ScenarioError, built_in_names, load_scenario
-from agent_world.eval_command import parse_seeds
 from agent_world.policies.library import example_policies
 from agent_world.sandbox import load_builtins
 from agent_world.web.playback import Playback

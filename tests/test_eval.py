@@ -14,11 +14,11 @@ from pathlib import Path
 
 import pytest
 
+from agent_world.cli.eval import parse_seeds
+from agent_world.cli.replay import run_replay
 from agent_world.config import Config
 from agent_world.eval import ScenarioError, built_in_names, load_scenario, run_episode
 from agent_world.eval.runner import confidence, evaluate, write_results
-from agent_world.eval_command import parse_seeds
-from agent_world.replay_command import run_replay
 
 MAIN = Path(__file__).resolve().parent.parent / "main.py"
 

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from agent_world.cli.replay import run_replay
 from agent_world.config import Config
 from agent_world.eval import ScenarioError, built_in_names, load_scenario, run_episode
-from agent_world.replay_command import run_replay
 
 MAIN = Path(__file__).resolve().parent.parent / "main.py"
 

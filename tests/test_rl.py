@@ -25,11 +25,11 @@ from gymnasium.utils.env_checker import check_env
 from pettingzoo.test import parallel_api_test, parallel_seed_test
 
 from agent_world import rl
+from agent_world.cli.replay import run_replay
 from agent_world.config import Config
 from agent_world.contract.observation import observe
 from agent_world.eval import built_in_names, load_scenario
 from agent_world.eval.stage import Stage
-from agent_world.replay_command import run_replay
 from agent_world.rl.actions import plan_of
 from tests.persistence_helpers import records
 

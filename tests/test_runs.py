@@ -15,6 +15,7 @@ import orjson
 import pytest
 import yaml
 
+from agent_world.cli.runs import main as runs_main
 from agent_world.config import Config, ConfigError
 from agent_world.persistence import SaveError
 from agent_world.runs import (
@@ -27,7 +28,6 @@ from agent_world.runs import (
     list_runs,
     prune_runs,
 )
-from agent_world.runs_command import main as runs_main
 
 MAIN = Path(__file__).resolve().parents[1] / "main.py"
 DAY = 86_400

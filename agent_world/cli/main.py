@@ -7,10 +7,10 @@ saved world from its first snapshot, verifying it, and can fork it into a new wo
 ``python main.py policy check FILE.py`` does the same for a policy (docs/policies.md), and
 ``python main.py policy list`` lists the policies agents may use.
 ``python main.py worlds [list | delete NAME]`` lists or deletes saved worlds
-(``worlds_command``); ``python main.py runs [list | delete NAME]`` does the same for training
-and evaluation runs (``runs_command``); ``python main.py report saves/NAME`` reports how a
-saved world lived (``report_command``); ``python main.py schema`` prints the brain API's JSON Schema
-(``schema_command``); ``python main.py eval SCENARIO`` compares brains (``eval_command``) and
+(``cli.worlds``); ``python main.py runs [list | delete NAME]`` does the same for training
+and evaluation runs (``cli.runs``); ``python main.py report saves/NAME`` reports how a saved
+world lived (``cli.report``); ``python main.py schema`` prints the brain API's JSON Schema
+(``cli.schema``); ``python main.py eval SCENARIO`` compares brains (``cli.eval``) and
 ``python main.py train SCENARIO`` improves a policy (``training.command``). ``SUBCOMMANDS``
 is the one table of them: dispatch, ``--help`` and the docs' test read it.
 """
@@ -39,10 +39,24 @@ from agent_world.agents import LLMBrain
 from agent_world.agents.registry import load_brains, unregistered
 from agent_world.app import Session
 from agent_world.argtypes import positive_int, seed, speed, tick
+from agent_world.cli.eval import build_parser as build_eval_parser
+from agent_world.cli.eval import main as eval_main
+from agent_world.cli.replay import (
+    available_cpus,
+    resolve_world_path,
+    run_replay,
+    sandboxed,
+)
+from agent_world.cli.report import build_parser as build_report_parser
+from agent_world.cli.report import main as report_main
+from agent_world.cli.runs import build_parser as build_runs_parser
+from agent_world.cli.runs import main as runs_main
+from agent_world.cli.schema import build_parser as build_schema_parser
+from agent_world.cli.schema import main as schema_main
+from agent_world.cli.worlds import build_parser as build_worlds_parser
+from agent_world.cli.worlds import main as worlds_main
 from agent_world.config import Config, ConfigError, load_config
 from agent_world.console import StdinKind, run_console, stdin_kind
-from agent_world.eval_command import build_parser as build_eval_parser
-from agent_world.eval_command import main as eval_main
 from agent_world.llm.local import check_local
 from agent_world.persistence import (
     DivergenceError,
@@ -55,21 +69,9 @@ from agent_world.persistence import (
 from agent_world.policies.check import PolicyChecker
 from agent_world.policies.library import available_policies
 from agent_world.policies.policy import PolicyError
-from agent_world.replay_command import (
-    available_cpus,
-    resolve_world_path,
-    run_replay,
-    sandboxed,
-)
-from agent_world.report_command import build_parser as build_report_parser
-from agent_world.report_command import main as report_main
 from agent_world.runs import prune_runs
-from agent_world.runs_command import build_parser as build_runs_parser
-from agent_world.runs_command import main as runs_main
 from agent_world.sandbox import AbilityChecker, Sandbox
 from agent_world.sandbox.pool import WorkerDied
-from agent_world.schema_command import build_parser as build_schema_parser
-from agent_world.schema_command import main as schema_main
 from agent_world.training.command import build_parser as build_train_parser
 from agent_world.training.command import main as train_main
 from agent_world.types import ProviderError
@@ -77,8 +79,6 @@ from agent_world.web import WebError, WebServer, check_web, web_token
 from agent_world.web.access import is_terminal
 from agent_world.web.playback import serve_recording
 from agent_world.worldlog import prune_nosave_logs, world_log_path
-from agent_world.worlds_command import build_parser as build_worlds_parser
-from agent_world.worlds_command import main as worlds_main
 
 __all__ = ["SUBCOMMANDS", "Subcommand", "build_ability_parser", "build_parser",
            "build_policy_parser", "build_replay_parser", "main", "other_commands"]
