@@ -55,7 +55,7 @@ def test_only_the_command_line_attaches_the_web_layer() -> None:
     users = sorted(str(p.relative_to(PACKAGE)) for p in PACKAGE.rglob("*.py")
                    if not str(p.relative_to(PACKAGE)).startswith("web/")
                    and any(n.startswith("agent_world.web") for n in _imports(p)))
-    assert users == ["cli/main.py"]
+    assert users == ["cli/program.py"]
 
 
 # The brain contract is the seam every deciding layer builds on (issue 31): it builds on the
