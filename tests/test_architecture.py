@@ -92,3 +92,15 @@ def test_only_the_rl_package_imports_it_or_its_extra() -> None:
     assert users == []
     inside = {n for p in (PACKAGE / "rl").rglob("*.py") for n in _imports(p)}
     assert {"pettingzoo", "gymnasium"} <= {n.split(".")[0] for n in inside}  # the check sees it
+
+
+def test_the_command_surface_and_its_users_import_no_terminal_ui() -> None:
+    """The web API and remote clients run commands through the command surface; none of the
+    three loads the terminal's prompt (prompt_toolkit) or the console package around it."""
+    offenders = [f"{path.relative_to(PACKAGE)} imports {name}"
+                 for layer in ("commands", "web", "remote")
+                 for path in sorted((PACKAGE / layer).rglob("*.py"))
+                 for name in _imports(path)
+                 if name.split(".")[0] == "prompt_toolkit"
+                 or name == "agent_world.console" or name.startswith("agent_world.console.")]
+    assert not offenders, "\n".join(offenders)

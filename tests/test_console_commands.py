@@ -17,10 +17,10 @@ from typing import Any
 import pytest
 
 from agent_world.app import Session
+from agent_world.commands import COMMANDS, Console
+from agent_world.commands.control import SAVE_OFF
+from agent_world.commands.recent import RecentEvents
 from agent_world.config import Config
-from agent_world.console import COMMANDS, Console
-from agent_world.console.control import SAVE_OFF
-from agent_world.console.recent import RecentEvents
 from agent_world.console.status import status_text
 from agent_world.core import components as c
 from agent_world.core.world import World

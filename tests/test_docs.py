@@ -43,9 +43,9 @@ import yaml
 
 from agent_world import cli
 from agent_world.cli.eval import parse_seeds
+from agent_world.commands.dispatch import COMMANDS
+from agent_world.commands.parsing import CommandError
 from agent_world.config import Config, ConfigError, config_from_dict, load_config
-from agent_world.console.commands import COMMANDS
-from agent_world.console.parsing import CommandError
 from agent_world.core.items import ITEMS
 from agent_world.core.metrics import METRICS
 from agent_world.core.world import World

@@ -9,15 +9,15 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from agent_world import __version__
-from agent_world.console import stats as console_stats
-from agent_world.console.recent import involves
+from agent_world.commands import stats as console_stats
+from agent_world.commands.recent import involves
 from agent_world.core import components as c
 from agent_world.core.components import NO_ONE
 from agent_world.core.terrain import TILE_NAMES
 from agent_world.web.feed import FIELDS, BBox
 
 if TYPE_CHECKING:
-    from agent_world.console.commands import Console
+    from agent_world.commands.dispatch import Console
     from agent_world.web.server import WebServer
 
 __all__ = ["SORT_KEYS", "agent_detail", "agent_rows", "entities", "state", "stats",

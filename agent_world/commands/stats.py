@@ -12,12 +12,12 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from agent_world.commands.parsing import NoArgs
 from agent_world.config import PERSONALITIES
-from agent_world.console.parsing import NoArgs
 from agent_world.core import components as c
 
 if TYPE_CHECKING:
-    from agent_world.console.commands import Console
+    from agent_world.commands.dispatch import Console
 
 __all__ = ["SEAM_ATTRS", "StatsSection", "default_sections", "format_figures", "sections",
            "show"]

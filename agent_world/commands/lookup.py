@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from agent_world.console.parsing import CommandError, EntityRef, closest
+from agent_world.commands.parsing import CommandError, EntityRef, closest
 from agent_world.core import components as c
 from agent_world.core.world import World
 
