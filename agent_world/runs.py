@@ -33,8 +33,8 @@ from typing import Any
 import orjson
 
 from agent_world.config import PathsConfig
-from agent_world.persistence.files import disk_problem, fsync_dir
-from agent_world.persistence.folder import LOCK_NAME, SaveError
+from agent_world.persistence.files import disk_problem
+from agent_world.persistence.folder import DELETING, LOCK_NAME, SaveError, delete_folder
 from agent_world.persistence.lock import WorldInUse, WorldLock, lock_holder
 
 __all__ = ["BYTES_PER_TICK", "MARKER", "RunFolder", "RunInUse", "RunRefused", "RunRow",
@@ -46,7 +46,6 @@ BYTES_PER_TICK = 350
 dozen agents; measured 0.4-0.6 MB with built-in brains, more with policies' traces)."""
 MARKER = "run.json"
 LEGACY = ("lineage.json", "results.json")  # what runs made before run.json hold
-DELETING = ".deleting-"  # a run being deleted is renamed to .NAME.deleting-PID first
 DAY_S = 86_400
 
 
@@ -257,19 +256,7 @@ def _remove(runs: Path, row: RunRow) -> None:
             if episode is not None:
                 raise RunInUse(f"run '{row.name}' is in use by process {episode} (one of its "
                                "episodes runs); stop it first, then delete it")
-        doomed = runs / f".{row.name}{DELETING}{os.getpid()}"
-        try:
-            os.replace(root, doomed)  # the run is gone at once; then its files go
-            fsync_dir(runs)
-        except OSError as exc:
-            raise SaveError(f"cannot delete run '{row.name}': "
-                            f"{disk_problem(exc, runs)}") from None
-        try:
-            shutil.rmtree(doomed)
-        except OSError as exc:
-            raise SaveError(f"run '{row.name}' is deleted, but removing its files stopped "
-                            f"({exc.strerror or exc}); remove what is left with: rm -r "
-                            f"{doomed}") from None
+        delete_folder(root, f"run '{row.name}'")
     finally:
         lock.release()
 

@@ -15,6 +15,7 @@ import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from agent_world.cli.confirm import confirmation
 from agent_world.config import ConfigError, load_config
 from agent_world.persistence import SaveError
 from agent_world.runs import RunRow, age_text, delete_run, human_size, list_runs
@@ -76,18 +77,6 @@ def _list(runs: Path) -> int:
     return 0
 
 
-def _agreed(_question: str) -> bool:
-    return True  # --yes
-
-
-def _ask_terminal(question: str) -> bool:
-    try:
-        answer = input(question)
-    except EOFError:
-        return False
-    return answer.strip().lower() in ("y", "yes")
-
-
 def main(argv: Sequence[str] | None = None, *,
          ask: Callable[[str], bool] | None = None) -> int:
     """The ``runs`` command. ``ask`` answers the delete question (tests); by default a
@@ -97,15 +86,7 @@ def main(argv: Sequence[str] | None = None, *,
         runs = Path(load_config(args.config).paths.runs)
         if args.command != "delete":
             return _list(runs)
-        if args.yes:
-            confirm: Callable[[str], bool] = _agreed
-        elif ask is not None:
-            confirm = ask
-        elif sys.stdin.isatty():
-            confirm = _ask_terminal
-        else:
-            raise SaveError(f"deleting run '{args.name}' needs a confirmation: run it on a "
-                            "terminal, or add --yes")
+        confirm = confirmation(f"run '{args.name}'", yes=args.yes, ask=ask)
         done = delete_run(runs, args.name, confirm=confirm)
     except (ConfigError, SaveError) as exc:
         print(f"error: {exc}", file=sys.stderr)
