@@ -37,9 +37,12 @@ def test_only_the_entity_store_touches_esper() -> None:
 
 
 def test_config_and_types_import_no_other_package_module() -> None:
-    for leaf in ("config.py", "types.py"):
-        inner = [n for n in _imports(PACKAGE / leaf) if n.startswith("agent_world")]
-        assert inner == [], f"{leaf} imports {inner}"
+    inner = [n for n in _imports(PACKAGE / "types.py") if n.startswith("agent_world")]
+    assert inner == [], f"types.py imports {inner}"
+    for path in sorted((PACKAGE / "config").rglob("*.py")):
+        inner = [n for n in _imports(path)
+                 if n.startswith("agent_world") and not n.startswith("agent_world.config")]
+        assert inner == [], f"{path.relative_to(PACKAGE)} imports {inner}"
 
 
 def test_relative_imports_are_not_used() -> None:

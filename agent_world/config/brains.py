@@ -1,0 +1,96 @@
+"""The ``brains`` section: users' brains and policies, registered by name."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from agent_world.config.base import ConfigError, setting
+
+__all__ = ["BRAIN_CLASS", "BRAIN_NAME", "BrainsConfig"]
+
+BRAIN_NAME = re.compile(r"(policy:)?[a-z][a-z0-9_]{1,31}")  # policy:NAME: docs/policies.md
+BRAIN_CLASS = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_]\w*")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BrainsConfig:
+    """Your own brains (docs/agents.md): registered by name, they run off the tick on worker
+    threads, each decision within a deadline, falling back to the built-in brain. A name
+    may also be given directly in this section: brains: {forager: "my_agents.forager:Forager"}."""
+
+    registered: dict[str, str] = setting(
+        {}, "brains by name: NAME: \"module:Class\" (a SimpleBrain or Brain subclass), used "
+        "with /spawn agent NAME brain=NAME",
+    )
+    path: str = setting(
+        "", "a folder to import brain modules from (as --brains-path DIR); '' for none",
+    )
+    deadline_ms: int = setting(
+        500, "longest a brain may take for one decision; past it the agent uses its built-in "
+        "brain for that decision", low=1, high=600_000,
+    )
+    mix: dict[str, float] = setting(
+        {}, "share of a new world's starting agents given to each registered brain, e.g. "
+        "{forager: 0.5} (the rest are built-in, or LLM agents per llm.agents)", low=0, high=1,
+    )
+    workers: int = setting(2, "threads that run brains' decisions", low=1, high=64)
+    processes: dict[str, int] = setting(
+        {}, "brains that run in worker processes instead of threads, with how many processes "
+        "each, e.g. {planner: 2}: for CPU-heavy brains (they leave the world's core free, and "
+        "one that overruns its deadline is stopped and its process restarted)", low=1,
+        high=64,
+    )
+    think_interval_ticks: int = setting(
+        50, "an agent with a brain of its own asks again after this many ticks even if "
+        "nothing happened", low=1, high=10**7,
+    )
+    min_gap_ticks: int = setting(
+        5, "fewest ticks between two decisions of one agent, whatever happens", low=0,
+        high=10**7,
+    )
+    policies: str = setting(
+        "policies", "a folder of your policy files (brains written as sandboxed code, "
+        "docs/policies.md), used as brain=policy:NAME beside the built-in examples; a "
+        "folder that does not exist holds none",
+    )
+    policy_steps: int = setting(
+        20_000, "steps one policy decision may take (loop turns, function calls, items "
+        "iterated); past it the decision fails and the agent uses its built-in brain",
+        low=100, high=10_000_000,
+    )
+    policy_memory_bytes: int = setting(
+        4096, "size of the memory a policy keeps per agent, in bytes of JSON; a decision "
+        "returning more fails", low=64, high=1_000_000,
+    )
+
+    def __post_init__(self) -> None:
+        for name, target in self.registered.items():
+            if (not BRAIN_NAME.fullmatch(name) or name.startswith("policy:")
+                    or name in ("builtin", "llm", "remote")):
+                raise ConfigError(
+                    f"brains.{name}: a brain's name is 2-32 of a-z, 0-9 and _, starting with "
+                    "a letter, and not builtin, llm or remote")
+            if not BRAIN_CLASS.fullmatch(target):
+                raise ConfigError(
+                    f"brains.{name} = {target!r}: expected \"module:Class\", e.g. "
+                    "\"my_agents.forager:Forager\"")
+        # A policy (policy:NAME) may be mixed in; whether it exists is known only once the
+        # policies are loaded (agents.registry). Policies run in sandbox processes already.
+        mixed = {name for name in self.mix if name.startswith("policy:")
+                 and BRAIN_NAME.fullmatch(name)}
+        for part in ("mix", "processes"):
+            unknown = sorted(set(getattr(self, part)) - set(self.registered)
+                             - (mixed if part == "mix" else set()))
+            if unknown:
+                if unknown[0].startswith("policy:") and part == "processes":
+                    raise ConfigError(f"brains.processes: {unknown[0]!r} is a policy, which "
+                                      "runs in the sandbox's worker processes already; "
+                                      "leave it out")
+                raise ConfigError(f"brains.{part}: {unknown[0]!r} is not a registered brain; "
+                                  "register it first: brains: {NAME: \"module:Class\"}")
+        if sum(self.mix.values()) > 1 + 1e-9:
+            raise ConfigError(f"brains.mix: the shares add up to {sum(self.mix.values()):g}; "
+                              "they may add up to 1 at most (the rest are built-in)")
+
+
