@@ -965,3 +965,19 @@ def test_bench_quick_time_in_the_readme_is_the_one_measured_in_results_md() -> N
 def test_the_docs_checked_here_are_all_the_docs() -> None:
     on_disk = {ROOT / "README.md", *(ROOT / "docs").glob("*.md")}
     assert set(DOCS) == on_disk
+
+
+def test_the_architectures_tick_walk_names_the_systems_and_actions_the_world_has() -> None:
+    """docs/architecture.md's "One tick": its system order and its action list are the
+    program's (both had fallen behind: two systems and two actions were missing)."""
+    from agent_world.core.actions import ACTIONS
+    from agent_world.core.systems import SYSTEMS
+
+    text = " ".join(_doc("docs/architecture.md").text.split())
+    order = re.search(r"`(needs →[^`]*)`", text)
+    assert order is not None, "docs/architecture.md no longer shows the systems' order"
+    shown = [name.strip() for name in order.group(1).split("→")]
+    assert shown == [s.__name__.removesuffix("_system") for s in SYSTEMS]
+    actions = re.search(r"one action set \(`core/actions.py`\): `([^`]*)`", text)
+    assert actions is not None, "docs/architecture.md no longer lists the action set"
+    assert [a.strip() for a in actions.group(1).split(",")] == list(ACTIONS)
