@@ -13,7 +13,7 @@ import pytest
 from agent_world.app import Session
 from agent_world.persistence import open_world
 from agent_world.sandbox import Sandbox
-from agent_world.training.command import TrainRequest, prepare
+from agent_world.training.request import TrainRequest, prepare
 from tests.llm_helpers import KEY, KEY_ENV, llm_config, wait_for
 from tests.llm_server import FakeLLMServer, fake_llm_server
 

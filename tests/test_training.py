@@ -19,8 +19,8 @@ import pytest
 
 from agent_world.config import Config
 from agent_world.policies import example_policies
-from agent_world.training.command import TrainRequest, prepare
 from agent_world.training.contract import contract_text
+from agent_world.training.request import TrainRequest, prepare
 from agent_world.training.source import numeric_constants, replace_values, stamp
 from agent_world.training.trainer import THIN, Gain, Trainer, Version, paired_gain, refusal_of
 from tests.llm_helpers import KEY, KEY_ENV

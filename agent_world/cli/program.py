@@ -11,7 +11,7 @@ saved world from its first snapshot, verifying it, and can fork it into a new wo
 and evaluation runs (``cli.runs``); ``python main.py report saves/NAME`` reports how a saved
 world lived (``cli.report``); ``python main.py schema`` prints the brain API's JSON Schema
 (``cli.schema``); ``python main.py eval SCENARIO`` compares brains (``cli.eval``) and
-``python main.py train SCENARIO`` improves a policy (``training.command``). ``SUBCOMMANDS``
+``python main.py train SCENARIO`` improves a policy (``cli.train``). ``SUBCOMMANDS``
 is the one table of them: dispatch, ``--help`` and the docs' test read it.
 """
 
@@ -53,6 +53,8 @@ from agent_world.cli.runs import build_parser as build_runs_parser
 from agent_world.cli.runs import main as runs_main
 from agent_world.cli.schema import build_parser as build_schema_parser
 from agent_world.cli.schema import main as schema_main
+from agent_world.cli.train import build_parser as build_train_parser
+from agent_world.cli.train import main as train_main
 from agent_world.cli.worlds import build_parser as build_worlds_parser
 from agent_world.cli.worlds import main as worlds_main
 from agent_world.config import Config, ConfigError, load_config
@@ -72,8 +74,6 @@ from agent_world.policies.policy import PolicyError
 from agent_world.runs import prune_runs
 from agent_world.sandbox import AbilityChecker, Sandbox
 from agent_world.sandbox.pool import WorkerDied
-from agent_world.training.command import build_parser as build_train_parser
-from agent_world.training.command import main as train_main
 from agent_world.types import ProviderError
 from agent_world.web import WebError, WebServer, check_web, web_token
 from agent_world.web.access import is_terminal

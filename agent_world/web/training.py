@@ -1,7 +1,7 @@
 """Training runs over HTTP and WebSocket, on the world's own web server.
 
 - ``POST /api/train`` ``{"scenario", "iterations", "episodes", "generator", "from", "code",
-  "ticks", "margin", "seed"}`` starts a run (``training.command.prepare`` checks it: 400
+  "ticks", "margin", "seed"}`` starts a run (``training.request.prepare`` checks it: 400
   with one line when something is wrong; 507 when it would pass the runs' disk budget,
   ``paths.runs_max_bytes``; 409 while another run is under way) and answers
   ``{"run_id", "out"}``.
@@ -49,7 +49,7 @@ from agent_world.policies import PolicyError
 from agent_world.policies.policy import NAME_PATTERN
 from agent_world.ratelimit import TokenBucket
 from agent_world.runs import RunRefused, prune_runs
-from agent_world.training.command import TrainRequest, prepare
+from agent_world.training.request import TrainRequest, prepare
 from agent_world.training.trainer import Message, Trainer, TrainError
 from agent_world.web import api
 
