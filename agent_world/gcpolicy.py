@@ -16,9 +16,9 @@ not do that, but a web connection does: aiohttp's request handler, its transport
 partners form cycles, and a connection open across a tick is frozen with them (measured:
 about 220 bytes a connection on average, +11 MB per 52,000 short connections, for as long
 as the world ran). So the policy also *sweeps*: it unfreezes everything, collects it all
-once and freezes again, which frees those cycles. A sweep walks the whole heap (measured:
-~10 ms at 20 agents, ~65 ms at 1,000, ~300 ms at 10,000), so it runs only when there is
-garbage of that kind to free, or rarely:
+once and freezes again, which frees those cycles. A sweep walks the whole heap (measured on
+a busy 2-core machine: ~50 ms at 10 agents, 65-100 ms at 1,000, 0.5 s at 10,000), so it runs
+only when there is garbage of that kind to free, or rarely:
 
 - when ``sweep_after`` watched objects (the web server's open connections, given by
   ``watch``) were frozen while open and are still alive after they closed: nothing but a
