@@ -27,6 +27,8 @@ WARMUP_ROUNDS = 6_000  # two connections each
 
 
 @pytest.mark.slow
+@pytest.mark.skipif(not Path("/proc/self/status").exists(),
+                    reason="resident memory is read from /proc (Linux)")
 def test_resident_memory_stays_flat_under_connection_churn(tmp_path: Path) -> None:
     async def scenario() -> None:
         # 50 Hz: five times as many ticks (and collections) while connections are open as
