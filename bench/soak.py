@@ -39,7 +39,7 @@ from bench.churn import CHURN_TOKEN, WorldProcess, _one, world_process
 __all__ = ["folder_bytes", "measure_soak", "slope_per_hour"]
 
 SAMPLE_S = 10.0
-SETTLE = 0.3  # the share of the run left out of the slopes
+SETTLE = 0.4  # the share of the run left out of the slopes
 CHURN_HZ = 10.0  # churn rounds a second (two connections each)
 TRAIN = {"scenario": "foraging", "iterations": 2, "episodes": 2, "ticks": 300}
 TRAIN_GAP_S = 20.0  # between one training run's end and the next one's start
