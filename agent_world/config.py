@@ -784,8 +784,9 @@ class CollectorConfig:
     sweep_every_minutes: float = setting(
         60.0, "a sweep runs this often in any case, for cycles of other origins; 0: never. "
         "A sweep pauses the world between two ticks for about 50 ms at 10 agents, 70-100 ms "
-        "at 1,000 and 0.5 s at 10,000 agents (bench/RESULTS.md), and sweeps never take "
-        "more than 1% of the time", low=0, high=10**6,
+        "at 1,000 and 0.5 s at 10,000 agents (bench/RESULTS.md); sweeps are 2 s apart at "
+        "least, and one longer than 100 ms is followed by 100 times its length, so long "
+        "sweeps take at most 1% of the time", low=0, high=10**6,
     )
 
 

@@ -24,9 +24,12 @@ only when there is garbage of that kind to free, or rarely:
   ``watch``) were frozen while open and are still alive after they closed: nothing but a
   frozen cycle keeps a closed connection alive, so that count is the garbage waiting;
 - every ``sweep_every_s`` seconds in any case (cycles of other origins), and
-- never in a gap that holds other work (``busy``), never sooner than ``MIN_SWEEP_GAP_S``
-  after the last one and never for more than ``MAX_SWEEP_SHARE`` of the time: after a sweep
-  of P seconds the next waits at least P / MAX_SHARE.
+- never in a gap that holds other work (``busy``) and never sooner than ``MIN_SWEEP_GAP_S``
+  after the last one; a sweep longer than ``SHORT_SWEEP_S`` (a tick period at 10 Hz) is a
+  long pause, so the next waits at least P / ``MAX_SWEEP_SHARE`` after one of P seconds:
+  at 10,000 agents sweeps take at most 1% of the time. A short sweep (a small world) waits
+  the gap only, so the closed connections held between two sweeps stay few, whatever the
+  machine's load made the last one take (``sweep_wait``).
 
 A world with no client churn sweeps once an interval. Under churn, memory holds the closed
 connections of one gap between sweeps at most (each ~10-20 KB with its handler, request and
@@ -43,10 +46,19 @@ import time
 import weakref
 from collections.abc import Callable, Iterable
 
-__all__ = ["MAX_SWEEP_SHARE", "MIN_SWEEP_GAP_S", "GcPolicy", "resident_bytes"]
+__all__ = ["MAX_SWEEP_SHARE", "MIN_SWEEP_GAP_S", "SHORT_SWEEP_S", "GcPolicy", "resident_bytes",
+           "sweep_wait"]
 
 MIN_SWEEP_GAP_S = 2.0
+SHORT_SWEEP_S = 0.1
 MAX_SWEEP_SHARE = 0.01
+
+
+def sweep_wait(last_sweep_s: float) -> float:
+    """Seconds the next sweep waits after one that took ``last_sweep_s``."""
+    if last_sweep_s <= SHORT_SWEEP_S:
+        return MIN_SWEEP_GAP_S
+    return max(MIN_SWEEP_GAP_S, last_sweep_s / MAX_SWEEP_SHARE)
 
 Source = Callable[[], Iterable[object]]
 """What is open now that may sit in reference cycles (weak-referenceable objects)."""
@@ -178,7 +190,7 @@ class GcPolicy:
 
     def _sweep_due(self) -> bool:
         since = self.clock() - self._last_sweep
-        if since < max(MIN_SWEEP_GAP_S, self._last_sweep_s / MAX_SWEEP_SHARE):
+        if since < sweep_wait(self._last_sweep_s):
             return False
         if self.sweep_every_s and since >= self.sweep_every_s:
             return True

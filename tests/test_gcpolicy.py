@@ -7,7 +7,13 @@ import weakref
 
 import pytest
 
-from agent_world.gcpolicy import MAX_SWEEP_SHARE, MIN_SWEEP_GAP_S, GcPolicy
+from agent_world.gcpolicy import (
+    MAX_SWEEP_SHARE,
+    MIN_SWEEP_GAP_S,
+    SHORT_SWEEP_S,
+    GcPolicy,
+    sweep_wait,
+)
 
 
 class Cycle:
@@ -116,7 +122,7 @@ def test_sweeps_are_spaced_by_the_gap_and_their_share_of_the_time() -> None:
             policy.between_ticks()
         assert policy.sweeps == 1  # the second stranded one waits for the gap
         assert policy.stranded == 1
-        wait = max(MIN_SWEEP_GAP_S, policy.sweep_last_ms / 1000 / MAX_SWEEP_SHARE)
+        wait = sweep_wait(policy.sweep_last_ms / 1000)
         clock.now += wait - 0.01
         policy.between_ticks()
         assert policy.sweeps == 1
@@ -151,3 +157,9 @@ def test_bad_sweep_settings_are_refused_by_name() -> None:
     with pytest.raises(ValueError, match="sweep_every_s must be >= 0"):
         GcPolicy(sweep_every_s=-1.0)
     assert gc.isenabled() and gc.get_freeze_count() == 0
+
+
+def test_a_long_sweep_is_rationed_to_its_share_of_the_time_and_a_short_one_is_not() -> None:
+    assert sweep_wait(0.0) == MIN_SWEEP_GAP_S
+    assert sweep_wait(SHORT_SWEEP_S) == MIN_SWEEP_GAP_S  # at most one tick period late
+    assert sweep_wait(0.5) == pytest.approx(0.5 / MAX_SWEEP_SHARE)  # 10,000 agents: 50 s
