@@ -15,7 +15,6 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, TextIO
 
-from agent_world.agents.brains import Brain
 from agent_world.agents.runner import UserBrains
 from agent_world.angel import (
     Angel,
@@ -28,10 +27,12 @@ from agent_world.angel import (
 from agent_world.angel.link import AngelLink, Sent
 from agent_world.angel.usage import AbilityUsage
 from agent_world.config import Config, ConfigError
+from agent_world.contract.brains import Brain
 from agent_world.core.loop import TickLoop
 from agent_world.core.world import World
 from agent_world.gcpolicy import GcPolicy
 from agent_world.llm import LLMManager, ProviderFactory, build_manager, provider_factory
+from agent_world.llm.gates import Gates
 from agent_world.llm.redact import Redactor
 from agent_world.llm.textmodel import ProviderTextModel
 from agent_world.persistence.folder import SaveFolder
@@ -155,11 +156,16 @@ class Session:
         self.angel_link: AngelLink | None = None
         # How each ability does (casts, effects, failures): what /ability improve teaches.
         self.ability_usage = AbilityUsage()
-        if sandbox is not None and text_model is None and config.llm.enabled:
+        # Every call of the configured LLM passes these, LLM agents', users' brains' and
+        # the angel's alike: one hourly budget, one breaker, one set of figures.
+        self.llm_gates = (Gates.from_config(config.llm, clock=llm_clock or MonotonicClock(),
+                                            redact=self.redactor)
+                          if config.llm.enabled else None)
+        if sandbox is not None and text_model is None and self.llm_gates is not None:
             # With an LLM configured the angel writes with it (one provider on its thread,
             # released there when the angel stops).
             factory = llm_provider or provider_factory(config.llm, self.redactor)
-            text_model = ProviderTextModel(config.llm, factory, redactor=self.redactor)
+            text_model = ProviderTextModel(config.llm, factory, gates=self.llm_gates)
         if sandbox is not None:
             sandbox.install(world)
             # The angel checks new abilities under the rules this world runs with.
@@ -190,7 +196,7 @@ class Session:
                 memories=folder.memories_dir if folder is not None else None,
                 report=self.report_problem,
                 note=lambda text: self.world_log.note(self.world.tick, text),
-                factory=llm_provider, redactor=self.redactor,
+                factory=llm_provider, redactor=self.redactor, gates=self.llm_gates,
                 prompt_log=((folder.root / "llm" if folder is not None
                              else Path(config.paths.logs)) / "prompts.jsonl"
                             if config.llm.log_prompts else None))

@@ -613,8 +613,14 @@ class WebConfig:
         high=3600,
     )
     messages_per_s: float = setting(
-        10.0, "messages one /ws client may send per second on average (bursts of twice "
-        "that); a client over it is told so and disconnected", low=0.1, high=10_000,
+        10.0, "messages one /ws or /ws/train/ID client may send per second on average "
+        "(bursts of twice that); a client over it is told so and disconnected", low=0.1,
+        high=10_000,
+    )
+    train_max_ticks: int = setting(
+        50_000, "longest episode a training run started over the web (POST /api/train) may "
+        "have, its own ticks or its scenario's; the command line takes up to 10,000,000",
+        low=1, high=10**7,
     )
     client_queue: int = setting(
         8, "frames waiting for one WebSocket client at most; past it, its frames are "
@@ -769,6 +775,10 @@ class BrainsConfig:
                               "they may add up to 1 at most (the rest are built-in)")
 
 
+MIN_RUNS_BYTES = 10_000_000
+"""The least disk budget paths.runs may have (0 aside): a few episodes."""
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class CollectorConfig:
     """Memory of a world left running: Python's cyclic garbage collector runs between ticks
@@ -796,8 +806,43 @@ class PathsConfig:
 
     saves: str = setting("saves", "folder holding one sub-folder per saved world")
     logs: str = setting("logs", "folder for world.log and the console history")
-    runs: str = setting("runs", "folder for training runs (python main.py train, "
-                        "POST /api/train), one sub-folder per run")
+    runs: str = setting("runs", "folder for training and evaluation runs (python main.py "
+                        "train, eval, POST /api/train), one sub-folder per run; python main.py "
+                        "runs lists them")
+    runs_keep: int = setting(
+        100, "finished runs kept in paths.runs at most: past it the oldest are deleted, at "
+        "start-up and after each run (a run in use never is); 0: no limit", low=0,
+        high=1_000_000,
+    )
+    runs_max_age_days: float = setting(
+        0.0, "finished runs older than this many days are deleted, at start-up and after "
+        "each run; 0: kept whatever their age", low=0, high=36_500,
+    )
+    runs_max_bytes: int = setting(
+        20_000_000_000, "disk budget of paths.runs in bytes: a run whose estimated size "
+        "(versions x episodes x ticks, about 350 bytes a tick) does not fit in what is left "
+        "is refused before it starts, and past it the oldest finished runs are deleted after "
+        "each run; 0: no budget (the free space on the disk still bounds a run)", low=0,
+        high=10**16,
+    )
+    scenarios: str = setting(
+        "", "folder of scenario files (NAME.yaml) that a training run started over the web "
+        "(POST /api/train) may name besides the built-in scenarios; '': built-in only",
+    )
+
+    def __post_init__(self) -> None:
+        if 0 < self.runs_max_bytes < MIN_RUNS_BYTES:
+            raise ConfigError(
+                f"paths.runs_max_bytes: {self.runs_max_bytes:,} bytes cannot hold one "
+                f"3,000-tick episode (about 1 MB); give {MIN_RUNS_BYTES:,} or more, or 0 for "
+                "no budget")
+        for name in ("saves", "logs"):
+            other = getattr(self, name)
+            if os.path.abspath(self.runs) == os.path.abspath(other):
+                raise ConfigError(
+                    f"paths.runs and paths.{name} are the same folder ({other!r}): old runs "
+                    f"are deleted from paths.runs, so it must be a folder of its own; give "
+                    f"them separate folders (e.g. runs: runs, {name}: {name})")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

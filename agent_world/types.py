@@ -240,6 +240,7 @@ class AbilityRunner(Protocol):
 ERROR_KINDS = (
     "connect", "timeout", "rate_limited", "server", "overloaded", "auth", "credit",
     "bad_request", "malformed", "too_large", "empty", "length", "refused", "schema",
+    "budget", "breaker",
 )
 """What can go wrong with one model call. ``ProviderError.kind`` is one of these."""
 

@@ -39,6 +39,7 @@ from bench.llm_load import measure_llm_load
 from bench.machine import describe_machine, load_average
 from bench.profile import profile_world
 from bench.report import build_tables, render_markdown, render_text
+from bench.rl_bench import measure_rl
 from bench.scenario import saved_session
 from bench.seek_bench import measure_seek
 from bench.soak import measure_soak
@@ -47,7 +48,7 @@ from bench.web_bench import measure_web
 __all__ = ["main"]
 
 SECTIONS = ("flat", "paced", "snapshot", "eventlog", "replay", "memory", "capacity",
-            "snapshot10k", "llm", "llm_cost", "brains", "mesa", "web", "seek",
+            "snapshot10k", "llm", "llm_cost", "brains", "mesa", "web", "seek", "rl",
             "liveliness", "gc", "churn", "soak")
 LIVELINESS_SEEDS = (913, 4271, 2026)  # 913 and 4271: the seeds issue 12 measured
 LIVELINESS_TICKS, LIVELINESS_WINDOW = 1_000_000, 50_000
@@ -107,7 +108,7 @@ def build_parser() -> argparse.ArgumentParser:
                     "at 10 Hz, snapshots, event log, replay, memory, 100 agents on a user's "
                     "Python brain, the shared workload "
                     "beside Mesa, the web viewer under load (20 WebSocket clients), seeking "
-                    "a served replay at 1,000 agents, and "
+                    "a served replay at 1,000 agents, the RL env's steps per second, and "
                     "liveliness over 1,000,000 ticks on three seeds "
                     "(--only liveliness). 'python -m bench mesa' runs only the Mesa "
                     "comparison; 'python -m bench profile N' profiles an N-agent world.")
@@ -286,6 +287,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     if "mesa" in sections:
         with section("mesa"):
             results["mesa"] = _mesa(args, quick)
+    if "rl" in sections:
+        with section("rl"):
+            results["rl"] = measure_rl(quick=quick, log=_log)
     if "web" in sections:
         with section("web"):
             results["web"] = measure_web(quick=quick, log=_log)

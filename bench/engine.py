@@ -13,13 +13,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from agent_world.cli.replay import available_cpus
 from agent_world.config import Config
 from agent_world.core.world import World
 from agent_world.gcpolicy import GcPolicy
 from agent_world.persistence import SaveFolder, replay
 from agent_world.persistence.snapshots import load_first_snapshot
 from agent_world.persistence.spans import SpanVerdict, verify_in_spans
-from agent_world.replay_command import available_cpus
 from bench.scenario import saved_session, scaled_config, summarise
 
 __all__ = ["Budget", "build_world", "measure_flat", "measure_paced", "measure_recorded",

@@ -232,6 +232,7 @@ def _summary_tables(results: dict[str, Any]) -> list[Table]:
                                   f"{one['seconds']:,.1f} s, {split['seconds']:,.1f} s "
                                   f"({split['processes']} process"
                                   f"{'es' if split['processes'] > 1 else ''})", "-"])
+    rl = results.get("rl")
     if headline.rows:
         tables.append(headline)
     if load is not None and "skipped" not in load:
@@ -290,6 +291,8 @@ def _summary_tables(results: dict[str, Any]) -> list[Table]:
         tables.append(t)
     elif mesa is not None:
         tables.append(Table("Shared workload beside Mesa", ["note"], [[mesa["skipped"]]]))
+    if rl is not None:
+        tables.append(_rl_table(rl))
     web = results.get("web")
     if web is not None:
         tables.extend(_web_tables(web))
@@ -376,6 +379,26 @@ def _soak_table(soak: dict[str, Any]) -> Table:
                    f"connections, {soak['frames']:,} frames to the viewer that stayed, "
                    f"{soak['training_runs']} training runs ({soak['training_failed']} failed), "
                    f"{soak['llm_requests']:,} LLM requests; a world-day is 864,000 ticks.")
+    return t
+
+
+def _rl_table(rl: dict[str, Any]) -> Table:
+    if "env" not in rl:
+        return Table("The RL environment", ["note"], [[rl["skipped"]]])
+    env, plain = rl["env"], rl["episode"]
+    t = Table(f"The RL environment: {rl['scenario']}, seed {rl['seed']}, {env['ticks']:,} "
+              f"ticks, {rl['ticks_per_step']} ticks a step",
+              ["played by", "agents", "steps", "steps/s", "agent-steps/s", "ticks/s",
+               "reset s"])
+    t.rows.append(["the env, random masked actions", _n(env["agents"]), _n(env["steps"]),
+                   _n(env["steps_per_s"]), _n(env["agent_steps_per_s"]),
+                   _n(env["ticks_per_s"]), _n(env["reset_s"], 3)])
+    t.rows.append(["an eval episode, built-in brains (no env)", "-", "-", "-", "-",
+                   _n(plain["ticks_per_s"]), "-"])
+    t.notes.append(f"median of {rl['repeats']} interleaved runs of each; one process, the "
+                   "save folder written as usual; steps/s counts the time in env.step only "
+                   "(the learner's sampling is outside it); the episode's ticks/s includes its "
+                   "set-up and final snapshot; agent-steps fall as random agents die.")
     return t
 
 

@@ -25,8 +25,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from agent_world.cli.replay import available_cpus, run_replay, sandboxed
 from agent_world.persistence import SaveFolder
-from agent_world.replay_command import available_cpus, run_replay, sandboxed
 from agent_world.sandbox import Sandbox
 from agent_world.web.playback import open_recording
 from bench.engine import build_world

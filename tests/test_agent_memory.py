@@ -7,7 +7,7 @@ from collections import Counter
 
 import pytest
 
-from agent_world.agents.memory import (
+from agent_world.contract.memory import (
     MAX_TEXT,
     Memory,
     MemoryEntry,

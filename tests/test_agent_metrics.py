@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from agent_world.app import Session
+from agent_world.commands import Console
 from agent_world.config import Config
-from agent_world.console import Console
 from agent_world.core import metrics as metrics_module
 from agent_world.core.items import ITEMS
 from agent_world.core.world import World

@@ -25,13 +25,13 @@ from agent_world.agents import (
     observation_schema,
     observe,
 )
-from agent_world.agents.schema import ability_schema
+from agent_world.cli.schema import main as schema_main
 from agent_world.config import Config
+from agent_world.contract.schema import ability_schema
 from agent_world.core import components as c
 from agent_world.core.actions import ACTIONS
 from agent_world.core.world import World
 from agent_world.sandbox.host import load_builtins
-from agent_world.schema_command import main as schema_main
 from tests.helpers import add_agent, small_world
 
 

@@ -13,8 +13,8 @@ from agent_world.angel import AbilityRequest, TemplateGenerator
 from agent_world.angel.generators import CannotWrite, Improvement, build_prompt
 from agent_world.angel.usage import AbilityUsage
 from agent_world.app import Session
+from agent_world.commands import Console
 from agent_world.config import Config
-from agent_world.console import Console
 from agent_world.core.world import World
 from agent_world.sandbox import Sandbox
 from agent_world.sandbox.check import AbilityChecker

@@ -55,4 +55,52 @@ def test_only_the_command_line_attaches_the_web_layer() -> None:
     users = sorted(str(p.relative_to(PACKAGE)) for p in PACKAGE.rglob("*.py")
                    if not str(p.relative_to(PACKAGE)).startswith("web/")
                    and any(n.startswith("agent_world.web") for n in _imports(p)))
-    assert users == ["cli.py"]
+    assert users == ["cli/program.py"]
+
+
+# The brain contract is the seam every deciding layer builds on (issue 31): it builds on the
+# core alone, and no deciding layer reaches up into users' brains' runner to get it.
+CONTRACT_MAY_USE = ("agent_world.contract", "agent_world.core", "agent_world.config",
+                    "agent_world.types", "agent_world.worldlog")
+BELOW_THE_RUNNER = ("thinking", "llm", "policies", "remote", "contract")
+
+
+def test_the_brain_contract_builds_on_the_core_alone() -> None:
+    offenders = [f"{path.relative_to(PACKAGE)} imports {name}"
+                 for path in sorted((PACKAGE / "contract").rglob("*.py"))
+                 for name in _imports(path)
+                 if name.startswith("agent_world") and not name.startswith(CONTRACT_MAY_USE)]
+    assert not offenders, "\n".join(offenders)
+
+
+def test_no_deciding_layer_imports_the_user_brains_runner() -> None:
+    offenders = [f"{path.relative_to(PACKAGE)} imports {name}"
+                 for layer in BELOW_THE_RUNNER
+                 for path in sorted((PACKAGE / layer).rglob("*.py"))
+                 for name in _imports(path)
+                 if name == "agent_world.agents" or name.startswith("agent_world.agents.")]
+    assert not offenders, "\n".join(offenders)
+
+
+def test_only_the_rl_package_imports_it_or_its_extra() -> None:
+    """agent_world.rl is an optional extra (PettingZoo, Gymnasium, NumPy): the rest of the
+    program runs without them, so nothing outside it imports it or them."""
+    extra = ("agent_world.rl", "pettingzoo", "gymnasium", "numpy")
+    users = sorted(f"{p.relative_to(PACKAGE)} imports {n}" for p in PACKAGE.rglob("*.py")
+                   if not str(p.relative_to(PACKAGE)).startswith("rl/")
+                   for n in _imports(p) if n.startswith(extra))
+    assert users == []
+    inside = {n for p in (PACKAGE / "rl").rglob("*.py") for n in _imports(p)}
+    assert {"pettingzoo", "gymnasium"} <= {n.split(".")[0] for n in inside}  # the check sees it
+
+
+def test_the_command_surface_and_its_users_import_no_terminal_ui() -> None:
+    """The web API and remote clients run commands through the command surface; none of the
+    three loads the terminal's prompt (prompt_toolkit) or the console package around it."""
+    offenders = [f"{path.relative_to(PACKAGE)} imports {name}"
+                 for layer in ("commands", "web", "remote")
+                 for path in sorted((PACKAGE / layer).rglob("*.py"))
+                 for name in _imports(path)
+                 if name.split(".")[0] == "prompt_toolkit"
+                 or name == "agent_world.console" or name.startswith("agent_world.console.")]
+    assert not offenders, "\n".join(offenders)

@@ -18,6 +18,7 @@ from agent_world.config import LLMConfig
 from agent_world.llm.brainllm import BrainLLM, LLMUnavailable
 from agent_world.llm.breaker import CircuitBreaker
 from agent_world.llm.budget import Budget
+from agent_world.llm.gates import Gates
 from agent_world.llm.providers import provider_factory
 from agent_world.llm.redact import Redactor
 from agent_world.thinking.metrics import Metrics
@@ -38,11 +39,10 @@ def brain_llm(server: FakeLLMServer, *, tokens_per_hour: int = 0) -> BrainLLM:
                     api_key_env=KEY_ENV, request_timeout_s=2.0, max_retries=0)
     clock = MonotonicClock()
     redactor = Redactor()
-    return BrainLLM(cfg, provider_factory(cfg, redactor), redactor=redactor,
-                    budget=Budget(tokens_per_hour=tokens_per_hour, cost_per_hour=0,
-                                  clock=clock),
-                    breaker=CircuitBreaker(failures=2, cooldown_s=60, clock=clock),
-                    metrics=Metrics(clock), rules=lambda: "RULES")
+    gates = Gates(budget=Budget(tokens_per_hour=tokens_per_hour, cost_per_hour=0, clock=clock),
+                  breaker=CircuitBreaker(failures=2, cooldown_s=60, clock=clock),
+                  metrics=Metrics(clock), redact=redactor, price=None)
+    return BrainLLM(cfg, provider_factory(cfg, redactor), gates=gates, rules=lambda: "RULES")
 
 
 class Worker:

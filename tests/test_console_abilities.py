@@ -8,8 +8,8 @@ import pytest
 from helpers import EMPTY_WORLD
 
 from agent_world.app import Session
+from agent_world.commands import Console
 from agent_world.config import Config
-from agent_world.console import Console
 from agent_world.console.status import status_text
 from agent_world.core.world import World
 from agent_world.sandbox import Sandbox

@@ -17,10 +17,10 @@ from typing import Any
 import pytest
 
 from agent_world.app import Session
+from agent_world.commands import COMMANDS, Console
+from agent_world.commands.control import SAVE_OFF
+from agent_world.commands.recent import RecentEvents
 from agent_world.config import Config
-from agent_world.console import COMMANDS, Console
-from agent_world.console.control import SAVE_OFF
-from agent_world.console.recent import RecentEvents
 from agent_world.console.status import status_text
 from agent_world.core import components as c
 from agent_world.core.world import World
@@ -505,16 +505,20 @@ def test_recent_events_are_bounded_and_the_console_detaches(h: Harness) -> None:
 
 
 def test_the_console_changes_the_world_only_through_its_inbox() -> None:
-    """No console module calls the world's mutators; changes go in as inputs."""
+    """No module of the command surface or the console calls the world's mutators; changes
+    go in as inputs."""
     import ast
 
-    import agent_world.console as package
+    import agent_world.commands
+    import agent_world.console
 
     mutators = {"spawn_agent", "spawn_item", "spawn_object", "spawn_random_item",
                 "remove_entity", "die", "create", "delete", "add", "remove", "step", "emit",
                 "apply_input", "add_offer", "remove_offer", "remember"}
     offenders = []
-    for path in sorted(Path(package.__file__).parent.glob("*.py")):
+    packages = (agent_world.commands, agent_world.console)
+    for path in sorted(p for package in packages
+                       for p in Path(package.__file__).parent.glob("*.py")):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
                     and node.func.attr in mutators):

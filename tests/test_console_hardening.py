@@ -21,8 +21,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from agent_world.app import Session
+from agent_world.commands import Console
 from agent_world.config import Config
-from agent_world.console import Console
 from agent_world.console.pipe import MAX_LINE_BYTES, run_pipe
 from agent_world.core import components as c
 from agent_world.core.world import World

@@ -14,8 +14,8 @@ from prompt_toolkit.completion import CompleteEvent
 from prompt_toolkit.document import Document
 
 from agent_world.app import Session
+from agent_world.commands import COMMANDS, Console
 from agent_world.config import Config
-from agent_world.console import COMMANDS, Console
 from agent_world.console.completion import WorldCompleter
 from agent_world.console.pipe import ReplyWriter, run_pipe, stdin_kind
 from agent_world.core.world import World

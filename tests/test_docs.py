@@ -42,14 +42,14 @@ import pytest
 import yaml
 
 from agent_world import cli
+from agent_world.cli.eval import parse_seeds
+from agent_world.commands.dispatch import COMMANDS
+from agent_world.commands.parsing import CommandError
 from agent_world.config import Config, ConfigError, config_from_dict, load_config
-from agent_world.console.commands import COMMANDS
-from agent_world.console.parsing import CommandError
 from agent_world.core.items import ITEMS
 from agent_world.core.metrics import METRICS
 from agent_world.core.world import World
 from agent_world.eval.scenario import DERIVED, ScenarioError, built_in_names, load_scenario
-from agent_world.eval_command import parse_seeds
 from agent_world.policies.library import example_policies
 from agent_world.sandbox import load_builtins
 from agent_world.web.playback import Playback
@@ -751,6 +751,8 @@ STATUS_CASES: list[tuple[str, str, str, Any, dict[str, str], dict[str, Any], int
      "POST", "/api/commands", "{not json", {"Content-Type": "application/json"}, {}, 400),
     ("`400` naming what is wrong", "POST", "/api/train", {"scenario": "nowhere"}, {}, {},
      400),
+    ("`507` when the run would", "POST", "/api/train",
+     {"scenario": "foraging", "iterations": 1000, "episodes": 1000}, {}, {}, 507),
     ("or a name in `web.allowed_hosts` gives **403**", "GET", "/api/state", None,
      {"Host": "rebound.example:8765", "Origin": "http://rebound.example:8765"}, {}, 403),
     ("**401** without it, unless `web.public_reads: true`", "GET", "/api/state", None,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import random
 import threading
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import pytest
 from hypothesis import given, settings
@@ -214,3 +215,27 @@ def test_a_query_handle_always_returns_what_query_returns() -> None:
         assert [e for e, _ in handle()] == [new] and handle() is s.query(A, B)
     finally:
         s.close()
+
+
+class Pair(NamedTuple):
+    a: A
+    b: B
+
+
+def test_a_query_with_a_row_maker_gives_named_rows_however_it_is_brought_up_to_date() -> None:
+    s = EntityStore()
+    s.query(A, B)  # read before the maker was given: rebuilt with it
+    first = [s.create(A(i), B(-i)) for i in range(5)]
+    handle = s.handle(A, B, row=Pair._make)
+    assert all(isinstance(row, Pair) for _e, row in handle())
+    assert [row.b.v for _e, row in handle()] == [0, -1, -2, -3, -4]
+    s.create(A(9), B(-9))  # a few changes: patched in
+    s.delete(first[0])
+    assert [row.a.v for _e, row in handle()] == [1, 2, 3, 4, 9]
+    more = [s.create(A(100 + i), B(0)) for i in range(40)]  # many: merged
+    rows = s.query(A, B)
+    assert len(rows) == 45 and all(isinstance(row, Pair) for _e, row in rows)
+    assert rows[-1] == (more[-1], Pair(A(139), B(0)))
+    with pytest.raises(ValueError, match="has a handle already"):
+        s.handle(A, B, row=tuple)
+    s.close()

@@ -14,11 +14,11 @@ from pathlib import Path
 
 import pytest
 
+from agent_world.cli.eval import parse_seeds
+from agent_world.cli.replay import run_replay
 from agent_world.config import Config
 from agent_world.eval import ScenarioError, built_in_names, load_scenario, run_episode
 from agent_world.eval.runner import confidence, evaluate, write_results
-from agent_world.eval_command import parse_seeds
-from agent_world.replay_command import run_replay
 
 MAIN = Path(__file__).resolve().parent.parent / "main.py"
 
@@ -124,7 +124,7 @@ def test_the_command_line_checks_everything_before_it_starts(tmp_path: Path) -> 
         done = run(*args)
         assert done.returncode == 2, done.stderr
         assert done.stderr.count("\n") == 1 and message in done.stderr, done.stderr
-        assert not (tmp_path / "evals").exists()
+        assert not (tmp_path / "runs").exists()  # nothing written
     done = run("survival", "--seeds", "1-2", "--ticks", "200", "--workers", "2", "--out",
                "res")
     assert done.returncode == 0, done.stderr

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from agent_world.cli.replay import run_replay
 from agent_world.config import Config
 from agent_world.eval import ScenarioError, built_in_names, load_scenario, run_episode
-from agent_world.replay_command import run_replay
 
 MAIN = Path(__file__).resolve().parent.parent / "main.py"
 
@@ -117,4 +117,4 @@ def test_an_unknown_team_brain_is_refused_before_any_episode(tmp_path: Path) -> 
                           capture_output=True, text=True, timeout=300, check=False)
     assert done.returncode == 2
     assert "a team's brain: unknown brain 'ghost'" in done.stderr
-    assert done.stderr.count("\n") == 1 and not (tmp_path / "evals").exists()
+    assert done.stderr.count("\n") == 1 and not (tmp_path / "runs").exists()

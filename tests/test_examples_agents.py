@@ -15,10 +15,10 @@ from typing import Any
 
 import pytest
 
-from agent_world import cli
 from agent_world.agents import observe
 from agent_world.agents.registry import load_brains
 from agent_world.app import Session
+from agent_world.cli import program as cli
 from agent_world.config import Config, load_config
 from agent_world.eval import load_scenario, run_episode
 from agent_world.persistence import open_world

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from agent_world.config import ConfigError, LLMConfig
+from agent_world.contract.answer import DecisionError, decide_from_text
 from agent_world.core import components as c
 from agent_world.llm.budget import Budget
-from agent_world.llm.decision import DecisionError, decide_from_text
 from agent_world.llm.prices import configured_price, price_of
 from agent_world.llm.prompts import PromptBuilder, WorldFacts
 from agent_world.thinking.manager import ThinkingManager

@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
+from agent_world.contract.answer import decide_from_text, decision_schema
 from agent_world.llm.anthropic_api import AnthropicProvider
-from agent_world.llm.decision import decide_from_text, decision_schema
 from agent_world.llm.openai_api import OpenAIProvider
 from agent_world.llm.redact import Redactor
 from agent_world.llm.retry import ProviderPause, RetryPolicy, call_with_retries

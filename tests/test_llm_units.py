@@ -10,11 +10,11 @@ import orjson
 import pytest
 
 from agent_world.agents import observe
+from agent_world.contract.answer import DecisionError, decide_from_text, extract_json
 from agent_world.core import components as c
 from agent_world.llm.breaker import CircuitBreaker
 from agent_world.llm.budget import Budget
 from agent_world.llm.cache import ResponseCache, cache_key
-from agent_world.llm.decision import DecisionError, decide_from_text, extract_json
 from agent_world.llm.http import estimate_tokens
 from agent_world.llm.memory import AgentMemory, MemoryBook
 from agent_world.llm.prompts import PromptBuilder, WorldFacts

@@ -432,7 +432,7 @@ def test_memories_are_saved_and_reloaded_on_resume(tmp_path: Path,
 
 def test_stats_debug_and_status_line_show_the_llm(tmp_path: Path,
                                                   server: FakeLLMServer) -> None:
-    from agent_world.console.commands import Console
+    from agent_world.commands.dispatch import Console
     from agent_world.console.status import status_text
 
     session = open_session(llm_config(tmp_path, server, agents=2))

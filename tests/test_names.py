@@ -13,8 +13,8 @@ import pytest
 from ability_helpers import source
 from helpers import small_world
 
+from agent_world.commands.parsing import CommandError, parse_entity_ref, parse_spawn
 from agent_world.config import Config, ConfigError, config_from_dict
-from agent_world.console.parsing import CommandError, parse_entity_ref, parse_spawn
 from agent_world.core.abilities import AbilityError, AbilityMeta
 from agent_world.core.world import WorldError
 from agent_world.persistence.folder import SaveError, SaveFolder

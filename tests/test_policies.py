@@ -17,10 +17,11 @@ from typing import Any
 import pytest
 
 from agent_world.agents import Observation, Self
-from agent_world.agents.brains import BrainFault
 from agent_world.agents.registry import BrainError, load_brains
 from agent_world.app import Session
+from agent_world.cli.replay import run_replay
 from agent_world.config import Config, ConfigError
+from agent_world.contract.brains import BrainFault
 from agent_world.persistence import open_world
 from agent_world.policies import (
     PolicyBrain,
@@ -35,7 +36,6 @@ from agent_world.policies import (
 )
 from agent_world.policies.check import Sample, sample_observations
 from agent_world.policies.runner import policy_seed
-from agent_world.replay_command import run_replay
 from agent_world.sandbox.gate import ABILITY, POLICY, GateError, gate
 from tests.persistence_helpers import records, saving_config, session_with
 

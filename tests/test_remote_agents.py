@@ -31,12 +31,12 @@ import orjson
 import pytest
 from aiohttp import web
 
+from agent_world.cli.replay import run_replay
+from agent_world.commands.dispatch import Console
 from agent_world.config import Config
-from agent_world.console.commands import Console
 from agent_world.core import components as c
 from agent_world.persistence import open_world
 from agent_world.remote import endpoint
-from agent_world.replay_command import run_replay
 from agent_world.thinking.manager import TRIGGER_CHECK_TICKS
 from agent_world.types import ENTITY_KEYS
 from tests.persistence_helpers import records

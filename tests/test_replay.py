@@ -11,10 +11,10 @@ from pathlib import Path
 import orjson
 import pytest
 
+from agent_world.cli.replay import run_replay
 from agent_world.config import Config
 from agent_world.core.world import World
 from agent_world.persistence import SaveError, SaveFolder, fork_world, open_world
-from agent_world.replay_command import run_replay
 from tests.persistence_helpers import records, reference_hash, run_session, saving_config
 
 ROOT = Path(__file__).resolve().parent.parent

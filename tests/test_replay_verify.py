@@ -16,10 +16,10 @@ import orjson
 import pytest
 import yaml
 
+from agent_world.cli.replay import EXIT_DIVERGED, EXIT_OK, EXIT_PARTIAL, run_replay
 from agent_world.config import Config
 from agent_world.persistence import SaveFolder
 from agent_world.persistence.eventlog import LogReader, salvage_damaged
-from agent_world.replay_command import EXIT_DIVERGED, EXIT_OK, EXIT_PARTIAL, run_replay
 from tests.persistence_helpers import file_lines, records, run_session, saving_config
 
 ROOT = Path(__file__).resolve().parent.parent

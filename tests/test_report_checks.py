@@ -18,7 +18,7 @@ from test_report_handmade import (
     say,
 )
 
-from agent_world import report_command
+from agent_world.cli import report as report_command
 from agent_world.report import build_report
 from agent_world.report.checks import (
     FAILED_SHARE_MAX,

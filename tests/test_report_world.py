@@ -19,7 +19,7 @@ import pytest
 import yaml
 from persistence_helpers import run_session, saving_config
 
-from agent_world import report_command
+from agent_world.cli import report as report_command
 from agent_world.report import build_report
 from agent_world.report.render import WIDTH
 

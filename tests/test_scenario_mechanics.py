@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from agent_world.agents.observation import observe
 from agent_world.app import Session
+from agent_world.commands import Console
 from agent_world.config import Config, ConfigError
-from agent_world.console import Console
+from agent_world.contract.observation import observe
 from agent_world.core import components as c
 from agent_world.core.pathfinding import AVOID_COST, find_path
 from agent_world.core.world import World, WorldError

@@ -11,11 +11,11 @@ from typing import Any
 import orjson
 import pytest
 
+from agent_world.cli.replay import run_replay
 from agent_world.config import Config
 from agent_world.persistence import SaveFolder, fork_world, open_world
 from agent_world.persistence.seekpoints import SeekPoints
 from agent_world.persistence.snapshots import load_snapshot_file
-from agent_world.replay_command import run_replay
 from tests.persistence_helpers import (
     records,
     reference_hash,

@@ -23,9 +23,11 @@ from llm_server import FakeLLMServer, fake_llm_server
 from test_cli import MAIN, base_env, write_config
 
 from agent_world.config import Config
+from agent_world.llm.gates import Gates
 from agent_world.llm.providers import provider_factory
 from agent_world.llm.redact import Redactor
 from agent_world.llm.textmodel import ProviderTextModel
+from agent_world.types import MonotonicClock
 
 REPO = Path(__file__).resolve().parents[1]
 ABILITY = (REPO / "agent_world" / "abilities" / "heal.py").read_text(encoding="utf-8")
@@ -138,7 +140,10 @@ def test_the_angels_model_is_closed_on_its_own_thread_only(server: FakeLLMServer
     where the world's event loop runs. It belongs to the thread that used it."""
     cfg = Config().replace(llm={"provider": "openai", "model": "m", "api_key_env": "",
                                 "base_url": server.base_url}).llm
-    model = ProviderTextModel(cfg, provider_factory(cfg, Redactor()))
+    redactor = Redactor()
+    model = ProviderTextModel(cfg, provider_factory(cfg, redactor),
+                              gates=Gates.from_config(cfg, clock=MonotonicClock(),
+                                                      redact=redactor))
     answers: list[str] = []
     errors: list[BaseException] = []
     answered, close_now = threading.Event(), threading.Event()

@@ -17,6 +17,7 @@ from typing import Any
 import orjson
 import pytest
 
+from agent_world.cli.replay import EXIT_DIVERGED, EXIT_OK, EXIT_PARTIAL, run_replay, sandboxed
 from agent_world.config import Config
 from agent_world.persistence import DivergenceError, SaveFolder, replay, spans
 from agent_world.persistence.seekpoints import write_state_file
@@ -28,7 +29,6 @@ from agent_world.persistence.spans import (
     verify_in_spans,
 )
 from agent_world.persistence.worlds import Setup
-from agent_world.replay_command import EXIT_DIVERGED, EXIT_OK, EXIT_PARTIAL, run_replay, sandboxed
 from tests.persistence_helpers import run_session, saving_config, without_speed
 
 TICKS = 900

@@ -17,9 +17,9 @@ from typing import Any
 import orjson
 import pytest
 
+from agent_world.cli.replay import EXIT_OK, EXIT_PARTIAL, run_replay
 from agent_world.config import Config
 from agent_world.persistence import SaveError, SaveFolder, fork_world, open_world, spans
-from agent_world.replay_command import EXIT_OK, EXIT_PARTIAL, run_replay
 from tests.persistence_helpers import (
     event_files,
     file_lines,

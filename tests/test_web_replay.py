@@ -14,8 +14,8 @@ import aiohttp
 import orjson
 
 from agent_world.app import Session
+from agent_world.commands.recent import RecentEvents
 from agent_world.config import Config
-from agent_world.console.recent import RecentEvents
 from agent_world.persistence import SaveFolder, open_world, replay
 from agent_world.persistence.snapshots import load_first_snapshot
 from agent_world.persistence.worlds import fork_world

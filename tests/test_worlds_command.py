@@ -14,9 +14,9 @@ import pytest
 import yaml
 
 from agent_world.app import Session
+from agent_world.cli.worlds import main
 from agent_world.config import Config
 from agent_world.persistence import SaveFolder, fork_world, open_world
-from agent_world.worlds_command import main
 from tests.persistence_helpers import run_session, saving_config
 
 ROOT = Path(__file__).resolve().parent.parent

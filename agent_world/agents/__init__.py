@@ -22,17 +22,17 @@ brain=forager`` gives an agent to it.
 It runs on worker threads, off the tick, within ``brains.deadline_ms``.
 """
 
-from agent_world.agents.brains import Brain, SimpleBrain, sensible_args
-from agent_world.agents.decision import Decision, DecisionError, as_plan
-from agent_world.agents.llmbrain import LLMBrain
-from agent_world.agents.memory import (
+from agent_world.contract.brains import Brain, SimpleBrain, sensible_args
+from agent_world.contract.decision import Decision, DecisionError, as_plan
+from agent_world.contract.llmbrain import LLMBrain
+from agent_world.contract.memory import (
     Memory,
     MemoryEntry,
     RetrievalMemory,
     SummaryMemory,
     WindowMemory,
 )
-from agent_world.agents.observation import (
+from agent_world.contract.observation import (
     AttackedBy,
     Heard,
     Observation,
@@ -42,7 +42,7 @@ from agent_world.agents.observation import (
     Self,
     observe,
 )
-from agent_world.agents.schema import (
+from agent_world.contract.schema import (
     ability_schema,
     action_schemas,
     decision_schema,

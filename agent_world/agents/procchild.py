@@ -16,9 +16,9 @@ from typing import Any
 
 import orjson
 
-from agent_world.agents.brains import Brain, BrainFault, deliver_hooks, take_trace
-from agent_world.agents.decision import DecisionError, as_plan
-from agent_world.agents.schema import action_schemas
+from agent_world.contract.brains import Brain, BrainFault, deliver_hooks, take_trace
+from agent_world.contract.decision import DecisionError, as_plan
+from agent_world.contract.schema import action_schemas
 from agent_world.core.inputs import MAX_PLAN
 
 __all__ = ["serve"]

@@ -15,15 +15,15 @@ import sys
 from collections.abc import Mapping
 from pathlib import Path
 
-from agent_world.agents.brains import Brain
-from agent_world.agents.llmbrain import LLMBrain
 from agent_world.config import BrainsConfig, ConfigError
+from agent_world.contract.brains import Brain
+from agent_world.contract.llmbrain import LLMBrain
 from agent_world.core.world import World
 from agent_world.policies.brain import policy_brains
 from agent_world.policies.library import available_policies
 from agent_world.policies.policy import PolicyError
 
-__all__ = ["BrainError", "load_brains", "unregistered"]
+__all__ = ["BrainError", "brain_refusal", "load_brains", "unregistered"]
 
 
 class BrainError(ConfigError):
@@ -83,12 +83,24 @@ def load_brains(cfg: BrainsConfig, *, path: str | Path | None = None,
     return loaded
 
 
+def brain_refusal(brain: str, registered: Mapping[str, object], *, llm: bool) -> str | None:
+    """Why an episode's agents cannot play ``brain`` (None: they can): ``llm`` with no LLM
+    configured, or a name that is neither built in nor in ``registered`` (``load_brains``)."""
+    if brain == "llm" and not llm:
+        return "llm needs an LLM; set llm.provider in the configuration (--config FILE)"
+    if brain not in ("builtin", "llm") and brain not in registered:
+        known = ", ".join(["builtin", "llm", *registered])
+        return (f"unknown brain {brain!r} (known: {known}); register yours in the "
+                "configuration: brains: {NAME: \"module:Class\"}")
+    return None
+
+
 def unregistered(world: World, registered: Mapping[str, object]) -> dict[str, int]:
     """Agents whose brain is neither built in nor registered now (a world resumed without
     its brains), counted by brain: they think with their built-in brains."""
     counts: dict[str, int] = {}
     for _eid, row in world.agents():
-        brain = row[0].brain
+        brain = row.agent.brain
         if brain not in ("builtin", "llm", "remote") and brain not in registered:
             counts[brain] = counts.get(brain, 0) + 1
     return dict(sorted(counts.items()))

@@ -26,7 +26,9 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
-from agent_world.agents.brains import (
+from agent_world.agents.procpool import BrainProcesses
+from agent_world.config import BrainsConfig
+from agent_world.contract.brains import (
     MAX_TRACE,
     MAX_TRACE_LINE,
     Brain,
@@ -34,12 +36,11 @@ from agent_world.agents.brains import (
     deliver_hooks,
     take_trace,
 )
-from agent_world.agents.decision import DecisionError, as_plan, from_json
-from agent_world.agents.llmbrain import LLMBrain
-from agent_world.agents.observation import observe
-from agent_world.agents.procpool import BrainProcesses
-from agent_world.agents.schema import action_schemas
-from agent_world.config import BrainsConfig
+from agent_world.contract.decision import DecisionError, as_plan, from_json
+from agent_world.contract.llmbrain import LLMBrain
+from agent_world.contract.observation import observe
+from agent_world.contract.plan import PlanInput
+from agent_world.contract.schema import action_schemas
 from agent_world.core import components as c
 from agent_world.core.actions import Action
 from agent_world.core.inputs import MAX_PLAN
@@ -368,12 +369,10 @@ class UserBrains(ThinkingManager):
         """A valid decision, as a plan input for the next tick."""
         elapsed = time.perf_counter() - started
         self.metrics.answered(elapsed)
-        self.world_inbox.submit("plan", {
-            "agent": job.agent, "actions": [a.to_dict() for a in actions],
-            "source": self.source, "brain": name, "thought": reasoning, "request": job.rid,
-            "asked_tick": job.tick, "reasons": list(job.reasons),
-            "latency_ms": round(elapsed * 1000, 1),
-            **({"trace": trace} if trace else {})}, source=self.source)
+        PlanInput(agent=job.agent, actions=actions, source=self.source, thought=reasoning,
+                  request=job.rid, reasons=job.reasons, latency_s=elapsed, asked_tick=job.tick,
+                  by={"brain": name, **({"trace": trace} if trace else {})}
+                  ).submit(self.world_inbox)
         return Outcome(rid=job.rid, agent=job.agent, ok=True,
                        decision=", ".join(str(a) for a in actions), thought=reasoning,
                        latency_s=elapsed)

@@ -1,21 +1,11 @@
 """The operator console: commands typed at a prompt beside the running world, or read from
-stdin line by line when there is no terminal.
+stdin line by line when there is no terminal. The commands themselves are the command
+surface (``agent_world.commands``), shared with the web API and remote clients; this
+package is the terminal's side of it.
 
-The console is an outer layer. It reads the world between ticks and changes it only through
-the world's inbox, so every change it makes is an input: logged and replayed.
-
-    commands.py    the command table, the dispatcher (Console) and /help
-    parsing.py     command words -> typed argument records (the edge)
-    control.py     /pause /resume /step /speed /save /echo /quit
-    changes.py     /spawn /kill /give (submitted as inputs)
-    abilities.py   /ability (asks the angel) and /abilities (list, disable, enable)
-    views.py       /list /debug
-    stats.py       /stats and its open list of sections
-    recent.py      the ring buffer of recent events (a TickObserver)
-    lookup.py      finding the entity an id or a name refers to
+    tty.py         the prompt_toolkit prompt
     completion.py  Tab completion from the live world
     status.py      the status line
-    tty.py         the prompt_toolkit prompt
     pipe.py        the headless reader
 """
 
@@ -24,8 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from agent_world.console.commands import COMMANDS, Command, Console
-from agent_world.console.parsing import CommandError
+from agent_world.commands import COMMANDS, Command, CommandError, Console
 from agent_world.console.pipe import StdinKind, run_pipe, stdin_kind
 from agent_world.console.status import status_text
 from agent_world.console.tty import run_tty

@@ -13,9 +13,9 @@ from typing import TYPE_CHECKING
 from prompt_toolkit.completion import CompleteEvent, Completer, Completion
 from prompt_toolkit.document import Document
 
+from agent_world.commands.lookup import kind_of
+from agent_world.commands.parsing import BRAINS, LIST_GROUPS
 from agent_world.config import PERSONALITIES
-from agent_world.console.lookup import kind_of
-from agent_world.console.parsing import BRAINS, LIST_GROUPS
 from agent_world.core.items import ITEMS, OBJECTS
 
 if TYPE_CHECKING:
@@ -85,7 +85,7 @@ class WorldCompleter(Completer):
                     if len(found) == MAX_ID_COMPLETIONS:
                         break
             return found
-        return [(row[0].name, f"#{eid} {row[0].personality}") for eid, row in world.agents()]
+        return [(row.agent.name, f"#{eid} {row.agent.personality}") for eid, row in world.agents()]
 
     def _spawn(self, index: int, words: list[str], current: str) -> Iterable[Candidate]:
         if index == 1:

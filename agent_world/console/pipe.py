@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Literal, TextIO
 import orjson
 
 if TYPE_CHECKING:
-    from agent_world.console.commands import Console
+    from agent_world.commands.dispatch import Console
 
 __all__ = ["MAX_LINE_BYTES", "OverlongLine", "ReplyWriter", "StdinKind", "StdinLines",
            "run_pipe", "stdin_kind"]

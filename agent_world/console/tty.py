@@ -20,7 +20,7 @@ from agent_world.console.completion import WorldCompleter
 from agent_world.console.status import status_text
 
 if TYPE_CHECKING:
-    from agent_world.console.commands import Console
+    from agent_world.commands.dispatch import Console
 
 __all__ = ["PROMPT", "REFRESH_S", "open_history", "run_tty"]
 

@@ -14,7 +14,7 @@ import bisect
 import itertools
 import threading
 import weakref
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any, TypeVar
 
 import esper
@@ -71,6 +71,8 @@ class EntityStore:
         self._query_types: dict[tuple[type[Any], ...], frozenset[type[Any]]] = {}
         self._pending: dict[tuple[type[Any], ...], set[int]] = {}  # changed since last read
         self._handles: dict[tuple[type[Any], ...], QueryHandle] = {}
+        # How a query's rows are made (a named record for agents); plain tuples otherwise.
+        self._makers: dict[tuple[type[Any], ...], Callable[[Iterable[Any]], tuple[Any, ...]]] = {}
         self._finalizer = weakref.finalize(self, _drop_context, self._ctx)
 
     # -- structure ------------------------------------------------------------------------
@@ -96,10 +98,11 @@ class EntityStore:
         qtypes = self._query_types[key]
         entities = self._entities
         back = []
+        make = self._makers.get(key, tuple)
         for eid in sorted(changed):
             comps = entities.get(eid)
             if comps is not None and qtypes <= comps.keys():
-                back.append((eid, tuple(comps[t] for t in key)))
+                back.append((eid, make(comps[t] for t in key)))
         cached = self._queries[key]
         if len(changed) <= _PATCH_LIMIT:
             updated = cached[:]
@@ -138,6 +141,9 @@ class EntityStore:
         with _ESPER_LOCK:
             self._enter()
             found = list(esper.get_components(*key))
+        make = self._makers.get(key)
+        if make is not None:
+            found = [(eid, make(comps)) for eid, comps in found]
         found.sort(key=_first)
         return found
 
@@ -266,9 +272,18 @@ class EntityStore:
         The rows are live: serialise them before the next tick changes them."""
         return list(self._rows.values())
 
-    def handle(self, *types: type[Any]) -> QueryHandle:
+    def handle(self, *types: type[Any],
+               row: Callable[[Iterable[Any]], tuple[Any, ...]] | None = None) -> QueryHandle:
         """``query(*types)`` kept at hand: calling the handle returns the same list without
-        hashing the key (for queries read hundreds of times a tick)."""
+        hashing the key (for queries read hundreds of times a tick). ``row`` makes each
+        entity's components into its row (a ``NamedTuple``'s ``_make``), for this query
+        from now on, however it is read."""
+        if row is not None and self._makers.get(types) is not row:
+            if types in self._handles:
+                raise ValueError(f"query {[t.__name__ for t in types]} has a handle already; "
+                                 "give its row maker with the first one")
+            self._makers[types] = row
+            self._queries.pop(types, None)  # rows made before are rebuilt with it
         found = self._handles.get(types)
         if found is None:
             result = self.query(*types)

@@ -105,7 +105,8 @@ UNSCORABLE: dict[str, str] = {
 raises (or a cost), with why and what to score instead. Every other metric is counted so that
 it cannot be raised that way (tests/test_metric_farming.py tries)."""
 COUNTED = tuple(name for name in METRICS if not name.startswith("latency_"))
-THINKERS = frozenset({"llm", "brain", "remote"})  # plan sources that are decisions
+# Plan sources that are decisions (``rl``: an agent_world.rl env's agents).
+THINKERS = frozenset({"llm", "brain", "remote", "rl"})
 LATENCY_BUCKETS_MS = (10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10_000, 30_000)
 MAX_DEAD = 1000
 FOOD = frozenset(kind for kind, spec in ITEMS.items() if spec.category == "food")

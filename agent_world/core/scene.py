@@ -106,7 +106,7 @@ def capture_around(world: World, first: int | None, count: int) -> tuple[Scene, 
     """Scenes around up to ``count`` living agents: ``first`` (the asker) if it lives, then
     others spread over the population (by id, so the same world gives the same choice
     without drawing on its random numbers). Empty when no agent lives."""
-    ids = [eid for eid, row in world.agents() if row[2].health > 0]
+    ids = [eid for eid, row in world.agents() if row.needs.health > 0]
     if not ids:
         return ()
     chosen = [first] if first in ids else []

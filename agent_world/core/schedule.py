@@ -44,7 +44,7 @@ class Schedule:
         if looks is None or tick != self._looks_tick + 1:
             looks = self._looks = {}
             for eid, row in world.agents():
-                looks.setdefault(max(row[6].next_update, tick), []).append(eid)
+                looks.setdefault(max(row.perception.next_update, tick), []).append(eid)
         self._looks_tick = tick
         due = looks.pop(tick, [])
         due.sort()

@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import random
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import orjson
 
@@ -59,10 +59,23 @@ _NOT_SIMULATION = ("name", "tick_rate")
 SIMULATION_SECTIONS = ("world", "game", "abilities")
 """Config sections that shape the simulation: they travel with a world's state."""
 
-AgentRow = tuple[
-    c.Agent, c.Position, c.Needs, c.Inventory, c.Intent, c.Combat, c.Perception, c.Social,
-    c.Memory,
-]
+
+
+class AgentRow(NamedTuple):
+    """One living agent's components (``World.agents()``), in ``AGENT_TYPES``' order: read
+    them by name (``row.needs``); a tuple still, so systems may unpack it."""
+
+    agent: c.Agent
+    pos: c.Position
+    needs: c.Needs
+    inv: c.Inventory
+    intent: c.Intent
+    combat: c.Combat
+    perception: c.Perception
+    social: c.Social
+    memory: c.Memory
+
+
 AGENT_TYPES = (c.Agent, c.Position, c.Needs, c.Inventory, c.Intent, c.Combat, c.Perception,
                c.Social, c.Memory)
 
@@ -81,7 +94,7 @@ class World:
         self.tick = 0
         self.terrain = terrain
         self.store = EntityStore()
-        self._agents_query = self.store.handle(*AGENT_TYPES)
+        self._agents_query = self.store.handle(*AGENT_TYPES, row=AgentRow._make)
         self.inbox = Inbox()
         self.agents_grid = SpatialGrid(terrain.width, terrain.height)
         self.items_grid = SpatialGrid(terrain.width, terrain.height, static=True)
@@ -184,11 +197,11 @@ class World:
         if self.rules.lifespan_ticks:
             # The first agents are of all ages, so that they do not all grow old at once.
             for _eid, row in self.agents():
-                row[0].born = -self.rng.randint(0, self.rules.lifespan_ticks // 2)
+                row.agent.born = -self.rng.randint(0, self.rules.lifespan_ticks // 2)
         for _ in range(int(self.max_ground_items() // 3)):
             self.spawn_random_item()
         for eid, row in self.agents():  # everyone sees the world as it was created
-            self._perceive(eid, row[1], row[6])
+            self._perceive(eid, row.pos, row.perception)
 
     def _place_hazards(self, tiles: int) -> None:
         """Thorn patches: clumps of up to ``HAZARD_CLUMP`` open tiles, until ``tiles``."""
@@ -501,8 +514,8 @@ class World:
 
     def agents(self) -> list[tuple[int, AgentRow]]:
         """Every living agent with all its components, ascending by id (cached)."""
-        rows: list[tuple[int, AgentRow]] = self._agents_query()
-        return rows
+        # The store makes these rows with AgentRow._make (the handle's row maker).
+        return self._agents_query()  # type: ignore[return-value]
 
     def agent_row(self, eid: int) -> AgentRow | None:
         """One agent's components (as in ``agents()``), or None if it is not an agent."""

@@ -19,7 +19,7 @@ import re
 from collections import deque
 from typing import Any
 
-from agent_world.agents.observation import observe
+from agent_world.contract.observation import observe
 from agent_world.core.metrics import THINKERS
 from agent_world.core.world import World
 from agent_world.types import TickReport

@@ -13,7 +13,9 @@ import concurrent.futures
 import csv
 import math
 import multiprocessing
+import os
 import sys
+import threading
 import time
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
@@ -27,14 +29,17 @@ from agent_world.eval.episode import Episode
 from agent_world.eval.jobs import Job, run_job
 from agent_world.eval.raypool import RayPool
 from agent_world.eval.scenario import Scenario
+from agent_world.lifeline import die_with_parent, stop_group
 
-__all__ = ["Evaluation", "Summary", "confidence", "evaluate", "summarise", "write_results"]
+__all__ = ["Evaluation", "LocalPool", "Stopper", "Summary", "confidence", "evaluate",
+           "summarise", "write_results"]
 
 # Two-sided 95% t values by degrees of freedom (from 31 on the normal's 1.96 is close).
 _T95 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179,
         2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064,
         2.060, 2.056, 2.052, 2.048, 2.045, 2.042)
 CANCEL_POLL_S = 0.5  # how often a running evaluation looks whether it was cancelled
+STOP_GRACE_S = 3.0  # how long a stopped worker has after SIGTERM before SIGKILL
 KEY_METRICS = ("ticks_alive", "food_gathered", "eaten", "kills", "deaths", "trades_done",
                "wealth_gained", "decisions", "decision_faults", "latency_p95", "tokens",
                "cost")
@@ -117,15 +122,40 @@ class Progress:
             self.stream.flush()
 
 
+def _start_worker(parent: int) -> None:
+    """In each worker process, first: a process group of its own (stopping the run stops
+    the group), and an end with the process that started it (``lifeline``)."""
+    os.setpgid(0, 0)
+    die_with_parent(parent)
+
+
 class LocalPool:
-    """Episodes in local worker processes (spawned, never forked from a threaded one)."""
+    """Episodes in local worker processes (spawned, never forked from a threaded one). Each
+    worker leads a process group of its own and dies with this process; ``terminate``
+    stops them all (SIGTERM, then SIGKILL)."""
 
     def __init__(self, workers: int) -> None:
         self.pool = concurrent.futures.ProcessPoolExecutor(
-            max_workers=workers, mp_context=multiprocessing.get_context("spawn"))
+            max_workers=workers, mp_context=multiprocessing.get_context("spawn"),
+            initializer=_start_worker, initargs=(os.getpid(),))
+        self.terminated = False
 
     def submit(self, job: Job) -> Any:
+        if self.terminated:
+            raise concurrent.futures.CancelledError("the run's processes were stopped")
         return self.pool.submit(run_job, job)
+
+    def pids(self) -> list[int]:
+        """The worker processes' ids (each one its group's id too, once started)."""
+        # ProcessPoolExecutor keeps them in ``_processes`` (pid -> Process), on every
+        # Python this package supports; dict() copies it at once, whichever thread adds.
+        return list(dict(self.pool._processes or {}))
+
+    def terminate(self, grace_s: float = STOP_GRACE_S) -> None:
+        """Stop every worker now, whatever it is doing: SIGTERM to its process group, then
+        SIGKILL after ``grace_s``. Safe from another thread."""
+        self.terminated = True
+        stop_group(self.pids(), grace_s)
 
     def wait(self, handles: Collection[Any], timeout: float | None = None
              ) -> list[tuple[Any, dict[str, Any]]]:
@@ -149,17 +179,50 @@ class LocalPool:
         self.pool.shutdown(wait=True, cancel_futures=True)
 
 
+class Stopper:
+    """The local pools of a run, so that another thread can end its processes at once (the
+    world that started the run is stopping). A pool attached after ``stop`` is ended as it
+    comes."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._pools: list[LocalPool] = []
+        self.stopped = False
+
+    def attach(self, pool: LocalPool) -> None:
+        with self._lock:
+            self._pools.append(pool)
+            stopped = self.stopped
+        if stopped:
+            pool.terminate()
+
+    def detach(self, pool: LocalPool) -> None:
+        with self._lock:
+            if pool in self._pools:
+                self._pools.remove(pool)
+
+    def stop(self, grace_s: float = STOP_GRACE_S) -> None:
+        """SIGTERM every worker's process group, SIGKILL what is left after ``grace_s``."""
+        with self._lock:
+            self.stopped = True
+            pools = list(self._pools)
+        for pool in pools:
+            pool.terminate(grace_s)
+
+
 def evaluate(scenario: Scenario, brains: Sequence[str], seeds: Sequence[int], out: Path, *,
              workers: int, base: Config, brains_path: str | None = None,
              ray_address: str | None = None, progress: TextIO = sys.stderr,
              log: Callable[[str], None] = lambda _t: None,
              on_episode: Callable[[Episode], None] = lambda _e: None,
-             cancelled: Callable[[], bool] = lambda: False) -> Evaluation:
+             cancelled: Callable[[], bool] = lambda: False,
+             stopper: Stopper | None = None) -> Evaluation:
     """Every (brain, seed) episode of ``scenario``: ``workers`` at a time in local
     processes, or as Ray tasks on the cluster at ``ray_address`` (``auto``: the one this
     machine belongs to). ``on_episode`` hears of each episode as it ends; once
     ``cancelled()`` says so, episodes not started are dropped and the result has those that
-    ended (``result.cancelled``)."""
+    ended (``result.cancelled``). ``stopper`` can end the local processes from another
+    thread; an exception here (Ctrl-C) ends them too, never waiting for their episodes."""
     began = time.perf_counter()
     out = out.resolve()  # the same path for every process and every node
     jobs: list[Job] = [(scenario, brain, seed, str(out), base.to_dict(),
@@ -169,10 +232,12 @@ def evaluate(scenario: Scenario, brains: Sequence[str], seeds: Sequence[int], ou
     bar = Progress(len(jobs), progress)
     pool: LocalPool | RayPool = (RayPool(ray_address) if ray_address is not None
                                  else LocalPool(workers))
+    if stopper is not None and isinstance(pool, LocalPool):
+        stopper.attach(pool)
     try:
         pending = {pool.submit(job): (job, 1) for job in jobs}
         while pending:
-            if cancelled():
+            if cancelled() or (stopper is not None and stopper.stopped):
                 pool.cancel(list(pending))
                 result.cancelled = True
                 break
@@ -183,7 +248,7 @@ def evaluate(scenario: Scenario, brains: Sequence[str], seeds: Sequence[int], ou
                     result.episodes.append(episode)
                     on_episode(episode)
                     bar.step()
-                elif attempt == 1:
+                elif attempt == 1 and not cancelled() and not (stopper and stopper.stopped):
                     log(f"episode {job[1]} seed {job[2]} failed ({answer['error']}); "
                         "trying it once more")
                     retry = (*job[:3], str(Path(job[3]) / "retry"), *job[4:])
@@ -193,7 +258,13 @@ def evaluate(scenario: Scenario, brains: Sequence[str], seeds: Sequence[int], ou
                     result.failed.append({"brain": job[1], "seed": job[2],
                                           **{k: v for k, v in answer.items() if k != "ok"}})
                     bar.step()
+    except BaseException:
+        if isinstance(pool, LocalPool):
+            pool.terminate()  # interrupted or broken: its episodes go now, unwaited for
+        raise
     finally:
+        if stopper is not None and isinstance(pool, LocalPool):
+            stopper.detach(pool)
         pool.close()
     bar.end()
     result.episodes.sort(key=lambda e: (brains.index(e.brain), e.seed))

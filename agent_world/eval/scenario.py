@@ -26,12 +26,15 @@ configuration says, so that no score can be farmed. An episode ends at ``end.tic
 when every subject is dead (``subjects_dead``), a team has no one left (``team_eliminated``)
 or the score reaches ``score_at_least`` (the objective met; checked every
 ``OBJECTIVE_EVERY`` ticks). Built-in scenarios ship in the package
-(``agent_world/eval/scenarios``); any other is a path.
+(``agent_world/eval/scenarios``); any other is a path on the command line. Over the web
+(``scenario_by_name``) only names are taken: the built-in ones and the files of
+``paths.scenarios``.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import re
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -46,7 +49,7 @@ from agent_world.core.recipes import parse_recipes
 from agent_world.core.teams import TEAM_NAME
 
 __all__ = ["BUILT_IN", "DERIVED", "Scenario", "ScenarioError", "built_in_names",
-           "load_scenario"]
+           "load_scenario", "scenario_by_name"]
 
 DERIVED = {
     "ticks_alive": "ticks from its birth to its death or the episode's end",
@@ -119,6 +122,65 @@ def built_in_names() -> list[str]:
                   if p.name.endswith(".yaml"))
 
 
+SCENARIO_NAME = re.compile(r"[a-z][a-z0-9_-]{0,63}")
+"""A scenario's name where only names are taken (the web): never a path."""
+MAX_SCENARIO_BYTES = 256 * 1024
+
+
+def scenario_by_name(name: str, folder: str = "") -> Scenario:
+    """A scenario by name only (``POST /api/train``): a built-in one, or ``NAME.yaml`` in
+    ``folder`` (``paths.scenarios``; '' for none). Never a path, never a file of the working
+    folder; ScenarioError in one line that never quotes what a file holds."""
+    if not isinstance(name, str) or not SCENARIO_NAME.fullmatch(name):
+        raise ScenarioError(f"'scenario' must be a scenario's name: 1-64 of a-z, 0-9, _ and -, "
+                            f"starting with a letter (built in: {', '.join(built_in_names())})")
+    if name in built_in_names():
+        return _built_in(name)
+    extra = _folder_names(folder)
+    if name not in extra:
+        known = ", ".join([*built_in_names(), *sorted(extra)])
+        raise ScenarioError(f"unknown scenario {name!r}; the scenarios are {known}")
+    path = extra[name]
+    source = f"{name} (paths.scenarios)"
+    try:
+        raw = path.read_bytes()[:MAX_SCENARIO_BYTES + 1]
+        text = raw.decode("utf-8")
+    except (OSError, UnicodeDecodeError):
+        raise ScenarioError(f"scenario {source}: cannot read it as UTF-8 text") from None
+    if len(raw) > MAX_SCENARIO_BYTES:
+        raise ScenarioError(f"scenario {source}: larger than {MAX_SCENARIO_BYTES:,} bytes")
+    try:
+        doc = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = "" if mark is None else f" at line {mark.line + 1}, column {mark.column + 1}"
+        raise ScenarioError(f"scenario {source}: not valid YAML{where}") from None
+    try:
+        return _parse(doc, source)
+    except ScenarioError:
+        # The reason may quote the file; the operator reads it from the command line.
+        raise ScenarioError(f"scenario {source} is not a valid scenario; 'python main.py "
+                            f"eval {path} --seeds 1 --ticks 1' says why") from None
+
+
+def _folder_names(folder: str) -> dict[str, Path]:
+    """The scenario files of ``folder`` by name (regular files named NAME.yaml, in it)."""
+    if not folder:
+        return {}
+    root = Path(folder)
+    try:
+        entries = list(root.iterdir())
+    except OSError:
+        return {}
+    found = {}
+    for entry in entries:
+        stem = entry.name.removesuffix(".yaml")
+        if (entry.name.endswith(".yaml") and SCENARIO_NAME.fullmatch(stem)
+                and entry.is_file() and not entry.is_symlink()):
+            found[stem] = entry
+    return found
+
+
 def load_scenario(name_or_path: str) -> Scenario:
     """A built-in scenario by name, or a YAML file by path; ScenarioError saying what is
     wrong (an unknown scenario, key, metric, personality or item; a bad value)."""
@@ -134,14 +196,18 @@ def load_scenario(name_or_path: str) -> Scenario:
         if name_or_path not in built_in_names():
             raise ScenarioError(f"unknown scenario {name_or_path!r}: built in are "
                                 f"{', '.join(built_in_names())}, or give a .yaml file's path")
-        text = (resources.files(BUILT_IN) / "scenarios" / f"{name_or_path}.yaml").read_text(
-            encoding="utf-8")
-        source = f"built-in {name_or_path}"
+        return _built_in(name_or_path)
     try:
         doc = yaml.safe_load(text)
     except yaml.YAMLError as exc:
         raise ScenarioError(f"scenario {source}: not valid YAML ({exc})") from None
     return _parse(doc, source)
+
+
+def _built_in(name: str) -> Scenario:
+    text = (resources.files(BUILT_IN) / "scenarios" / f"{name}.yaml").read_text(
+        encoding="utf-8")
+    return _parse(yaml.safe_load(text), f"built-in {name}")
 
 
 def _parse(doc: Any, source: str) -> Scenario:

@@ -2,9 +2,10 @@
 
 A user's ``LLMBrain`` calls it from a brain worker thread, inside ``decide`` or
 ``reflect``. Each worker thread gets its own provider and event loop (a
-``ProviderTextModel``), made on first use and closed when the thread ends. Calls share the
-LLM agents' hourly budget and circuit breaker, so brains of your own cannot spend past the
-limits the configuration sets, and their tokens count in ``/stats`` like any other.
+``ProviderTextModel``), made on first use and closed when the thread ends. Calls pass the
+LLM agents' gates (hourly budget, circuit breaker, cost, figures), so brains of your own
+cannot spend past the limits the configuration sets, and their tokens count in ``/stats``
+like any other.
 """
 
 from __future__ import annotations
@@ -13,34 +14,22 @@ import threading
 from collections.abc import Callable
 
 from agent_world.config import LLMConfig
-from agent_world.llm.breaker import CircuitBreaker
-from agent_world.llm.budget import Budget
-from agent_world.llm.redact import Redactor
+from agent_world.llm.gates import Gates, LLMUnavailable
 from agent_world.llm.textmodel import ProviderTextModel
-from agent_world.llm.worker import ENDPOINT_FAILURES
-from agent_world.thinking.metrics import Metrics
 from agent_world.types import LLMProvider, LLMRequest, ProviderError
 
 __all__ = ["BrainLLM", "LLMUnavailable"]
 
 
-class LLMUnavailable(RuntimeError):
-    """No call was made: the budget is spent or the circuit breaker is open."""
-
-
 class BrainLLM:
-    def __init__(self, cfg: LLMConfig, factory: Callable[[], LLMProvider], *, redactor: Redactor,
-                 budget: Budget, breaker: CircuitBreaker, metrics: Metrics,
+    def __init__(self, cfg: LLMConfig, factory: Callable[[], LLMProvider], *, gates: Gates,
                  rules: Callable[[], str]) -> None:
         """``rules`` gives the system prompt LLM agents get now (the world's rules, the
         actions and the abilities)."""
         self.cfg = cfg
         self.rules = rules
         self._factory = factory
-        self._redact = redactor
-        self._budget = budget
-        self._breaker = breaker
-        self._metrics = metrics
+        self._gates = gates
         # Each thread's model, kept here and not in a threading.local: a fork (the state
         # hash's child) clears other threads' locals in the child, and a connection freed
         # there unregisters its socket from the epoll instance the child shares with this
@@ -54,36 +43,24 @@ class BrainLLM:
                  temperature: float | None = None) -> str:
         """The model's answer to ``prompt`` after ``system``. ``LLMUnavailable`` when no
         call can be made now; ``ProviderError`` when the call failed (after retries)."""
-        if self._budget.exhausted():
-            raise LLMUnavailable("the hourly LLM budget (llm.tokens_per_hour / "
-                                 "llm.cost_per_hour) is spent")
-        if not self._breaker.allow():
-            raise LLMUnavailable(f"the LLM circuit breaker is open ({self._breaker.reason})")
         me = threading.current_thread()
         with self._lock:
             model = self._models.get(me)
             if model is None:
                 model = self._models[me] = ProviderTextModel(self.cfg, self._factory,
-                                                             redactor=self._redact)
+                                                             gates=self._gates)
         request = LLMRequest(
             system=system, prompt=prompt,
             temperature=self.cfg.temperature if temperature is None else temperature,
             max_tokens=max_tokens or self.cfg.max_tokens, seed=self.cfg.seed or None)
-        self._metrics.call()
         try:
             response = model.ask(request)
-        except ProviderError as exc:
+        except LLMUnavailable:
+            raise
+        except ProviderError:
             with self._lock:
                 self.failures += 1
-            self._metrics.error(exc.kind)
-            if exc.kind in ("auth", "credit"):
-                self._breaker.stop(f"{exc.kind}: {self._redact(str(exc))}")
-            elif exc.kind in ENDPOINT_FAILURES:
-                self._breaker.failure(f"{exc.kind}: {self._redact(str(exc))}")
             raise
-        self._breaker.success()
-        self._budget.charge(response.usage)
-        self._metrics.answered(response.latency_s, response.usage)
         with self._lock:
             self.calls += 1
         return response.text

@@ -14,18 +14,16 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from agent_world.agents.observation import observe
 from agent_world.config import LLMConfig
+from agent_world.contract.answer import DecisionError, decide_from_text
+from agent_world.contract.observation import observe
 from agent_world.core import components as c
 from agent_world.core.world import World
 from agent_world.llm.brainllm import BrainLLM
-from agent_world.llm.breaker import CircuitBreaker
-from agent_world.llm.budget import Budget
 from agent_world.llm.cache import ResponseCache, cache_key
-from agent_world.llm.decision import DecisionError, decide_from_text
+from agent_world.llm.gates import Gates
 from agent_world.llm.http import estimate_tokens
 from agent_world.llm.memory import MemoryBook
-from agent_world.llm.prices import configured_price
 from agent_world.llm.promptlog import PromptLog
 from agent_world.llm.prompts import PROMPT_VERSION, PromptBuilder, WorldFacts
 from agent_world.llm.redact import Redactor
@@ -56,7 +54,9 @@ class LLMManager(ThinkingManager):
                  identity: dict[str, Any], redactor: Redactor, clock: Clock | None = None,
                  memories: Path | None = None, report: Callable[[str], None] = print,
                  note: Callable[[str], None] = lambda _text: None,
-                 prompt_log: Path | None = None) -> None:
+                 prompt_log: Path | None = None, gates: Gates | None = None) -> None:
+        """``gates``: the session's, shared with the angel (new ones when not given); their
+        figures are this manager's."""
         super().__init__(world, brains=frozenset({"llm"}), interval=cfg.think_interval_ticks,
                          min_gap=cfg.min_gap_ticks,
                          round_size=min(cfg.workers, cfg.max_concurrent), clock=clock,
@@ -76,12 +76,16 @@ class LLMManager(ThinkingManager):
         self.policy = RetryPolicy(max_retries=cfg.max_retries,
                                   retry_after_cap_s=cfg.retry_after_cap_s)
         self.pause = ProviderPause()
-        self.breaker = CircuitBreaker(failures=cfg.breaker_failures,
-                                      cooldown_s=cfg.breaker_cooldown_s, clock=self.clock)
-        self.budget = Budget(tokens_per_hour=cfg.tokens_per_hour,
-                             cost_per_hour=cfg.cost_per_hour, clock=self.clock,
-                             burst_s=cfg.budget_burst_minutes * 60)
-        self.price = configured_price(cfg)
+        # Every call of this world's LLM passes these: its agents', users' brains' and
+        # the angel's.
+        if gates is None:
+            gates = Gates.from_config(cfg, clock=self.clock, redact=redactor,
+                                      metrics=self.metrics)
+        self.gates = gates
+        self.metrics = gates.metrics
+        self.breaker = self.gates.breaker
+        self.budget = self.gates.budget
+        self.price = self.gates.price
         self.cache = ResponseCache(cfg.cache_size)
         self.concurrency = threading.BoundedSemaphore(cfg.max_concurrent)
         self.memory = MemoryBook(cfg.memory_window)
@@ -156,8 +160,8 @@ class LLMManager(ThinkingManager):
             decision = decide_from_text(hit.text, max_actions=self.cfg.plan_actions)
         except DecisionError:
             return False
-        self.world_inbox.submit("plan", plan_input(eid, rid, self.world.tick, reasons,
-                                                   decision, hit, cached=True), source="llm")
+        plan_input(eid, rid, self.world.tick, reasons, decision, hit,
+                   cached=True).submit(self.world_inbox)
         return True
 
     def on_decided(self, eid: int, tick: int, actions: str, thought: str) -> None:
@@ -216,8 +220,7 @@ class LLMManager(ThinkingManager):
     def for_brains(self) -> BrainLLM:
         """The LLM as users' brains call it (``Brain.llm``): within this manager's budget
         and breaker, its calls counted in its figures."""
-        return BrainLLM(self.cfg, self._factory, redactor=self.redact, budget=self.budget,
-                        breaker=self.breaker, metrics=self.metrics,
+        return BrainLLM(self.cfg, self._factory, gates=self.gates,
                         rules=lambda: self.prompts.system)
 
     # -- figures -----------------------------------------------------------------------------

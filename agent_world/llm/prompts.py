@@ -17,10 +17,10 @@ from typing import Any
 
 import orjson
 
+from agent_world.contract.answer import decision_schema
 from agent_world.core.actions import ACTIONS, Arg
 from agent_world.core.items import ITEMS
 from agent_world.core.world import World
-from agent_world.llm.decision import decision_schema
 from agent_world.types import LLMRequest
 
 __all__ = ["PROMPT_VERSION", "PromptBuilder", "WorldFacts", "action_lines", "load_prompt"]

@@ -10,6 +10,7 @@ from typing import Any
 from agent_world.config import LLMConfig
 from agent_world.core.world import World
 from agent_world.llm.anthropic_api import AnthropicProvider
+from agent_world.llm.gates import Gates
 from agent_world.llm.local import LocalModel, LocalProvider, find_model_file
 from agent_world.llm.manager import LLMManager, ProviderFactory
 from agent_world.llm.openai_api import OpenAIProvider
@@ -81,10 +82,11 @@ def build_manager(cfg: LLMConfig, world: World, *, clock: Clock | None = None,
                   note: Callable[[str], None] = lambda _t: None,
                   factory: ProviderFactory | None = None,
                   redactor: Redactor | None = None,
-                  prompt_log: Path | None = None) -> LLMManager:
+                  prompt_log: Path | None = None, gates: Gates | None = None) -> LLMManager:
     """The manager for a configured provider (``factory`` replaces the configured one).
     ``redactor`` is shared with the rest of the session; the key is added to it.
-    ``prompt_log``: where every prompt and answer is written (``llm.log_prompts``)."""
+    ``prompt_log``: where every prompt and answer is written (``llm.log_prompts``).
+    ``gates``: the session's, when others (the angel) call the same LLM."""
     redactor = redactor if redactor is not None else Redactor()
     made = factory or provider_factory(cfg, redactor)
     if factory is not None:
@@ -93,4 +95,4 @@ def build_manager(cfg: LLMConfig, world: World, *, clock: Clock | None = None,
             redactor.add(key)
     return LLMManager(cfg, world, provider_factory=made, identity=provider_identity(cfg),
                       redactor=redactor, clock=clock, memories=memories, report=report,
-                      note=note, prompt_log=prompt_log)
+                      note=note, prompt_log=prompt_log, gates=gates)

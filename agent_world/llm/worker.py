@@ -13,7 +13,9 @@ import traceback
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from agent_world.llm.decision import Decision, DecisionError, decide_from_text
+from agent_world.contract.answer import DecisionError, TextDecision, decide_from_text
+from agent_world.contract.plan import PlanInput
+from agent_world.llm.gates import LLMUnavailable
 from agent_world.llm.retry import call_with_retries
 from agent_world.thinking.requests import Job, Outcome
 from agent_world.types import LLMProvider, LLMRequest, LLMResponse, ProviderError
@@ -24,8 +26,6 @@ if TYPE_CHECKING:
 __all__ = ["MAX_RAW_CHARS", "Worker", "plan_input"]
 
 MAX_RAW_CHARS = 2000
-ENDPOINT_FAILURES = frozenset({"connect", "timeout", "rate_limited", "server", "overloaded",
-                               "malformed", "empty", "too_large", "bad_request"})
 
 
 class InvalidAnswer(Exception):
@@ -36,24 +36,16 @@ class InvalidAnswer(Exception):
 
 
 def plan_input(job_agent: int, rid: int, asked_tick: int, reasons: tuple[str, ...],
-               decision: Decision, response: LLMResponse, *, cached: bool) -> dict[str, Any]:
-    """The ``plan`` input's data: what the core reads (agent, actions, source) plus fields
-    for inspection only (the core ignores them; the event log keeps them)."""
-    return {
-        "agent": job_agent,
-        "actions": [a.to_dict() for a in decision.actions],
-        "source": "llm",
-        "thought": decision.thought,
-        "raw": response.text[:MAX_RAW_CHARS],
-        "model": response.model,
-        "usage": response.usage.to_dict(),
-        "latency_ms": round(response.latency_s * 1000, 1),
-        "cached": cached,
-        "request": rid,
-        "asked_tick": asked_tick,
-        "reasons": list(reasons),
-        **({"ask_again_s": decision.ask_again_s} if decision.ask_again_s is not None else {}),
-    }
+               decision: TextDecision, response: LLMResponse, *, cached: bool) -> PlanInput:
+    """An LLM decision as the world takes it: the model, its usage, the raw answer and the
+    model's "ask me again" hint travel with it for inspection (the core ignores them)."""
+    return PlanInput(
+        agent=job_agent, actions=decision.actions, source="llm", thought=decision.thought,
+        request=rid, reasons=reasons, latency_s=response.latency_s, asked_tick=asked_tick,
+        by={"model": response.model, "usage": response.usage.to_dict(),
+            "raw": response.text[:MAX_RAW_CHARS], "cached": cached,
+            **({"ask_again_s": decision.ask_again_s} if decision.ask_again_s is not None
+               else {})})
 
 
 class Worker(threading.Thread):
@@ -79,7 +71,7 @@ class Worker(threading.Thread):
                     with m.concurrency:
                         outcome = loop.run_until_complete(self.process(provider, job))
                 except ProviderError as exc:  # the provider could not even be made
-                    m.breaker.stop(f"{exc.kind}: {m.redact(str(exc))}")
+                    m.gates.breaker.stop(f"{exc.kind}: {m.redact(str(exc))}")
                     outcome = self.failed(job, exc)
                 except Exception:  # a bug: say so loudly, count it, keep the worker alive
                     m.metrics.error("internal")
@@ -99,20 +91,17 @@ class Worker(threading.Thread):
 
     async def process(self, provider: LLMProvider, job: Job) -> Outcome:
         m = self.manager
-        if m.budget.exhausted():
-            m.metrics.count("skipped")
-            return Outcome(rid=job.rid, agent=job.agent, ok=False, error_kind="budget",
-                           error="the hourly LLM budget is spent")
-        if not m.breaker.allow():
-            m.metrics.count("skipped")
-            return Outcome(rid=job.rid, agent=job.agent, ok=False, error_kind="breaker",
-                           error="the circuit breaker is open")
+        try:
+            m.gates.admit()
+        except LLMUnavailable as exc:
+            return Outcome(rid=job.rid, agent=job.agent, ok=False, error_kind=exc.kind,
+                           error=str(exc))
         m.metrics.request()
         flying = m.cache.claim(job.key)
         if flying is not None:  # the same call is in flight: share its answer
             shared = await asyncio.wrap_future(flying)
             if shared is not None:
-                m.breaker.success()
+                m.gates.succeeded()
                 decision = decide_from_text(shared.text, max_actions=m.cfg.plan_actions)
                 return self.deliver(job, decision, shared, cached=True)
         try:
@@ -124,19 +113,19 @@ class Worker(threading.Thread):
         except InvalidAnswer as exc:
             if flying is None:
                 m.cache.release(job.key, None)
-            m.breaker.success()  # the endpoint works; the model erred
+            m.gates.succeeded()  # the endpoint works; the model erred
             m.metrics.error(exc.kind)
             self.log(job, exc.response, error=f"{exc.kind}: {exc}")
             return Outcome(rid=job.rid, agent=job.agent, ok=False, error_kind=exc.kind,
                            error=m.redact(str(exc)), raw=m.redact(exc.response.text[:300]),
                            usage=exc.response.usage, latency_s=exc.response.latency_s)
-        m.breaker.success()
+        m.gates.succeeded()
         if flying is None:
             m.cache.put(job.key, response)
             m.cache.release(job.key, response)
         return self.deliver(job, decision, response, cached=False)
 
-    async def ask(self, provider: LLMProvider, job: Job) -> tuple[LLMResponse, Decision]:
+    async def ask(self, provider: LLMProvider, job: Job) -> tuple[LLMResponse, TextDecision]:
         """Call (with transport retries inside one deadline), then validate; one more try
         for a malformed, empty, cut-off or schema-breaking answer."""
         m = self.manager
@@ -161,15 +150,7 @@ class Worker(threading.Thread):
                     m.metrics.retry(exc.kind)
                     continue
                 raise
-            if response.usage.cost is None and m.price is not None:
-                # The provider reports no cost: the price table's, so budgets and figures
-                # in dollars hold for every provider.
-                usage = response.usage
-                response = dataclasses.replace(response, usage=dataclasses.replace(
-                    usage, cost=m.price.cost(usage.prompt_tokens, usage.cached_tokens,
-                                             usage.completion_tokens)))
-            m.budget.charge(response.usage)
-            m.metrics.answered(response.latency_s, response.usage)
+            response = m.gates.answered(response)
             try:
                 if response.finish_reason == "length":
                     raise InvalidAnswer("length", "the answer was cut off at max_tokens "
@@ -205,25 +186,18 @@ class Worker(threading.Thread):
                    answer=response.text if response is not None else None, error=error,
                    **extra)
 
-    def deliver(self, job: Job, decision: Decision, response: LLMResponse, *,
+    def deliver(self, job: Job, decision: TextDecision, response: LLMResponse, *,
                 cached: bool) -> Outcome:
         m = self.manager
         self.log(job, response, cached=cached)
-        m.world_inbox.submit("plan", plan_input(job.agent, job.rid, job.tick, job.reasons,
-                                                decision, response, cached=cached),
-                             source="llm")
+        plan_input(job.agent, job.rid, job.tick, job.reasons, decision, response,
+                   cached=cached).submit(m.world_inbox)
         return Outcome(rid=job.rid, agent=job.agent, ok=True, decision=decision.describe(),
                        thought=decision.thought, usage=response.usage,
                        latency_s=response.latency_s, cached=cached)
 
     def failed(self, job: Job, exc: ProviderError) -> Outcome:
-        m = self.manager
-        m.metrics.error(exc.kind)
-        message = m.redact(str(exc))
-        if exc.kind in ("auth", "credit"):
-            m.breaker.stop(f"{exc.kind}: {message}")
-        elif exc.kind in ENDPOINT_FAILURES:
-            m.breaker.failure(f"{exc.kind}: {message}")
+        message = self.manager.gates.failed(exc)
         self.log(job, None, error=f"{exc.kind}: {message}")
         too_long = exc.kind == "bad_request" and (
             exc.status == 413 or "context" in message.lower() or "too long" in message.lower())

@@ -18,6 +18,7 @@ from __future__ import annotations
 import datetime
 import os
 import re
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -26,6 +27,7 @@ import orjson
 
 from agent_world import __version__
 from agent_world.persistence.files import (
+    disk_problem,
     fsync_dir,
     is_temporary,
     temporary_path,
@@ -35,8 +37,10 @@ from agent_world.persistence.files import (
 if TYPE_CHECKING:
     from agent_world.persistence.lock import WorldLock
 
-__all__ = ["FORMAT_VERSION", "LOCK_NAME", "Chunk", "SaveError", "SaveFolder", "now_iso",
-           "snapshot_files"]
+__all__ = ["DELETING", "FORMAT_VERSION", "LOCK_NAME", "Chunk", "SaveError", "SaveFolder",
+           "delete_folder", "now_iso", "snapshot_files"]
+
+DELETING = ".deleting-"  # a folder being deleted is renamed to .NAME.deleting-PID first
 
 FORMAT_VERSION = 1
 _CHUNK = re.compile(r"(\d+)-(\d+)\.jsonl(\.gz)?")
@@ -316,3 +320,23 @@ def _creation_debris(path: Path) -> bool:
         if not p.is_file() or not (is_temporary(p.name) or (pattern and pattern.fullmatch(p.name))):
             return False
     return True
+
+
+def delete_folder(root: Path, what: str) -> None:
+    """Delete the folder ``root`` (``what`` names it: "world 'x'") so that it is gone at
+    once: renamed to ``.NAME.deleting-PID`` beside itself, then its files removed. SaveError
+    saying what to do when either step fails (a half-removed folder keeps its hidden name,
+    never the one a listing shows)."""
+    parent = root.parent
+    doomed = parent / f".{root.name}{DELETING}{os.getpid()}"
+    try:
+        os.replace(root, doomed)
+        fsync_dir(parent)
+    except OSError as exc:
+        raise SaveError(f"cannot delete {what}: {disk_problem(exc, parent)}") from None
+    try:
+        shutil.rmtree(doomed)
+    except OSError as exc:
+        raise SaveError(f"{what} is deleted, but removing its files stopped "
+                        f"({exc.strerror or exc}); remove what is left with: rm -r "
+                        f"{doomed}") from None

@@ -20,9 +20,9 @@ from typing import Any, ClassVar
 
 import orjson
 
-from agent_world.agents.brains import Brain, BrainFault
-from agent_world.agents.decision import Decision
-from agent_world.agents.observation import Observation
+from agent_world.contract.brains import Brain, BrainFault
+from agent_world.contract.decision import Decision
+from agent_world.contract.observation import Observation
 from agent_world.policies.policy import Policy
 from agent_world.policies.runner import PolicyOutcome, PolicyRunner, as_decision, policy_seed
 

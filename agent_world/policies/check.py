@@ -21,8 +21,8 @@ from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from agent_world.agents.observation import Observation, observe
 from agent_world.config import Config
+from agent_world.contract.observation import Observation, observe
 from agent_world.core.world import World
 from agent_world.policies.policy import Policy, PolicyError, load_policy
 from agent_world.policies.runner import (

@@ -27,8 +27,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from agent_world.agents.decision import Decision, DecisionError, as_plan
 from agent_world.config import SandboxConfig
+from agent_world.contract.decision import Decision, DecisionError, as_plan
 from agent_world.policies.policy import Policy
 from agent_world.sandbox.pool import WorkerDied
 from agent_world.sandbox.runner import SandboxRunner

@@ -23,9 +23,9 @@ from typing import TYPE_CHECKING, Any
 import orjson
 from aiohttp import WSCloseCode, WSMsgType, web
 
+from agent_world.commands.dispatch import Console
+from agent_world.commands.parsing import AGENT_NAME
 from agent_world.config import RemoteConfig
-from agent_world.console.commands import Console
-from agent_world.console.parsing import AGENT_NAME
 from agent_world.core.inputs import MAX_PLAN
 from agent_world.ratelimit import TokenBucket
 from agent_world.remote.manager import RemoteBrains

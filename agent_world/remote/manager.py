@@ -25,9 +25,10 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from agent_world.agents.decision import DecisionError, as_plan, from_json
-from agent_world.agents.observation import observe
 from agent_world.config import RemoteConfig
+from agent_world.contract.decision import DecisionError, as_plan, from_json
+from agent_world.contract.observation import observe
+from agent_world.contract.plan import PlanInput
 from agent_world.core import components as c
 from agent_world.core.inputs import MAX_PLAN
 from agent_world.core.world import World
@@ -208,11 +209,10 @@ class RemoteBrains(ThinkingManager):
                                       error=str(exc), latency_s=elapsed))
             return {"type": "rejected", "agent": agent, "request": rid, "reason": str(exc)}
         self.metrics.answered(elapsed)
-        self.world_inbox.submit("plan", {
-            "agent": agent, "actions": [a.to_dict() for a in actions], "source": self.source,
-            "client": link.name, "thought": reasoning, "request": rid,
-            "reasons": list(self.minds[agent].reasons),
-            "latency_ms": round(elapsed * 1000, 1)}, source=self.source)
+        PlanInput(agent=agent, actions=actions, source=self.source, thought=reasoning,
+                  request=rid, reasons=self.minds[agent].reasons, latency_s=elapsed,
+                  asked_tick=self.minds[agent].asked_tick, by={"client": link.name}
+                  ).submit(self.world_inbox)
         self.outcomes.put(Outcome(rid=rid, agent=agent, ok=True,
                                   decision=", ".join(str(a) for a in actions),
                                   thought=reasoning, latency_s=elapsed))

@@ -4,7 +4,7 @@ which abilities are used, per window of ticks, read from a save folder's event l
 ``build_report`` reads and counts (``reader``, ``windows``, ``tally``, ``summary``);
 ``checks`` holds the bounds a lively world keeps; ``render`` writes text and JSON,
 ``plots`` PNG files (the optional ``plots`` extra); ``speed`` measures the reading rate.
-The command is ``python main.py report`` (``agent_world/report_command.py``).
+The command is ``python main.py report`` (``agent_world/cli/report.py``).
 """
 
 from agent_world.report.build import DEFAULT_WINDOW, MIN_WINDOW, build_report

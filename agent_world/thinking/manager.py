@@ -119,7 +119,7 @@ class ThinkingManager:
         self._next_rid = 1
         self._available = True
         for eid, row in world.agents():
-            if row[0].brain in brains:
+            if row.agent.brain in brains:
                 self.minds[eid] = Mind(eid)
         self._new_minds = set(self.minds)  # considered at the next tick, whatever its slot
 

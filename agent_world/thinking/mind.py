@@ -13,7 +13,7 @@ from agent_world.core.world import World
 from agent_world.types import LLMUsage
 
 if TYPE_CHECKING:  # the agents package imports the LLM's, which imports this
-    from agent_world.agents.observation import Observation
+    from agent_world.contract.observation import Observation
 
 __all__ = ["NEAR_TILES", "NEVER_ASKED", "PRESSING", "REACTIVE", "STARVING", "Mind",
            "triggers"]

@@ -23,13 +23,16 @@ from pathlib import Path
 from agent_world.app import known_secrets
 from agent_world.config import Config, ConfigError, load_config
 from agent_world.eval.scenario import Scenario, built_in_names, load_scenario, with_ticks
+from agent_world.llm.gates import Gates
 from agent_world.llm.providers import provider_factory
 from agent_world.llm.redact import Redactor
 from agent_world.llm.textmodel import ProviderTextModel
 from agent_world.policies import PolicyError, available_policies, load_policy, read_policy
+from agent_world.runs import check_budget, prune_runs
 from agent_world.training.contract import contract_text
 from agent_world.training.generators import LLMGenerator, PolicyGenerator, TemplateGenerator
 from agent_world.training.trainer import THIN, Message, Trainer, TrainError, lineage_table
+from agent_world.types import MonotonicClock
 
 __all__ = ["TrainRequest", "build_parser", "main", "prepare"]
 
@@ -37,6 +40,7 @@ DEFAULT_START = {"market": "trader", "survival": "survivor"}
 """The example a run starts from when none is given (forager for the others)."""
 MAX_ITERATIONS = 1000
 MAX_EPISODES = 1000
+MAX_TICKS = 10**7  # the longest episode the command line takes
 _VERSIONED = re.compile(r"_v\d+\Z")
 
 
@@ -82,28 +86,41 @@ def _generator(request: TrainRequest, config: Config) -> PolicyGenerator:
         raise ValueError("--generator llm needs an LLM: set llm.provider in the configuration "
                          "(--config FILE), or use --generator templates")
     redactor = Redactor(known_secrets(config))
+    # A run's calls pass the same gates as a world's: llm.tokens_per_hour, cost_per_hour
+    # and the breaker hold for the trainer too.
+    gates = Gates.from_config(config.llm, clock=MonotonicClock(), redact=redactor)
     model = ProviderTextModel(config.llm, provider_factory(config.llm, redactor),
-                              max_tokens=2500, redactor=redactor)
+                              gates=gates, max_tokens=2500)
     return LLMGenerator(model, contract_text())
 
 
 def prepare(request: TrainRequest, config: Config, out: Path, *,
             on_message: Callable[[Message], None] = lambda _m: None,
-            stop: threading.Event | None = None) -> Trainer:
-    """A trainer ready to run, or ValueError/ConfigError saying in one line what is wrong."""
-    scenario = with_ticks(load_scenario(request.scenario), request.ticks)
+            stop: threading.Event | None = None, scenario: Scenario | None = None,
+            max_ticks: int = MAX_TICKS) -> Trainer:
+    """A trainer ready to run, or ValueError/ConfigError saying in one line what is wrong
+    (RunRefused, a ValueError, for a run that would pass the runs' disk budget).
+    ``scenario``: one read already (the web reads only the scenarios it may); ``max_ticks``:
+    the longest episode allowed (the web's is ``web.train_max_ticks``)."""
     for key, value, high in (("--iterations", request.iterations, MAX_ITERATIONS),
                              ("--episodes", request.episodes, MAX_EPISODES)):
         if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= high:
             raise ValueError(f"{key} {value!r}: give a whole number from 1 to {high}")
-    if request.ticks is not None and not 1 <= request.ticks <= 10**7:
-        raise ValueError(f"--ticks {request.ticks}: give 1 to 10,000,000 ticks")
+    if request.ticks is not None and not 1 <= request.ticks <= max_ticks:
+        raise ValueError(f"--ticks {request.ticks}: give 1 to {max_ticks:,} ticks")
+    scenario = with_ticks(scenario or load_scenario(request.scenario), request.ticks)
+    if scenario.ticks > max_ticks:
+        raise ValueError(f"scenario {scenario.name} runs {scenario.ticks:,} ticks an episode, "
+                         f"more than the {max_ticks:,} allowed here; ask for fewer ticks")
     if not 1 <= request.workers <= 256:
         raise ValueError(f"--workers {request.workers}: give 1 to 256")
     if not 0 <= request.margin <= 10:
         raise ValueError(f"--margin {request.margin}: give a share from 0 to 10 (0.02: 2%)")
     if (out / "lineage.json").exists():
         raise ValueError(f"{out} holds a training run already; give another --out")
+    versions = request.iterations + 1
+    check_budget(config.paths, out, episodes=versions * request.episodes, ticks=scenario.ticks,
+                 what=f"{versions:,} versions x {request.episodes:,} episodes")
     source = _start_source(request, scenario, config)
     stem = _VERSIONED.sub("", load_policy(source, "start").name)[:24]
     generator = _generator(request, config)
@@ -172,6 +189,8 @@ def main(argv: Sequence[str]) -> int:
                            episodes=args.episodes, generator=args.generator, start=args.start,
                            ticks=args.ticks, workers=args.workers, margin=args.margin,
                            seed=args.seed)
+    for line in prune_runs(config.paths):  # old runs go first: they count in the budget
+        print(line, file=sys.stderr)
     try:
         trainer = prepare(request, config, out, on_message=_printer, stop=stop)
     except (ConfigError, ValueError, PolicyError) as exc:
@@ -192,10 +211,15 @@ def main(argv: Sequence[str]) -> int:
         stop.set()
         print("interrupted: the versions so far are in " + str(out), file=sys.stderr)
         return 130
+    finally:
+        for line in prune_runs(config.paths, spare=out):
+            print(line, file=sys.stderr)
     if best is None:
         print(f"stopped before the starting policy was evaluated; see {out}", file=sys.stderr)
         return 1
     print("\n".join(lineage_table(trainer.versions, best)))
+    if trainer.halted:
+        print(f"\nstopped early: {trainer.halted}")
     thin = sum(THIN in v.reason for v in trainer.versions)
     if thin:
         print(f"\n{thin} version{'s' if thin != 1 else ''} scored higher than the best but "

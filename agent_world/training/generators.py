@@ -19,11 +19,13 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from agent_world.angel.generators import extract_code
+from agent_world.llm.gates import LLMUnavailable
 from agent_world.policies import example_policies
 from agent_world.training.source import Constant, numeric_constants, replace_values
 from agent_world.types import LLMRequest, LLMResponse
 
-__all__ = ["GeneratorError", "LLMGenerator", "PolicyGenerator", "Proposal", "TemplateGenerator"]
+__all__ = ["GeneratorError", "GeneratorUnavailable", "LLMGenerator", "PolicyGenerator",
+           "Proposal", "TemplateGenerator"]
 
 MAX_CHANGED = 3
 MAX_TRIES = 50  # mutations drawn before a template generator gives up finding a new one
@@ -36,6 +38,11 @@ SYSTEM = ("You improve agent policies for a simulated world: Python source files
 
 class GeneratorError(Exception):
     """No new source this time (the LLM failed or answered no code; no mutation left)."""
+
+
+class GeneratorUnavailable(GeneratorError):
+    """No new source until the LLM may be asked again: its hourly budget is spent or its
+    circuit breaker is open. The run stops rather than spin through its iterations."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -165,6 +172,8 @@ class LLMGenerator:
                 feedback: Sequence[str]) -> Proposal:
         try:
             answer = self.model.ask(self.request(best_source, bundle, feedback)).text
+        except LLMUnavailable as exc:
+            raise GeneratorUnavailable(f"the LLM may not be asked: {exc}") from None
         except Exception as exc:  # the provider's own errors, after its retries
             raise GeneratorError(f"the LLM failed: {type(exc).__name__}: "
                                  f"{str(exc)[:200]}") from None

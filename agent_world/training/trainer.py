@@ -16,7 +16,8 @@ Every version is kept in ``OUT/versions/vNNN-STEM_vN/`` (``policy.py``, ``bundle
 ``result.json`` with its score, status and parent); the best is ``OUT/best.py``, the lineage
 ``OUT/lineage.md`` and ``lineage.json``. A run reports what it does through ``on_message``
 (``step``, ``episode_summary``, ``critique``, ``done``) and stops between episodes once
-``stop`` is set.
+``stop`` is set; ``abort`` ends the episodes under way too. The run holds its folder's lock
+(``runs.RunFolder``: ``run.json`` says what runs there) while it works.
 """
 
 from __future__ import annotations
@@ -33,11 +34,12 @@ import orjson
 
 from agent_world.config import Config
 from agent_world.eval.episode import Episode
-from agent_world.eval.runner import confidence, evaluate
+from agent_world.eval.runner import STOP_GRACE_S, Stopper, confidence, evaluate
 from agent_world.eval.scenario import Scenario
 from agent_world.policies import PolicyChecker
+from agent_world.runs import RunFolder, RunInUse
 from agent_world.training.bundle import STEP_FAULTS, make_bundle
-from agent_world.training.generators import GeneratorError, PolicyGenerator
+from agent_world.training.generators import GeneratorError, GeneratorUnavailable, PolicyGenerator
 from agent_world.training.source import stamp
 
 __all__ = ["MIN_GAIN", "THIN", "Gain", "TrainError", "Trainer", "Version", "least_gain",
@@ -176,6 +178,8 @@ class Trainer:
         self.margin = margin
         self.on_message = on_message
         self.stop = stop or threading.Event()
+        self.halted = ""  # why the run stopped early on its own (the LLM may not be asked)
+        self.stopper = Stopper()  # its episodes' processes, for ``abort``
         self.versions: list[Version] = []
         self.best: Version | None = None
         self.feedback: list[str] = []
@@ -185,7 +189,27 @@ class Trainer:
     def run(self) -> Version | None:
         """Train; the best version (also ``OUT/best.py``), None when stopped before the
         starting policy was evaluated."""
-        self.out.mkdir(parents=True, exist_ok=True)
+        try:
+            folder = RunFolder.start(self.out, kind="train", scenario=self.scenario.name,
+                                     episodes=(self.iterations + 1) * len(self.seeds),
+                                     ticks=self.scenario.ticks)
+        except RunInUse as exc:
+            raise TrainError(str(exc)) from None
+        except OSError as exc:
+            raise TrainError(f"cannot write the run in {self.out} ({exc.strerror or exc}); "
+                             "give an --out (or paths.runs) you can write") from None
+        try:
+            return self._run()
+        finally:
+            folder.finish()
+
+    def abort(self, grace_s: float = STOP_GRACE_S) -> None:
+        """Stop now, from any thread: no new episode starts, and those under way are ended
+        (SIGTERM to their process groups, SIGKILL after ``grace_s``)."""
+        self.stop.set()
+        self.stopper.stop(grace_s)
+
+    def _run(self) -> Version | None:
         (self.out / "contract.md").write_text(self.contract, encoding="utf-8")
         checker = PolicyChecker(self.scenario.config(self.base))
         try:
@@ -204,7 +228,7 @@ class Trainer:
             if self.best is None:
                 raise TrainError(f"the starting policy does not pass: {first.reason}")
             for number in range(1, self.iterations + 1):
-                if self.stop.is_set():
+                if self.stop.is_set() or self.halted:
                     break
                 self._iterate(checker, number)
                 self._write_lineage()
@@ -214,7 +238,8 @@ class Trainer:
         best = self.best
         assert best is not None
         self._send("done", best=best.name, score=best.score, versions=len(self.versions),
-                   stopped=self.stop.is_set(), out=str(self.out))
+                   stopped=self.stop.is_set() or bool(self.halted), out=str(self.out),
+                   **({"halted": self.halted} if self.halted else {}))
         return best
 
     def _iterate(self, checker: PolicyChecker, number: int) -> None:
@@ -225,6 +250,10 @@ class Trainer:
         began = time.perf_counter()
         try:
             proposal = self.generator.propose(best.source, best.bundle, self.feedback)
+        except GeneratorUnavailable as exc:
+            self.halted = f"{exc}; the run stops here (the versions so far are kept)"
+            self._send("step", iteration=number, stage="halted", reason=self.halted)
+            return
         except GeneratorError as exc:
             version = Version(number=number, name="", parent=f"{best.name}@{best.version}",
                               status="failed", summary="", reason=f"generator: {exc}",
@@ -272,7 +301,7 @@ class Trainer:
             self.scenario, [f"policy:{name}"], self.seeds, folder / "episodes",
             workers=self.workers, base=self.base.replace(brains={"policies": str(folder)}),
             progress=io.StringIO(), on_episode=lambda e: self._episode(name, e),
-            cancelled=self.stop.is_set)
+            cancelled=self.stop.is_set, stopper=self.stopper)
         if not evaluation.episodes:
             version.status = "failed"
             version.reason = ("stopped" if evaluation.cancelled else

@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, Any
 import orjson
 from aiohttp import web
 
+from agent_world.commands.recent import involves
 from agent_world.config import PERSONALITIES
-from agent_world.console.recent import involves
 from agent_world.core.metrics import METRICS
 from agent_world.persistence.eventlog import LogReader
 from agent_world.web import views

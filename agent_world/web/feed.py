@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agent_world.core import components as c
-from agent_world.core.world import World
+from agent_world.core.world import AgentRow, World
 from agent_world.types import ENTITY_KEYS, Event, TickReport
 
 __all__ = ["AGENT_FIELDS", "FIELDS", "ITEM_FIELDS", "LAYERS", "OBJECT_FIELDS", "BBox", "Delta",
@@ -80,10 +80,10 @@ def _unpack(packed: int, n: int) -> list[int]:
     return fields
 
 
-def agent_record(eid: int, row: tuple[Any, ...], tick: int, thinking: frozenset[int]) -> Record:
+def agent_record(eid: int, row: AgentRow, tick: int, thinking: frozenset[int]) -> Record:
     """An agent as clients draw it (fields as in ``AGENT_FIELDS``)."""
-    agent, pos, needs = row[0], row[1], row[2]
-    return [eid, pos.x, pos.y, _health(needs), _flags(eid, row[5], tick, thinking),
+    agent, pos, needs = row.agent, row.pos, row.needs
+    return [eid, pos.x, pos.y, _health(needs), _flags(eid, row.combat, tick, thinking),
             agent.name, agent.personality, agent.brain]
 
 
@@ -301,12 +301,12 @@ class LiveFeed:
         out: dict[int, int] = {}
         y_at, hp_at, flags_at = _BITS, 2 * _BITS, 3 * _BITS
         for eid, row in self.world.agents():
-            pos, needs = row[1], row[2]
+            pos, needs = row.pos, row.needs
             top = needs.max_health
             hp = int(100 * needs.health / top + 0.5) if top > 0 else 0
             hp = 0 if hp < 0 else 100 if hp > 100 else hp
             flags = (THINKING if eid in thinking else 0) | (
-                DEFENDING if row[5].defending_until > tick else 0)
+                DEFENDING if row.combat.defending_until > tick else 0)
             out[eid] = pos.x | pos.y << y_at | hp << hp_at | flags << flags_at
         return out
 

@@ -28,10 +28,10 @@ from typing import TYPE_CHECKING, Any, TextIO
 import orjson
 
 from agent_world.app import Session
+from agent_world.commands.dispatch import COMMANDS, Command
+from agent_world.commands.parsing import CommandError, NoArgs, parse_no_args
+from agent_world.commands.recent import RecentEvents
 from agent_world.config import Config, ConfigError
-from agent_world.console.commands import COMMANDS, Command
-from agent_world.console.parsing import CommandError, NoArgs, parse_no_args
-from agent_world.console.recent import RecentEvents
 from agent_world.core.loop import LoopError, TickLoop
 from agent_world.core.world import World
 from agent_world.persistence import DivergenceError, SaveFolder
@@ -49,7 +49,7 @@ from agent_world.web.access import is_terminal
 from agent_world.web.server import WebError, WebServer
 
 if TYPE_CHECKING:
-    from agent_world.console.commands import Console
+    from agent_world.commands.dispatch import Console
 
 __all__ = ["MAX_SPEED", "MIN_SPEED", "ForkRequest", "Playback", "ReplayLoop", "Served",
            "open_recording", "serve_recording"]

@@ -58,9 +58,9 @@ class MetricSeries:
         by = dict.fromkeys(PERSONALITIES, 0)
         gold: list[float] = []
         for _eid, row in world.agents():
-            personality = row[0].personality
+            personality = row.agent.personality
             by[personality] = by.get(personality, 0) + 1
-            gold.append(row[3].gold)
+            gold.append(row.inv.gold)
         figures["agents"] = len(gold)
         for personality, n in by.items():
             figures[f"agents.{personality}"] = n

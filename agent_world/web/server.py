@@ -28,8 +28,8 @@ from urllib.parse import urlsplit
 
 from aiohttp import web
 
+from agent_world.commands.dispatch import Console
 from agent_world.config import WebConfig
-from agent_world.console.commands import Console
 from agent_world.remote.endpoint import AgentsEndpoint
 from agent_world.web import api
 from agent_world.web.access import (

@@ -2,7 +2,8 @@
 
 - ``POST /api/train`` ``{"scenario", "iterations", "episodes", "generator", "from", "code",
   "ticks", "margin", "seed"}`` starts a run (``training.command.prepare`` checks it: 400
-  with one line when something is wrong; 409 while another run is under way) and answers
+  with one line when something is wrong; 507 when it would pass the runs' disk budget,
+  ``paths.runs_max_bytes``; 409 while another run is under way) and answers
   ``{"run_id", "out"}``.
 - ``WS /ws/train/{run_id}`` sends what the run said so far, then each message as it comes:
   ``step``, ``episode_summary``, ``critique``, ``done`` (and ``error`` if the run could not
@@ -10,12 +11,20 @@
 - ``GET /api/train`` lists the runs; ``GET /api/train/{run_id}`` is one run's state and
   lineage; ``GET /api/train/{run_id}/code`` the current best policy's source.
 
+What a request may name is narrow: ``scenario`` is a name, never a path: a built-in scenario
+or a ``NAME.yaml`` of ``paths.scenarios`` (``eval.scenario.scenario_by_name``; nothing in the
+working folder is ever opened, and an answer never quotes what a file holds); ``from`` is a
+policy's name; an episode runs at most ``web.train_max_ticks`` ticks.
+
 The security rules are the viewer's: a POST passes the server's guard (the token when one
 is set, JSON, the page's own origin, never on a read-only server), and a WebSocket must come
-from the page's origin; ``terminate`` is a write, so it needs the token too (the
+from the page's origin and may send ``web.messages_per_s`` messages a second (past it, it is
+closed with 4429); ``terminate`` is a write, so it needs the token too (the
 ``Authorization`` header when connecting, or a ``token`` field in the message) and is
 refused on a read-only server. A run works in a thread of its own (its episodes in worker
-processes, one at a time by default), never on the world's loop.
+processes, one at a time by default), never on the world's loop. When the world stops, its
+runs stop with it: their episodes' process groups get SIGTERM, then SIGKILL; a world killed
+outright takes them along too (each episode process dies with its parent, ``lifeline``).
 """
 
 from __future__ import annotations
@@ -26,6 +35,7 @@ import hmac
 import secrets
 import threading
 from collections import deque
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -33,7 +43,12 @@ import orjson
 from aiohttp import WSMsgType, web
 
 from agent_world.config import ConfigError
+from agent_world.eval.runner import STOP_GRACE_S
+from agent_world.eval.scenario import SCENARIO_NAME, scenario_by_name
 from agent_world.policies import PolicyError
+from agent_world.policies.policy import NAME_PATTERN
+from agent_world.ratelimit import TokenBucket
+from agent_world.runs import RunRefused, prune_runs
 from agent_world.training.command import TrainRequest, prepare
 from agent_world.training.trainer import Message, Trainer, TrainError
 from agent_world.web import api
@@ -46,6 +61,7 @@ __all__ = ["TrainingRuns"]
 HISTORY = 2000  # messages a run keeps for late watchers
 WATCHER_QUEUE = 1000
 MAX_RUNS = 20  # finished runs remembered
+FLOOD_CLOSE = 4429  # more messages than web.messages_per_s allows (as on /ws)
 REQUEST_KEYS = {"scenario", "iterations", "episodes", "generator", "from", "code", "ticks",
                 "margin", "seed"}
 
@@ -59,6 +75,7 @@ class Run:
         self.watchers: set[asyncio.Queue[Message | None]] = set()
         self.state = "running"  # running | done | stopped | failed
         self.thread: threading.Thread | None = None
+        self.aborted = False  # stopped with the world: its episodes were ended
 
     def publish(self, message: Message) -> None:
         """On the event loop: keep it and pass it to every watcher (a full one loses it)."""
@@ -91,6 +108,8 @@ class TrainingRuns:
     def __init__(self, server: WebServer) -> None:
         self.server = server
         self.runs: dict[str, Run] = {}
+        self.closed_flooding = 0  # watchers closed for sending too much
+        self.preparing = False  # a POST is checking its run
 
     def add_routes(self, app: web.Application) -> None:
         app.router.add_post("/api/train", self._start)
@@ -109,31 +128,42 @@ class TrainingRuns:
     # -- HTTP ----------------------------------------------------------------------------
 
     async def _start(self, request: web.Request) -> web.StreamResponse:
-        if any(run.state == "running" for run in self.runs.values()):
+        if self.preparing or any(run.state == "running" for run in self.runs.values()):
             return api.error(409, "a training run is under way; watch it, terminate it "
                                   "(WS /ws/train/ID) or wait for it to end")
         try:
             body = orjson.loads(await request.read())
         except orjson.JSONDecodeError as exc:
             return api.error(400, f"the body is not JSON: {exc}")
+        config = self.server.session.config
         try:
-            train = _request(body)
+            train = _request(body, max_ticks=config.web.train_max_ticks)
+            # Names only: a built-in scenario or one of paths.scenarios, never a path.
+            scenario = scenario_by_name(train.scenario, config.paths.scenarios)
         except ValueError as exc:
             return api.error(400, str(exc))
-        config = self.server.session.config
         run_id = secrets.token_hex(6)
-        out = Path(config.paths.runs) / f"{Path(train.scenario).stem}-{run_id}"
+        out = Path(config.paths.runs) / f"{train.scenario}-{run_id}"
         loop = asyncio.get_running_loop()
         stop = threading.Event()
         holder: list[Run] = []
 
         def said(message: Message) -> None:  # on the run's thread
-            loop.call_soon_threadsafe(holder[0].publish, message)
+            _tell(loop, holder[0].publish, message)
 
+        self.preparing = True  # off the loop (it reads the runs' sizes): one at a time
         try:
-            trainer = prepare(train, config, out, on_message=said, stop=stop)
+            trainer = await asyncio.to_thread(
+                prepare, train, config, out, on_message=said, stop=stop, scenario=scenario,
+                max_ticks=config.web.train_max_ticks)
+        except RunRefused as exc:
+            return api.error(507, str(exc))
         except (ConfigError, ValueError, PolicyError) as exc:
             return api.error(400, str(exc))
+        except OSError as exc:
+            return api.error(503, f"the run could not be prepared: {exc.strerror or exc}")
+        finally:
+            self.preparing = False
         run = Run(run_id, trainer, stop)
         holder.append(run)
         self.runs[run_id] = run
@@ -145,16 +175,24 @@ class TrainingRuns:
                                   "watch": f"/ws/train/{run_id}",
                                   "code": f"/api/train/{run_id}/code"}, status=202)
 
-    @staticmethod
-    def _work(run: Run, loop: asyncio.AbstractEventLoop) -> None:
-        """The run's thread. Its state changes with its last message, on the loop."""
+    def _work(self, run: Run, loop: asyncio.AbstractEventLoop) -> None:
+        """The run's thread. Its state changes with its last message, on the loop; then
+        retention prunes old runs (the world log says which went)."""
         try:
             run.trainer.run()
         except TrainError as exc:
-            loop.call_soon_threadsafe(run.publish, {"type": "error", "error": str(exc)})
+            _tell(loop, run.publish, {"type": "error", "error": str(exc)})
         except Exception as exc:  # reported to the watchers, never raised into the world
-            loop.call_soon_threadsafe(run.publish, {
+            _tell(loop, run.publish, {
                 "type": "error", "error": f"{type(exc).__name__}: {str(exc)[:300]}"})
+        if run.aborted:
+            return  # the world is stopping: retention runs at its next start
+        for line in prune_runs(self.server.session.config.paths, spare=run.trainer.out):
+            _tell(loop, self._note, line)
+
+    def _note(self, line: str) -> None:
+        session = self.server.session
+        session.world_log.note(session.world.tick, line)
 
     def _forget_old(self) -> None:
         finished = [k for k, r in self.runs.items() if r.state != "running"]
@@ -203,8 +241,17 @@ class TrainingRuns:
             return ws
         run.watchers.add(queue)
         sender = asyncio.create_task(self._send(ws, queue))
+        rate = server.session.config.web.messages_per_s
+        bucket = TokenBucket(rate, clock=asyncio.get_running_loop().time)
         try:
             async for msg in ws:
+                if not bucket.take():
+                    self.closed_flooding += 1
+                    why = f"flooding: more than {rate:g} messages a second (web.messages_per_s)"
+                    with contextlib.suppress(ConnectionError):
+                        await ws.send_bytes(orjson.dumps({"type": "error", "error": why}))
+                    await ws.close(code=FLOOD_CLOSE, message=why.encode()[:120])
+                    break
                 if msg.type != WSMsgType.TEXT:
                     continue
                 reply = self._on_message(run, msg.data, may_write)
@@ -249,13 +296,28 @@ class TrainingRuns:
         run.stop.set()
         return {"type": "terminating", "run_id": run.run_id}
 
-    def close(self) -> None:
-        """Stop every run (the world is stopping); their threads end with the process."""
-        for run in self.runs.values():
-            run.stop.set()
+    def close(self, grace_s: float = STOP_GRACE_S) -> None:
+        """Stop every run now (the world is stopping): no new episode starts, and the
+        episodes under way are ended, their process groups sent SIGTERM then SIGKILL after
+        ``grace_s``; then each run's thread has ``grace_s`` to say it stopped."""
+        running = [run for run in self.runs.values() if run.state == "running"]
+        for run in running:
+            run.aborted = True
+            run.trainer.abort(grace_s)
+        for run in running:
+            if run.thread is not None:
+                run.thread.join(grace_s)
 
 
-def _request(body: Any) -> TrainRequest:
+def _tell(loop: asyncio.AbstractEventLoop, callback: Callable[[Any], None],
+          value: Any) -> None:
+    """From the run's thread: ``callback(value)`` on the loop, unless the loop is gone (the
+    world stopped while the run was ending: nobody is left to tell)."""
+    with contextlib.suppress(RuntimeError):
+        loop.call_soon_threadsafe(callback, value)
+
+
+def _request(body: Any, *, max_ticks: int) -> TrainRequest:
     if not isinstance(body, dict):
         raise ValueError("send a JSON object: {\"scenario\": ..., \"iterations\": ..., "
                          "\"episodes\": ...}")
@@ -264,11 +326,10 @@ def _request(body: Any) -> TrainRequest:
         raise ValueError(f"unknown key {unknown[0]!r}; the keys are "
                          f"{', '.join(sorted(REQUEST_KEYS))}")
     scenario = body.get("scenario")
-    if not isinstance(scenario, str) or not scenario.strip():
-        raise ValueError("'scenario' must name a scenario (foraging, market ...)")
-    if "/" in scenario or scenario.endswith((".yaml", ".yml")):
-        raise ValueError("'scenario' must be a built-in scenario's name over the web (files "
-                         "are for the command line)")
+    if not isinstance(scenario, str) or not SCENARIO_NAME.fullmatch(scenario):
+        raise ValueError("'scenario' must be a scenario's name: 1-64 of a-z, 0-9, _ and -, "
+                         "starting with a letter (foraging, market ...; files are for the "
+                         "command line)")
     whole, text, number = (int, "a whole number"), (str, "text"), ((int, float), "a number")
     typed: dict[str, tuple[tuple[Any, str], Any]] = {
         "iterations": (whole, 5), "episodes": (whole, 3), "generator": (text, "templates"),
@@ -280,8 +341,15 @@ def _request(body: Any) -> TrainRequest:
         if value is not None and (isinstance(value, bool) or not isinstance(value, kind)):
             raise ValueError(f"{key!r} must be {said}, got {value!r:.40}")
         values[key] = value
+    ticks = values["ticks"]
+    if ticks is not None and not 1 <= ticks <= max_ticks:
+        raise ValueError(f"'ticks' {ticks}: an episode started over the web runs 1 to "
+                         f"{max_ticks:,} ticks (web.train_max_ticks)")
     start = values.pop("from")
     if start is not None and start.endswith(".py"):
         raise ValueError("'from' must be a policy's name over the web (send a file's source "
                          "as 'code')")
+    if start is not None and not NAME_PATTERN.fullmatch(start):
+        raise ValueError("'from' must be a policy's name: 2-32 of a-z, 0-9 and _, starting "
+                         "with a letter (python main.py policy list shows them)")
     return TrainRequest(scenario=scenario, start=start, workers=1, **values)

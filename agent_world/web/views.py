@@ -9,15 +9,15 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from agent_world import __version__
-from agent_world.console import stats as console_stats
-from agent_world.console.recent import involves
+from agent_world.commands import stats as console_stats
+from agent_world.commands.recent import involves
 from agent_world.core import components as c
 from agent_world.core.components import NO_ONE
 from agent_world.core.terrain import TILE_NAMES
 from agent_world.web.feed import FIELDS, BBox
 
 if TYPE_CHECKING:
-    from agent_world.console.commands import Console
+    from agent_world.commands.dispatch import Console
     from agent_world.web.server import WebServer
 
 __all__ = ["SORT_KEYS", "agent_detail", "agent_rows", "entities", "state", "stats",
@@ -85,7 +85,7 @@ def agent_rows(server: WebServer, *, sort: str, limit: int,
     tick = world.tick
     rows: list[dict[str, Any]] = []
     for eid, row in world.agents():
-        agent, pos, needs, inv = row[0], row[1], row[2], row[3]
+        agent, pos, needs, inv = row.agent, row.pos, row.needs, row.inv
         if personality is not None and agent.personality != personality:
             continue
         rows.append({"id": eid, "name": agent.name, "personality": agent.personality,

@@ -173,7 +173,7 @@ def _news_about(world: World, memory: c.Memory, who: int) -> dict[str, str]:
 def _gossip(world: World, eid: int, row: AgentRow, listener: int, name: str) -> str | None:
     """News about a third party: the speaker's worst enemy or best friend in the world,
     never the listener and never the speaker."""
-    social, memory = row[7], row[8]
+    social, memory = row.social, row.memory
     rel = social.relationships
     others = [k for k in rel if k not in (eid, listener) and abs(rel[k]) >= 0.3]
     if not others:
@@ -193,7 +193,7 @@ def _gossip(world: World, eid: int, row: AgentRow, listener: int, name: str) -> 
 
 def _recollection(world: World, row: AgentRow) -> str | None:
     """Something the speaker did itself: a kill, a gift from the angel."""
-    for entry in reversed(row[8].recent):
+    for entry in reversed(row.memory.recent):
         if world.tick - entry["tick"] > NEWS_TICKS:
             return None
         text: str = entry["text"]
@@ -213,7 +213,7 @@ def _market(world: World, name: str) -> str:
 
 
 def _place(world: World, row: AgentRow, name: str) -> str | None:
-    objects = row[6].objects
+    objects = row.perception.objects
     if not objects:
         return None
     oid = objects[world.rng.randrange(min(4, len(objects)))]
@@ -226,7 +226,7 @@ def _place(world: World, row: AgentRow, name: str) -> str | None:
 
 
 def _holding(world: World, row: AgentRow) -> str | None:
-    inv = row[3]
+    inv = row.inv
     if not inv.items:
         return None
     kind = max(inv.items, key=lambda k: (inv.items[k], k))
@@ -236,7 +236,7 @@ def _holding(world: World, row: AgentRow) -> str | None:
 
 
 def _mood_line(world: World, row: AgentRow) -> str:
-    needs, inv = row[2], row[3]
+    needs, inv = row.needs, row.inv
     feeling = mood(needs, inv)
     ago = "this morning" if needs.hunger < 80 else "yesterday"
     return _pick(world, _MOOD[feeling]).format(
@@ -247,7 +247,7 @@ def chat(world: World, eid: int, row: AgentRow, listener: int) -> dict[str, Any]
     """Something to say to ``listener`` close by: a greeting, news or a remark."""
     rng = world.rng
     name = _alive_name(world, listener) or "friend"
-    personality = row[0].personality
+    personality = row.agent.personality
     roll = rng.random()
     text: str | None = None
     if roll < 0.35:
@@ -261,7 +261,7 @@ def chat(world: World, eid: int, row: AgentRow, listener: int) -> dict[str, Any]
     elif roll < 0.72:
         text = _holding(world, row)
     if text is None:
-        liking = row[7].relationships.get(listener, 0.0)
+        liking = row.social.relationships.get(listener, 0.0)
         if liking > 0.4:
             greeting = _pick(world, _FRIEND)
         elif liking < -0.3:
@@ -283,9 +283,9 @@ def cry(world: World, victim_personality_fights: bool, foe: int) -> dict[str, An
 
 def threat(world: World, target: int, row: AgentRow) -> dict[str, Any]:
     """An aggressive agent's opener (``row`` is the target's)."""
-    inv = row[3]
+    inv = row.inv
     item = max(inv.items, key=lambda k: (ITEMS[k].value, k)) if inv.items else "purse"
-    return {"text": _pick(world, _THREAT).format(name=row[0].name, item=item), "to": target}
+    return {"text": _pick(world, _THREAT).format(name=row.agent.name, item=item), "to": target}
 
 
 def sell_pitch(world: World, listener: int, item: str, qty: int,

@@ -72,7 +72,7 @@ def _say(world: World, topic: str, **fields: Any) -> dict[str, Any]:
 
 
 def _respond_to_offers(world: World, eid: int, row: AgentRow, cands: list[Candidate]) -> None:
-    needs, inv, social = row[2], row[3], row[7]
+    needs, inv, social = row.needs, row.inv, row.social
     for oid in world.offers_to.get(eid, ()):
         offer = world.offers[oid]
         have_all = all(inv.count(k) >= q for k, q in offer["want"].items())
@@ -88,7 +88,7 @@ def _respond_to_offers(world: World, eid: int, row: AgentRow, cands: list[Candid
 
 def _threats(world: World, eid: int, row: AgentRow, p: Profile,
              cands: list[Candidate]) -> None:
-    pos, needs, inv, combat, social = row[1], row[2], row[3], row[5], row[7]
+    pos, needs, inv, combat, social = row.pos, row.needs, row.inv, row.combat, row.social
     tick = world.tick
     attacker = combat.last_attacker
     if tick - combat.last_attacked > 20 or not world.alive(attacker):
@@ -113,7 +113,7 @@ def _threats(world: World, eid: int, row: AgentRow, p: Profile,
 
 def _hunger(world: World, eid: int, row: AgentRow, p: Profile,
             cands: list[Candidate]) -> None:
-    needs, inv, perc, social = row[2], row[3], row[6], row[7]
+    needs, inv, perc, social = row.needs, row.inv, row.perception, row.social
     h = needs.hunger / 100.0
     foods = _food(inv)
     if foods and needs.hunger > 35:
@@ -162,7 +162,7 @@ def _may_offer(world: World, eid: int, other: int) -> bool:
 
 
 def _energy(world: World, row: AgentRow, cands: list[Candidate]) -> None:
-    needs, inv, perc = row[2], row[3], row[6]
+    needs, inv, perc = row.needs, row.inv, row.perception
     hp = needs.health / needs.max_health
     if "herb" in inv.items and hp < 0.6:
         cands.append((0.4 + (1.0 - hp), "use", {"item": "herb"}))
@@ -180,7 +180,7 @@ def _energy(world: World, row: AgentRow, cands: list[Candidate]) -> None:
 def _ambition(world: World, eid: int, row: AgentRow, p: Profile,
               cands: list[Candidate]) -> None:
     """Fighting, stealing, trading surplus, giving and chatting with those in sight."""
-    pos, needs, inv, perc, social = row[1], row[2], row[3], row[6], row[7]
+    pos, needs, inv, perc, social = row.pos, row.needs, row.inv, row.perception, row.social
     rng = world.rng
     tick = world.tick
     hp = needs.health / needs.max_health
@@ -192,10 +192,10 @@ def _ambition(world: World, eid: int, row: AgentRow, p: Profile,
         other_row = world.agent_row(other)
         if other_row is None:
             continue
-        opos, oneeds, oinv = other_row[1], other_row[2], other_row[3]
+        opos, oneeds, oinv = other_row.pos, other_row.needs, other_row.inv
         dist = max(abs(opos.x - pos.x), abs(opos.y - pos.y))
         liking = social.relationships.get(other, 0.0)
-        name = other_row[0].name
+        name = other_row.agent.name
         rich = oinv.gold > 5 or bool(oinv.items)
         # Violence: rare, aimed at the weak, the disliked and the well-off.
         if (p.fight > 0.5 and hp > 0.5 and needs.energy > 30 and liking < 0.3
@@ -251,7 +251,7 @@ def _surplus(inv: c.Inventory) -> str | None:
 
 def _gather(world: World, eid: int, row: AgentRow, p: Profile,
             cands: list[Candidate]) -> None:
-    needs, inv, perc = row[2], row[3], row[6]
+    needs, inv, perc = row.needs, row.inv, row.perception
     store = world.store
     armed = _weapon_bonus(inv) > 0
     for iid in perc.items:
@@ -273,7 +273,7 @@ def _gather(world: World, eid: int, row: AgentRow, p: Profile,
 
 def decide(world: World, eid: int, row: AgentRow) -> Action | None:
     """The built-in choice for one agent, or None to carry on with what it is doing."""
-    agent, intent = row[0], row[4]
+    agent, intent = row.agent, row.intent
     p = PROFILES[agent.personality]
     cands: list[Candidate] = []
     _respond_to_offers(world, eid, row, cands)

@@ -81,11 +81,11 @@ class _Mind:
         self.world = world
         self.eid = eid
         self.row = row
-        self.p: Profile = PROFILES[row[0].personality]
+        self.p: Profile = PROFILES[row.agent.personality]
         self.tick = world.tick
-        needs, inv, social = row[2], row[3], row[7]
-        self.pos, self.needs, self.inv = row[1], needs, inv
-        self.perc, self.social = row[6], social
+        needs, inv, social = row.needs, row.inv, row.social
+        self.pos, self.needs, self.inv = row.pos, needs, inv
+        self.perc, self.social = row.perception, social
         self.hp = needs.health / needs.max_health
         self.energy = needs.energy
         self.reserved = reserved = _reserved(world, eid)
@@ -268,15 +268,15 @@ def _offers(m: _Mind, cands: list[Candidate]) -> None:
         srow = m.rows.get(sender)
         ok = srow is not None
         if srow is not None:
-            near = m.dist(srow[1]) <= world.rules.trade_range + 1  # a step to spare
-            sender_has = all(srow[3].count(k) >= q for k, q in give.items())
+            near = m.dist(srow.pos) <= world.rules.trade_range + 1  # a step to spare
+            sender_has = all(srow.inv.count(k) >= q for k, q in give.items())
             have_all = all(m.inv.count(k) - m.reserved.get(k, 0) >= q for k, q in want.items())
             liking = m.social.relationships.get(sender, 0.0)
             ok = (near and sender_has and have_all and liking > -0.3
                   and _fits(world, m.inv, give, want))
             if ok:
-                gain = value(world, m.row[0].personality, m.needs, m.inv, give)
-                cost = value(world, m.row[0].personality, m.needs, m.inv, want)
+                gain = value(world, m.row.agent.personality, m.needs, m.inv, give)
+                cost = value(world, m.row.agent.personality, m.needs, m.inv, want)
                 ok = gain * (0.8 + 0.4 * world.rng.random()) >= cost
         if ok:
             cands.append((0.95, "trade_accept", {"offer": oid}))
@@ -291,19 +291,19 @@ def _offers(m: _Mind, cands: list[Candidate]) -> None:
 def _threats(m: _Mind, cands: list[Candidate]) -> int | None:
     """Answers to an attack going on; returns the attacker, if any."""
     world, eid, p, tick = m.world, m.eid, m.p, m.tick
-    combat = m.row[5]
+    combat = m.row.combat
     attacker = combat.last_attacker
     if tick - combat.last_attacked > FIGHT_TICKS or attacker == eid or not world.alive(attacker):
         return None
     arow = m.rows.get(attacker)
     if arow is None:
         return None
-    dist = m.dist(arow[1])
+    dist = m.dist(arow.pos)
     if dist > world.rules.vision_radius:
         return None
     hp = m.hp
-    foe_hp = arow[2].health / arow[2].max_health
-    stronger = foe_hp > hp + 0.15 or _weapon_bonus(arow[3]) > _weapon_bonus(m.inv) + 3
+    foe_hp = arow.needs.health / arow.needs.max_health
+    stronger = foe_hp > hp + 0.15 or _weapon_bonus(arow.inv) > _weapon_bonus(m.inv) + 3
     flee = (p.caution * (1.0 - hp) * 1.6 + (0.45 if stronger else 0.0) + 0.2 * p.caution
             + (0.9 if hp < 0.3 else 0.6 if hp < 0.45 and stronger else 0.0))
     fight = p.fight * hp * 1.2 + 0.35 + (0.0 if stronger else 0.2)
@@ -349,7 +349,7 @@ def _battle_spells(m: _Mind, cands: list[Candidate], foe: int, dist: int, fight:
 
 def _after_fight(m: _Mind, cands: list[Candidate]) -> None:
     """Calm again after a fight: time to ask the angel for a defence, if none is known."""
-    world, combat, p = m.world, m.row[5], m.p
+    world, combat, p = m.world, m.row.combat, m.p
     since = m.tick - combat.last_attacked
     if not m.casting or since <= FIGHT_TICKS or since > AFTER_FIGHT_TICKS:
         return
@@ -435,7 +435,7 @@ def _buy_food(m: _Mind, cands: list[Candidate], h: float) -> None:
         orow = m.rows.get(other)
         if orow is None or m.avoids(other) or m.social.relationships.get(other, 0.0) < -0.3:
             continue
-        oinv = orow[3]
+        oinv = orow.inv
         have = [k for k in oinv.items if ITEMS[k].category == "food" and oinv.items[k] >= 2]
         if not have or _food_units(oinv) < 3:
             continue
@@ -499,7 +499,7 @@ def _sale(m: _Mind, other: int, orow: AgentRow) -> tuple[dict[str, int], int] | 
     """Goods this agent would offer ``other`` (who looks in need of them, or is a trader
     who buys to sell on) and the price."""
     world = m.world
-    oinv, oneeds, oagent = orow[3], orow[2], orow[0]
+    oinv, oneeds, oagent = orow.inv, orow.needs, orow.agent
     if oinv.gold <= 0:
         return None
     op = PROFILES[oagent.personality]
@@ -543,7 +543,7 @@ def _sale(m: _Mind, other: int, orow: AgentRow) -> tuple[dict[str, int], int] | 
 def _bargain(m: _Mind, orow: AgentRow) -> tuple[dict[str, int], int] | None:
     """A trader's bid for food or herbs another holds in plenty (it sells them on)."""
     world = m.world
-    oinv = orow[3]
+    oinv = orow.inv
     for kind, qty in sorted(oinv.items.items(), key=lambda kq: (-kq[1], kq[0])):
         if qty >= 8 and ITEMS[kind].category in ("food", "medicine"):
             take = min(qty - 4, 3)
@@ -565,7 +565,7 @@ def _company(m: _Mind, cands: list[Candidate]) -> None:
         orow = m.rows.get(other)
         if orow is None:
             continue
-        opos, oneeds, oinv = orow[1], orow[2], orow[3]
+        opos, oneeds, oinv = orow.pos, orow.needs, orow.inv
         dist = m.dist(opos)
         if dist > world.rules.vision_radius:
             continue
@@ -641,9 +641,9 @@ def _social_spells(m: _Mind, cands: list[Candidate]) -> None:
     weary = 0
     for other in agents[:6]:
         orow = m.rows.get(other)
-        if orow is not None and m.dist(orow[1]) <= 3:
+        if orow is not None and m.dist(orow.pos) <= 3:
             close += 1
-            oneeds = orow[2]
+            oneeds = orow.needs
             if oneeds.health < oneeds.max_health * 0.8 or oneeds.energy < 50:
                 weary += 1
     if (close >= 2 and weary >= 2 and casting.tempted(world, "rally")
@@ -654,7 +654,7 @@ def _social_spells(m: _Mind, cands: list[Candidate]) -> None:
         goods = [k for k in m.inv.items if m.spare(k) > 0]
         if goods:
             kind = goods[world.rng.randrange(len(goods))]
-            text = speech.advert(world, m.row[0].name, kind, max(1.0, world.prices[kind] * 1.1))
+            text = speech.advert(world, m.row.agent.name, kind, max(1.0, world.prices[kind] * 1.1))
             cands.append((0.4, "use_ability", {"ability": "proclaim", "text": text}))
 
 
@@ -777,7 +777,7 @@ def decide(world: World, eid: int, row: AgentRow) -> Action | None:
         scene.scene_choices(m, cands)
     cands.append((0.12, "wander", {"ticks": 30}))
     random = world.rng.random
-    current = row[4].action
+    current = row.intent.action
     doing = current.name if current is not None else None
     doing_args: dict[str, Any] | None = None
     best: Candidate | None = None

@@ -120,7 +120,7 @@ def build_ctx(world: World, eid: int, row: AgentRow, spec: AbilitySpec,
               action: Action) -> dict[str, Any]:
     """Everything one call may see, as plain JSON data (a copy: the code cannot reach the
     world through it)."""
-    agent, pos, needs, inv = row[0], row[1], row[2], row[3]
+    agent, pos, needs, inv = row.agent, row.pos, row.needs, row.inv
     tick = world.tick
     meta = spec.meta
     radius = world.rules.vision_radius
@@ -161,7 +161,7 @@ def build_ctx(world: World, eid: int, row: AgentRow, spec: AbilitySpec,
                    "energy": round(needs.energy, 2), "hunger": round(needs.hunger, 2),
                    "gold": inv.gold, "items": dict(inv.items),
                    "statuses": world.abilities.statuses_of(eid, tick),
-                   "reputation": round(row[7].reputation, 3)},
+                   "reputation": round(row.social.reputation, 3)},
         "args": args,
         "target": None if target is None else _describe(world, target, pos),
         "tile": tile,
@@ -176,7 +176,7 @@ def build_ctx(world: World, eid: int, row: AgentRow, spec: AbilitySpec,
 def _prepare(world: World, eid: int, row: AgentRow, action: Action,
              queued: int) -> _Cast | None:
     """The cast, if it may happen this tick; None if it failed or must wait."""
-    intent, pos = row[4], row[1]
+    intent, pos = row.intent, row.pos
     book = world.abilities
     name: str = action.args["ability"]
     spec = book.get(name)
@@ -230,8 +230,8 @@ def _prepare(world: World, eid: int, row: AgentRow, action: Action,
     if tick < ready:
         fail(world, eid, intent, f"{name} is cooling down ({ready - tick} ticks left)")
         return None
-    if row[2].energy < meta.energy_cost:
-        fail(world, eid, intent, f"too tired for {name} (energy {row[2].energy:.0f}, it "
+    if row.needs.energy < meta.energy_cost:
+        fail(world, eid, intent, f"too tired for {name} (energy {row.needs.energy:.0f}, it "
              f"costs {meta.energy_cost:g})")
         return None
     if queued >= world.ability_rules.calls_per_tick:
@@ -254,7 +254,7 @@ def disable_ability(world: World, name: str, reason: str, caster: int = 0) -> No
 def _killed(world: World, cast: _Cast, reason: str) -> None:
     """A call killed from outside: the cast fails, and the ability takes a strike; the
     ``kills_to_disable``-th in a row disables it."""
-    eid, name, intent = cast.eid, cast.spec.name, cast.row[4]
+    eid, name, intent = cast.eid, cast.spec.name, cast.row.intent
     limit = world.ability_rules.kills_to_disable
     strikes = world.abilities.strike(name)
     world.emit("ability_killed", ability=name, agent=eid, name=world.name_of(eid),
@@ -272,7 +272,7 @@ def _killed(world: World, cast: _Cast, reason: str) -> None:
 
 def _settle(world: World, cast: _Cast, result: AbilityResult) -> None:
     eid, spec = cast.eid, cast.spec
-    needs, intent = cast.row[2], cast.row[4]
+    needs, intent = cast.row.needs, cast.row.intent
     name = spec.name
     book = world.abilities
     if result.status == ABILITY_POSTPONED:
@@ -369,7 +369,7 @@ def _tick_statuses(world: World) -> None:
 
 def _request(world: World, eid: int, row: AgentRow, action: Action) -> None:
     book = world.abilities
-    since = row[4].since
+    since = row.intent.since
     for req in book.requests.values():
         if req["agent"] == eid and req["since"] == since:
             return  # asked already; waiting for the answer
@@ -417,7 +417,7 @@ def abilities_system(world: World) -> None:
         _tick_statuses(world)
     casts: list[_Cast] = []
     for eid, row in world.schedule.doing(world, _CASTING):
-        action = row[4].action
+        action = row.intent.action
         if action is None:
             continue
         if action.name == "use_ability":

@@ -62,7 +62,7 @@ def census_figures(world: World) -> dict[str, Any]:
     over = 0
     tick = world.tick
     for _eid, row in world.agents():
-        agent, inv = row[0], row[3]
+        agent, inv = row.agent, row.inv
         weight = load(inv)
         loads.append(weight)
         if capacity and weight > capacity + 1e-9:

@@ -34,7 +34,7 @@ def damage_of(world: World, attacker_inv: c.Inventory, roll: float, defending: b
 
 
 def _attack(world: World, eid: int, row: AgentRow) -> None:
-    pos, needs, inv, intent, combat = row[1], row[2], row[3], row[4], row[5]
+    pos, needs, inv, intent, combat = row.pos, row.needs, row.inv, row.intent, row.combat
     assert intent.action is not None
     target: int = intent.action.args["target"]
     store = world.store
@@ -102,13 +102,13 @@ _FIGHTING = ("attack", "defend")
 def combat_system(world: World) -> None:
     tick = world.tick
     for eid, row in world.schedule.doing(world, _FIGHTING):
-        intent = row[4]
+        intent = row.intent
         action = intent.action
         if action is None:
             continue
         if action.name == "attack":
             _attack(world, eid, row)
         elif action.name == "defend":
-            row[5].defending_until = tick + world.rules.defend_duration_ticks
+            row.combat.defending_until = tick + world.rules.defend_duration_ticks
             world.emit("defend", agent=eid, name=world.name_of(eid))
             finish(intent)

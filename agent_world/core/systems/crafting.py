@@ -17,7 +17,7 @@ __all__ = ["craft"]
 
 
 def _missing(inputs: Mapping[str, int], row: AgentRow) -> str | None:
-    inv = row[3]
+    inv = row.inv
     short = [f"{n - inv.count(kind)} {kind}" for kind, n in inputs.items()
              if inv.count(kind) < n]
     return f"short of {', '.join(short)}" if short else None
@@ -25,7 +25,7 @@ def _missing(inputs: Mapping[str, int], row: AgentRow) -> str | None:
 
 def craft(world: World, eid: int, row: AgentRow, action: Action) -> None:
     """The ``craft`` action, run by the interaction system every tick while it lasts."""
-    intent, inv = row[4], row[3]
+    intent, inv = row.intent, row.inv
     output: str = action.args["item"]
     inputs = world.recipes.get(output)
     if inputs is None:

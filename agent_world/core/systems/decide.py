@@ -26,7 +26,7 @@ def begin(world: World, eid: int, row: AgentRow, action: Action) -> bool:
 
     Every action begun is counted (``actions_started``, brain_version 2), so that the
     share of failed actions can be read off the census counters."""
-    intent = row[4]
+    intent = row.intent
     if world.rules.brain_version >= 2:
         world.count("actions_started")
     target = action.args.get("target")
@@ -36,7 +36,7 @@ def begin(world: World, eid: int, row: AgentRow, action: Action) -> bool:
             start(world, intent, action)
             fail(world, eid, intent, f"#{target} does not exist")
             return False
-        pos = row[1]
+        pos = row.pos
         sight = world.rules.vision_radius + 2
         if max(abs(tpos.x - pos.x), abs(tpos.y - pos.y)) > sight:
             start(world, intent, action)

@@ -35,7 +35,7 @@ MAX_WITNESS_EFFECTS = 8
 
 def _in_reach(world: World, eid: int, row: AgentRow, action: Action) -> c.Position | None:
     """The target's position once within reach; None while still walking (or failed)."""
-    intent, pos = row[4], row[1]
+    intent, pos = row.intent, row.pos
     target = action.args["target"]
     tpos = world.store.try_get(target, c.Position)
     if tpos is None:
@@ -50,7 +50,7 @@ def _target_agent(world: World, eid: int, row: AgentRow, action: Action) -> int 
     """The targeted agent once in reach, failing the action if it is not a living agent."""
     target: int = action.args["target"]
     if world.store.try_get(target, c.Position) is not None and not world.alive(target):
-        fail(world, eid, row[4], f"{world.label(target)} is not a living agent")
+        fail(world, eid, row.intent, f"{world.label(target)} is not a living agent")
         return None
     if _in_reach(world, eid, row, action) is None:
         return None
@@ -67,7 +67,7 @@ def notice_theft(world: World, thief: int, victim: int, x: int, y: int) -> None:
 
 
 def _pickup(world: World, eid: int, row: AgentRow, action: Action) -> None:
-    intent, inv = row[4], row[3]
+    intent, inv = row.intent, row.inv
     target = action.args["target"]
     item = world.store.try_get(target, c.Item)
     if item is None:
@@ -106,7 +106,7 @@ def _pickup(world: World, eid: int, row: AgentRow, action: Action) -> None:
 
 
 def _drop(world: World, eid: int, row: AgentRow, action: Action) -> None:
-    pos, inv, intent = row[1], row[3], row[4]
+    pos, inv, intent = row.pos, row.inv, row.intent
     kind, qty = action.args["item"], action.args.get("qty", 1)
     if inv.count(kind) < qty:
         fail(world, eid, intent, f"carrying {inv.count(kind)} {kind}, not {qty}")
@@ -118,7 +118,7 @@ def _drop(world: World, eid: int, row: AgentRow, action: Action) -> None:
 
 
 def _eat(world: World, eid: int, row: AgentRow, action: Action) -> None:
-    needs, inv, intent = row[2], row[3], row[4]
+    needs, inv, intent = row.needs, row.inv, row.intent
     kind = action.args.get("item")
     if kind is None:
         foods = [k for k in inv.items if ITEMS[k].category == "food"]
@@ -141,7 +141,7 @@ def _eat(world: World, eid: int, row: AgentRow, action: Action) -> None:
 
 
 def _use(world: World, eid: int, row: AgentRow, action: Action) -> None:
-    needs, inv, intent = row[2], row[3], row[4]
+    needs, inv, intent = row.needs, row.inv, row.intent
     if "item" in action.args:
         kind = action.args["item"]
         spec = ITEMS[kind]
@@ -187,20 +187,20 @@ def _use(world: World, eid: int, row: AgentRow, action: Action) -> None:
 
 
 def _rest(world: World, eid: int, row: AgentRow, action: Action) -> None:
-    needs, intent = row[2], row[4]
+    needs, intent = row.needs, row.intent
     ticks = action.args.get("ticks", REST_TICKS)
     if needs.energy >= 100.0 or world.tick - intent.since >= ticks:
         finish(intent)
 
 
 def _idle(world: World, eid: int, row: AgentRow, action: Action) -> None:
-    intent = row[4]
+    intent = row.intent
     if world.tick - intent.since >= action.args.get("ticks", IDLE_TICKS):
         finish(intent)
 
 
 def _say(world: World, eid: int, row: AgentRow, action: Action) -> None:
-    pos, intent, social = row[1], row[4], row[7]
+    pos, intent, social = row.pos, row.intent, row.social
     text: str = action.args["text"]
     to = action.args.get("to")
     name = world.name_of(eid)
@@ -226,7 +226,7 @@ def _say(world: World, eid: int, row: AgentRow, action: Action) -> None:
 
 
 def _give(world: World, eid: int, row: AgentRow, action: Action) -> None:
-    inv, intent = row[3], row[4]
+    inv, intent = row.inv, row.intent
     kind, qty = action.args["item"], action.args.get("qty", 1)
     if inv.count(kind) < qty:
         fail(world, eid, intent, f"carrying {inv.count(kind)} {kind}, not {qty}")
@@ -263,7 +263,7 @@ def _lacking(inv: c.Inventory, goods: dict[str, int]) -> str | None:
 
 
 def _trade_offer(world: World, eid: int, row: AgentRow, action: Action) -> None:
-    inv, intent = row[3], row[4]
+    inv, intent = row.inv, row.intent
     give, want = dict(action.args["give"]), dict(action.args["want"])
     missing = _lacking(inv, give)
     if missing:
@@ -276,7 +276,7 @@ def _trade_offer(world: World, eid: int, row: AgentRow, action: Action) -> None:
         fail(world, eid, intent, f"already waiting for {world.label(target)} to answer")
         return
     oid = world.add_offer(eid, target, give, want)
-    row[7].last_offer = world.tick
+    row.social.last_offer = world.tick
     world.remember(target, f"{world.label(eid)} offers {give} for {want} (offer {oid})")
     world.emit("trade_offer", agent=eid, name=world.name_of(eid), target=target,
                target_name=world.name_of(target), offer=oid, give=give, want=want)
@@ -284,7 +284,7 @@ def _trade_offer(world: World, eid: int, row: AgentRow, action: Action) -> None:
 
 
 def _trade_accept(world: World, eid: int, row: AgentRow, action: Action) -> None:
-    pos, inv, intent = row[1], row[3], row[4]
+    pos, inv, intent = row.pos, row.inv, row.intent
     oid = action.args["offer"]
     offer = world.offers.get(oid)
     if offer is None or offer["to"] != eid:
@@ -361,7 +361,7 @@ def _market_fee(world: World, payee: c.Inventory, gold: int) -> int:
 
 
 def _trade_decline(world: World, eid: int, row: AgentRow, action: Action) -> None:
-    intent = row[4]
+    intent = row.intent
     oid = action.args["offer"]
     offer = world.offers.get(oid)
     if offer is None or offer["to"] != eid:
@@ -375,7 +375,7 @@ def _trade_decline(world: World, eid: int, row: AgentRow, action: Action) -> Non
 
 
 def _steal(world: World, eid: int, row: AgentRow, action: Action) -> None:
-    pos, inv, intent = row[1], row[3], row[4]
+    pos, inv, intent = row.pos, row.inv, row.intent
     target = _target_agent(world, eid, row, action)
     if target is None:
         return
@@ -434,7 +434,7 @@ _HANDLERS: dict[str, Callable[[World, int, AgentRow, Action], None]] = {
 def interaction_system(world: World) -> None:
     handlers = _HANDLERS
     for eid, row in world.schedule.doing(world, handlers):
-        action = row[4].action
+        action = row.intent.action
         if action is not None:
             handler = handlers.get(action.name)
             if handler is not None:

@@ -111,7 +111,7 @@ def _settle_estate(world: World, eid: int, killer: int) -> dict[str, Any]:
 def _old_age(world: World) -> None:
     lifespan = world.rules.lifespan_ticks
     tick = world.tick
-    old = [eid for eid, row in world.agents() if tick - row[0].born > lifespan]
+    old = [eid for eid, row in world.agents() if tick - row.agent.born > lifespan]
     for eid in old:
         if world.rng.random() < OLD_AGE_CHANCE:
             world.count("deaths_of_old_age")

@@ -48,7 +48,7 @@ def perception_system(world: World) -> None:
         row = rows.get(eid)
         if row is None:  # died since
             continue
-        pos, perc = row[1], row[6]
+        pos, perc = row.pos, row.perception
         perc.next_update = tick + interval
         schedule.look_at(eid, tick + interval)
         see_objects = (tick // interval + eid) % OBJECTS_EVERY == 0

@@ -58,7 +58,7 @@ def _taken(world: World, point: int, state: dict[str, Any], team: str,
 
 def team_say(world: World, eid: int, row: AgentRow, action: Action) -> None:
     """The ``team_say`` action: one message to every living teammate, wherever they are."""
-    intent = row[4]
+    intent = row.intent
     team = team_of(world, eid)
     text: str = action.args["text"]
     if not team:
@@ -84,7 +84,7 @@ def team_say(world: World, eid: int, row: AgentRow, action: Action) -> None:
                     "heard_by": heard_by})
     if len(channel) > world.rules.team_channel_size:
         del channel[:len(channel) - world.rules.team_channel_size]
-    row[7].last_spoke = world.tick
+    row.social.last_spoke = world.tick
     world.count("team_messages")
     world.emit("team_say", agent=eid, name=name, team=team, text=text,
                heard_by=len(heard_by))

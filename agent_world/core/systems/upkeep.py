@@ -45,7 +45,7 @@ def _by_chance(world: World, expected: float) -> int:
 def _spoil_carried(world: World, rate: float) -> None:
     phase = world.tick % SPOIL_PERIOD
     for eid, row in world.agents()[phase::SPOIL_PERIOD]:
-        inv = row[3]
+        inv = row.inv
         spoiled: dict[str, int] = {}
         for kind, qty in list(inv.items.items()):
             life = ITEMS[kind].shelf_life
@@ -57,7 +57,7 @@ def _spoil_carried(world: World, rate: float) -> None:
                 spoiled[kind] = lost
         if spoiled:
             world.count("goods_spoiled", sum(spoiled.values()))
-            world.emit("spoiled", agent=eid, name=row[0].name, goods=spoiled)
+            world.emit("spoiled", agent=eid, name=row.agent.name, goods=spoiled)
 
 
 def _weather_ground(world: World, rate: float, ground_life: int) -> None:
@@ -87,7 +87,7 @@ def _gold_upkeep(world: World, per_hour: float, free: int) -> None:
     phase = world.tick % UPKEEP_PERIOD
     share = per_hour * UPKEEP_PERIOD / TICKS_PER_HOUR
     for _eid, row in world.agents()[phase::UPKEEP_PERIOD]:
-        inv = row[3]
+        inv = row.inv
         if inv.gold <= free:
             continue
         due = min(inv.gold, _by_chance(world, (inv.gold - free) * share))

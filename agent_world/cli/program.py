@@ -7,9 +7,10 @@ saved world from its first snapshot, verifying it, and can fork it into a new wo
 ``python main.py policy check FILE.py`` does the same for a policy (docs/policies.md), and
 ``python main.py policy list`` lists the policies agents may use.
 ``python main.py worlds [list | delete NAME]`` lists or deletes saved worlds
-(``worlds_command``); ``python main.py report saves/NAME`` reports how a saved world lived
-(``report_command``); ``python main.py schema`` prints the brain API's JSON Schema
-(``schema_command``); ``python main.py eval SCENARIO`` compares brains (``eval_command``) and
+(``cli.worlds``); ``python main.py runs [list | delete NAME]`` does the same for training
+and evaluation runs (``cli.runs``); ``python main.py report saves/NAME`` reports how a saved
+world lived (``cli.report``); ``python main.py schema`` prints the brain API's JSON Schema
+(``cli.schema``); ``python main.py eval SCENARIO`` compares brains (``cli.eval``) and
 ``python main.py train SCENARIO`` improves a policy (``training.command``). ``SUBCOMMANDS``
 is the one table of them: dispatch, ``--help`` and the docs' test read it.
 """
@@ -38,10 +39,24 @@ from agent_world.agents import LLMBrain
 from agent_world.agents.registry import load_brains, unregistered
 from agent_world.app import Session
 from agent_world.argtypes import positive_int, seed, speed, tick
+from agent_world.cli.eval import build_parser as build_eval_parser
+from agent_world.cli.eval import main as eval_main
+from agent_world.cli.replay import (
+    available_cpus,
+    resolve_world_path,
+    run_replay,
+    sandboxed,
+)
+from agent_world.cli.report import build_parser as build_report_parser
+from agent_world.cli.report import main as report_main
+from agent_world.cli.runs import build_parser as build_runs_parser
+from agent_world.cli.runs import main as runs_main
+from agent_world.cli.schema import build_parser as build_schema_parser
+from agent_world.cli.schema import main as schema_main
+from agent_world.cli.worlds import build_parser as build_worlds_parser
+from agent_world.cli.worlds import main as worlds_main
 from agent_world.config import Config, ConfigError, load_config
 from agent_world.console import StdinKind, run_console, stdin_kind
-from agent_world.eval_command import build_parser as build_eval_parser
-from agent_world.eval_command import main as eval_main
 from agent_world.llm.local import check_local
 from agent_world.persistence import (
     DivergenceError,
@@ -54,18 +69,9 @@ from agent_world.persistence import (
 from agent_world.policies.check import PolicyChecker
 from agent_world.policies.library import available_policies
 from agent_world.policies.policy import PolicyError
-from agent_world.replay_command import (
-    available_cpus,
-    resolve_world_path,
-    run_replay,
-    sandboxed,
-)
-from agent_world.report_command import build_parser as build_report_parser
-from agent_world.report_command import main as report_main
+from agent_world.runs import prune_runs
 from agent_world.sandbox import AbilityChecker, Sandbox
 from agent_world.sandbox.pool import WorkerDied
-from agent_world.schema_command import build_parser as build_schema_parser
-from agent_world.schema_command import main as schema_main
 from agent_world.training.command import build_parser as build_train_parser
 from agent_world.training.command import main as train_main
 from agent_world.types import ProviderError
@@ -73,8 +79,6 @@ from agent_world.web import WebError, WebServer, check_web, web_token
 from agent_world.web.access import is_terminal
 from agent_world.web.playback import serve_recording
 from agent_world.worldlog import prune_nosave_logs, world_log_path
-from agent_world.worlds_command import build_parser as build_worlds_parser
-from agent_world.worlds_command import main as worlds_main
 
 __all__ = ["SUBCOMMANDS", "Subcommand", "build_ability_parser", "build_parser",
            "build_policy_parser", "build_replay_parser", "main", "other_commands"]
@@ -296,7 +300,7 @@ def _llm_brain_agents(session: Session) -> list[tuple[str, int, float]]:
     if session.brains is None:
         return []
     hourly = 3600 * session.config.world.tick_rate
-    counts = Counter(row[0].brain for _eid, row in session.world.agents())
+    counts = Counter(row.agent.brain for _eid, row in session.world.agents())
     found = []
     for name, cls in session.brains.classes.items():
         if counts[name] and issubclass(cls, LLMBrain):
@@ -307,10 +311,11 @@ def _llm_brain_agents(session: Session) -> list[tuple[str, int, float]]:
     return found
 
 
-def _banner(session: Session, opened: OpenedWorld, *, terminal: bool = False) -> str:
+def _banner(session: Session, opened: OpenedWorld, *, terminal: bool = False,
+            pruned: Sequence[str] = ()) -> str:
     cfg = session.config
     world = session.world
-    thinkers = sum(1 for _eid, row in world.agents() if row[0].brain == "llm")
+    thinkers = sum(1 for _eid, row in world.agents() if row.agent.brain == "llm")
     others = _llm_brain_agents(session)
     on_brains = "".join(f", {n} {label}" for label, n, _rate in others)
     where = f" at {cfg.llm.endpoint}" if cfg.llm.provider != "local" else " in-process"
@@ -350,7 +355,7 @@ def _banner(session: Session, opened: OpenedWorld, *, terminal: bool = False) ->
         if session.web.agents is not None:
             url = session.web.url.replace("http", "ws", 1)
             lines.append(f"  agents:      {url}agents  (with the token; docs/agents.md)")
-    lines.extend(f"  note: {note}" for note in opened.notes)
+    lines.extend(f"  note: {note}" for note in [*opened.notes, *pruned])
     return "\n".join(lines)
 
 
@@ -455,7 +460,9 @@ async def _run(config: Config, opened: OpenedWorld, args: argparse.Namespace,
             session.close()
             print(f"error: {exc}", file=sys.stderr)
             return 2
-    print(_banner(session, opened, terminal=is_terminal(out)), file=out)
+    # Old training and evaluation runs go at start-up (paths.runs_keep and the others).
+    pruned = prune_runs(config.paths)
+    print(_banner(session, opened, terminal=is_terminal(out), pruned=pruned), file=out)
     print(_CONSOLE_HINT[mode], file=out, flush=True)
     remove_signal_handlers = _handle_signals(session)
     console = _start_console(session, mode, args)
@@ -599,6 +606,9 @@ SUBCOMMANDS: dict[str, Subcommand] = {c.name: c for c in (
     Subcommand("worlds", (("[list | delete NAME]",
                            "the saved worlds: list them, or delete one"),),
                build_worlds_parser, worlds_main),
+    Subcommand("runs", (("[list | delete NAME]",
+                         "the training and evaluation runs: list them, or delete one"),),
+               build_runs_parser, runs_main),
     Subcommand("report", (("saves/NAME", "liveliness per window of ticks, from the event "
                                          "log"),),
                build_report_parser, report_main),

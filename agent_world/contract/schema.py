@@ -13,8 +13,8 @@ import typing
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from agent_world.agents.decision import MAX_REASONING
-from agent_world.agents.observation import Observation
+from agent_world.contract.decision import MAX_REASONING
+from agent_world.contract.observation import Observation
 from agent_world.core.abilities import AbilityMeta
 from agent_world.core.actions import ACTIONS, MAX_TEXT, action_schema
 from agent_world.core.items import ITEMS

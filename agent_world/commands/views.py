@@ -6,9 +6,9 @@ import dataclasses
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from agent_world.commands.lookup import kind_of, resolve
+from agent_world.commands.parsing import EntityRef, ListArgs
 from agent_world.config import PERSONALITIES
-from agent_world.console.lookup import kind_of, resolve
-from agent_world.console.parsing import EntityRef, ListArgs
 from agent_world.core import components as c
 from agent_world.core.actions import Action
 from agent_world.core.components import NO_ONE
@@ -17,7 +17,7 @@ from agent_world.core.world import World
 from agent_world.worldlog import format_event
 
 if TYPE_CHECKING:
-    from agent_world.console.commands import Console
+    from agent_world.commands.dispatch import Console
 
 __all__ = ["DEBUG_EVENTS", "LIST_ROWS", "debug", "format_table", "listing"]
 

@@ -1,6 +1,7 @@
-"""Decisions: the JSON an LLM answers with, its schema, and the one place its text becomes
-validated ``Action`` records (or a ``DecisionError`` saying what was wrong, which goes into
-the agent's next prompt)."""
+"""A model's answer: the JSON an LLM answers with, its schema, and the one place its text
+becomes validated ``Action`` records (a ``TextDecision``, or a ``DecisionError`` saying what
+was wrong, which goes into the agent's next prompt). LLM agents and ``LLMBrain`` read
+answers with it."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from typing import Any
 
 import orjson
 
-from agent_world.agents.decision import DecisionError
+from agent_world.contract.decision import DecisionError
 from agent_world.core.actions import (
     Action,
     ActionError,
@@ -21,8 +22,16 @@ from agent_world.core.actions import (
     parse_action,
 )
 
-__all__ = ["ASK_AGAIN_S", "MAX_THOUGHT", "Decision", "DecisionError", "decide_from_text",
-           "decision_schema", "extract_json", "parse_decision"]
+__all__ = [
+    "ASK_AGAIN_S",
+    "MAX_THOUGHT",
+    "DecisionError",
+    "TextDecision",
+    "decide_from_text",
+    "decision_schema",
+    "extract_json",
+    "parse_decision",
+]
 
 MAX_THOUGHT = 200
 ASK_AGAIN_S = (5, 600)  # the bounds of a decision's "ask me again in" hint, in seconds
@@ -30,7 +39,7 @@ _FENCE = re.compile(r"```(?:json|JSON)?\s*(.*?)```", re.DOTALL)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class Decision:
+class TextDecision:
     actions: tuple[Action, ...]
     thought: str = ""
     ask_again_s: int | None = None  # the model's hint: nothing needs it before then
@@ -113,7 +122,7 @@ def extract_json(text: str) -> Any:
                         f"{snippet!r})")
 
 
-def parse_decision(doc: Any, *, max_actions: int) -> Decision:
+def parse_decision(doc: Any, *, max_actions: int) -> TextDecision:
     """``{"thought": ..., "plan": [{"action": ..., "args": {...}}, ...]}``; a single action
     object is accepted as a one-step plan."""
     if not isinstance(doc, Mapping):
@@ -135,7 +144,7 @@ def parse_decision(doc: Any, *, max_actions: int) -> Decision:
             actions.append(parse_action(step))
         except ActionError as exc:
             raise DecisionError(f"plan[{i}]: {exc}") from None
-    return Decision(actions=tuple(actions), thought=one_line(thought)[:MAX_THOUGHT],
+    return TextDecision(actions=tuple(actions), thought=one_line(thought)[:MAX_THOUGHT],
                     ask_again_s=_ask_again(doc.get("ask_again_s")))
 
 
@@ -158,5 +167,5 @@ def _ask_again(value: Any) -> int | None:
     return int(min(high, max(low, value)))
 
 
-def decide_from_text(text: str, *, max_actions: int) -> Decision:
+def decide_from_text(text: str, *, max_actions: int) -> TextDecision:
     return parse_decision(extract_json(text), max_actions=max_actions)

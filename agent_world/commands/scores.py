@@ -8,19 +8,19 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from agent_world.console.lookup import resolve
-from agent_world.console.parsing import (
+from agent_world.commands.lookup import resolve
+from agent_world.commands.parsing import (
     CommandError,
     EntityRef,
     did_you_mean,
     parse_entity_ref,
     parse_int,
 )
-from agent_world.console.views import format_table
+from agent_world.commands.views import format_table
 from agent_world.core.metrics import METRICS
 
 if TYPE_CHECKING:
-    from agent_world.console.commands import Console
+    from agent_world.commands.dispatch import Console
 
 __all__ = ["METRICS_HELP", "TOP_HELP", "MetricsArgs", "TopArgs", "metrics", "parse_metrics",
            "parse_top", "top"]

@@ -6,11 +6,11 @@ import asyncio
 import time
 from typing import TYPE_CHECKING
 
-from agent_world.console.parsing import CommandError, EchoArgs, NoArgs, SpeedArgs, StepArgs
+from agent_world.commands.parsing import CommandError, EchoArgs, NoArgs, SpeedArgs, StepArgs
 from agent_world.core.loop import LoopError
 
 if TYPE_CHECKING:
-    from agent_world.console.commands import Console
+    from agent_world.commands.dispatch import Console
 
 __all__ = ["SAVE_OFF", "echo", "pause", "resume", "save", "speed", "step",
            "stop"]

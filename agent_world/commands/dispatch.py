@@ -14,8 +14,8 @@ from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, TextIO, TypeVar
 
-from agent_world.console import abilities, changes, control, scores, stats, views
-from agent_world.console.parsing import (
+from agent_world.commands import abilities, changes, control, scores, stats, views
+from agent_world.commands.parsing import (
     CommandError,
     HelpArgs,
     closest,
@@ -31,7 +31,7 @@ from agent_world.console.parsing import (
     parse_step,
     split_line,
 )
-from agent_world.console.recent import RecentEvents
+from agent_world.commands.recent import RecentEvents
 from agent_world.core.loop import TickLoop
 from agent_world.core.world import World
 from agent_world.types import Event

@@ -12,13 +12,13 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from agent_world.commands.parsing import NoArgs
 from agent_world.config import PERSONALITIES
-from agent_world.console.parsing import NoArgs
 from agent_world.core import components as c
 from agent_world.gcpolicy import resident_bytes
 
 if TYPE_CHECKING:
-    from agent_world.console.commands import Console
+    from agent_world.commands.dispatch import Console
 
 __all__ = ["SEAM_ATTRS", "StatsSection", "default_sections", "format_figures", "sections",
            "show"]
@@ -149,7 +149,7 @@ def _agents(console: Console) -> Figures:
     by: dict[str, int] = dict.fromkeys(PERSONALITIES, 0)
     agents = console.world.agents()
     for _eid, row in agents:
-        by[row[0].personality] = by.get(row[0].personality, 0) + 1
+        by[row.agent.personality] = by.get(row.agent.personality, 0) + 1
     return {"alive": len(agents), "by personality": by}
 
 

@@ -21,9 +21,9 @@ from pathlib import Path
 from typing import TextIO
 
 from agent_world.argtypes import tick
+from agent_world.cli.replay import resolve_world_path
 from agent_world.config import ConfigError, load_config
 from agent_world.persistence import SaveError
-from agent_world.replay_command import resolve_world_path
 from agent_world.report import DEFAULT_WINDOW, MIN_WINDOW, Report, ReportError, build_report
 from agent_world.report.checks import Finding, evaluate, violations
 from agent_world.report.plots import load_pyplot, write_plots

@@ -9,21 +9,30 @@ and shown (``/stats``, ``/debug``, the world log).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Protocol
 
-from agent_world.agents.decision import Decision, DecisionError
-from agent_world.agents.observation import Observation
+from agent_world.contract.decision import Decision, DecisionError
+from agent_world.contract.observation import Observation
 from agent_world.core.items import ITEMS
 
-if TYPE_CHECKING:
-    from agent_world.llm.brainllm import BrainLLM
-
-__all__ = ["MAX_TRACE", "MAX_TRACE_LINE", "Brain", "BrainFault", "SimpleBrain",
+__all__ = ["MAX_TRACE", "MAX_TRACE_LINE", "Brain", "BrainFault", "BrainLLM", "SimpleBrain",
            "deliver_hooks", "sensible_args", "take_trace"]
 
 MAX_TRACE = 20  # reasoning-trace lines kept per decision (the newest)
 MAX_TRACE_LINE = 300
+
+
+class BrainLLM(Protocol):
+    """The configured LLM as a brain sees it (``Brain.llm``; the LLM layer provides it)."""
+
+    rules: Callable[[], str]
+    """The system prompt LLM agents get now: the world's rules, actions and abilities."""
+
+    def complete(self, prompt: str, *, system: str = "", max_tokens: int | None = None,
+                 temperature: float | None = None) -> str:
+        """The model's answer to ``prompt`` after ``system``."""
+        ...
 
 
 class BrainFault(Exception):

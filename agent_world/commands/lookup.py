@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from agent_world.console.parsing import CommandError, EntityRef, closest
+from agent_world.commands.parsing import CommandError, EntityRef, closest
 from agent_world.core import components as c
 from agent_world.core.world import World
 
@@ -11,7 +11,7 @@ __all__ = ["agent_names", "kind_of", "resolve"]
 
 def agent_names(world: World) -> list[str]:
     """The names of the living agents, ascending by id."""
-    return [row[0].name for _eid, row in world.agents()]
+    return [row.agent.name for _eid, row in world.agents()]
 
 
 def kind_of(world: World, eid: int) -> str:

@@ -20,11 +20,11 @@ from typing import Any
 
 import orjson
 
-from agent_world.agents.brains import Brain
-from agent_world.agents.decision import Decision, DecisionError
-from agent_world.agents.memory import Memory, MemoryEntry, RetrievalMemory
-from agent_world.agents.observation import Observation
-from agent_world.llm.decision import decide_from_text
+from agent_world.contract.answer import decide_from_text
+from agent_world.contract.brains import Brain
+from agent_world.contract.decision import Decision, DecisionError
+from agent_world.contract.memory import Memory, MemoryEntry, RetrievalMemory
+from agent_world.contract.observation import Observation
 from agent_world.worldlog import format_event
 
 __all__ = ["ANSWER_FORMAT", "LLMBrain"]

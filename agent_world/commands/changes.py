@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from agent_world.console.lookup import kind_of, resolve
-from agent_world.console.parsing import (
+from agent_world.commands.lookup import kind_of, resolve
+from agent_world.commands.parsing import (
     BRAINS,
     CommandError,
     EntityRef,
@@ -24,7 +24,7 @@ from agent_world.core.items import ITEMS, OBJECTS
 from agent_world.core.world import World
 
 if TYPE_CHECKING:
-    from agent_world.console.commands import Console
+    from agent_world.commands.dispatch import Console
 
 __all__ = ["SPAWN_HELP", "check_spawn_tile", "give", "kill", "spawn"]
 

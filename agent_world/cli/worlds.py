@@ -12,22 +12,21 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import os
-import shutil
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from agent_world.cli.confirm import confirmation
 from agent_world.config import ConfigError, WorldConfig, load_config
 from agent_world.persistence import SaveError, SaveFolder
 from agent_world.persistence.eventlog import final_tick
-from agent_world.persistence.files import disk_problem, fsync_dir
+from agent_world.persistence.files import disk_problem
+from agent_world.persistence.folder import DELETING, delete_folder
 from agent_world.persistence.lock import WorldInUse, WorldLock, lock_holder
 
 __all__ = ["WorldRow", "build_parser", "delete_world", "list_worlds", "main"]
 
-_DELETING = ".deleting-"  # a world being deleted is renamed to .NAME.deleting-PID first
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -116,7 +115,7 @@ def list_worlds(saves: Path) -> tuple[list[WorldRow], list[str]]:
         return [], []
     rows, others = [], []
     for root in sorted(saves.iterdir()):
-        if root.name.startswith(".") and _DELETING in root.name:
+        if root.name.startswith(".") and DELETING in root.name:
             others.append(f"{root.name}: what remains of an interrupted delete; remove it "
                           f"with: rm -r {root}")
             continue
@@ -214,34 +213,10 @@ def delete_world(saves: Path, name: str, *, confirm: Callable[[str], bool]) -> s
         what = f"world '{name}' ({root}, tick {tick}, {human_size(row.size)})"
         if not confirm(f"Delete {what}? This cannot be undone. [y/N] "):
             return None
-        doomed = saves / f".{name}{_DELETING}{os.getpid()}"
-        try:
-            os.replace(root, doomed)  # the world is gone at once; then its files go
-            fsync_dir(saves)
-        except OSError as exc:
-            raise SaveError(f"cannot delete world '{name}': "
-                            f"{disk_problem(exc, saves)}") from None
-        try:
-            shutil.rmtree(doomed)
-        except OSError as exc:
-            raise SaveError(f"world '{name}' is deleted, but removing its files stopped "
-                            f"({exc.strerror or exc}); remove what is left with: rm -r "
-                            f"{doomed}") from None
+        delete_folder(root, f"world '{name}'")
         return f"deleted {what}"
     finally:
         lock.release()
-
-
-def _agreed(_question: str) -> bool:
-    return True  # --yes
-
-
-def _ask_terminal(question: str) -> bool:
-    try:
-        answer = input(question)
-    except EOFError:
-        return False
-    return answer.strip().lower() in ("y", "yes")
 
 
 def main(argv: Sequence[str] | None = None, *,
@@ -253,15 +228,7 @@ def main(argv: Sequence[str] | None = None, *,
         saves = Path(load_config(args.config).paths.saves)
         if args.command != "delete":
             return _list(saves)
-        if args.yes:
-            confirm: Callable[[str], bool] = _agreed
-        elif ask is not None:
-            confirm = ask
-        elif sys.stdin.isatty():
-            confirm = _ask_terminal
-        else:
-            raise SaveError(f"deleting world '{args.name}' needs a confirmation: run it on a "
-                            "terminal, or add --yes")
+        confirm = confirmation(f"world '{args.name}'", yes=args.yes, ask=ask)
         done = delete_world(saves, args.name, confirm=confirm)
     except (ConfigError, SaveError) as exc:
         print(f"error: {exc}", file=sys.stderr)

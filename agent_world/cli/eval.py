@@ -5,10 +5,13 @@
 
 Runs one episode per brain and seed in local worker processes (one save folder each,
 replayable and viewable), then prints and writes (``--out``, default
-``evals/SCENARIO-DATE``) each brain's mean score and 95% confidence interval with the key
-metrics: results.json, results.csv, results.md, and a PNG per metric when matplotlib is
-installed. Bad input (an unknown scenario, brain or metric, a bad seed range) is one line
-and exit status 2, before any episode starts; a failed episode makes it 1.
+``paths.runs/eval-SCENARIO-DATE``) each brain's mean score and 95% confidence interval with
+the key metrics: results.json, results.csv, results.md, and a PNG per metric when matplotlib
+is installed. Under ``paths.runs`` an evaluation is a run like a training run: listed by
+``python main.py runs``, pruned by the same retention, and refused before it starts when it
+would pass the runs' disk budget. Bad input (an unknown scenario, brain or metric, a bad
+seed range) is one line and exit status 2, before any episode starts; a failed episode
+makes it 1.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from agent_world.agents.registry import load_brains
+from agent_world.agents.registry import brain_refusal, load_brains
 from agent_world.config import Config, ConfigError, load_config
 from agent_world.eval.raypool import RayError
 from agent_world.eval.runner import (
@@ -31,6 +34,8 @@ from agent_world.eval.runner import (
     write_results,
 )
 from agent_world.eval.scenario import Scenario, built_in_names, load_scenario, with_ticks
+from agent_world.persistence import SaveError
+from agent_world.runs import RunFolder, check_budget, prune_runs
 
 __all__ = ["main", "parse_seeds"]
 
@@ -69,7 +74,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--workers", type=int, default=max(1, (os.cpu_count() or 1)),
                         help="episodes at once, each in a process of its own")
     parser.add_argument("--out", type=Path, help="folder for the results and the episodes' "
-                                                 "save folders (default evals/NAME-DATE)")
+                                                 "save folders (default "
+                                                 "paths.runs/eval-NAME-DATE)")
     parser.add_argument("--config", type=Path, metavar="FILE",
                         help="configuration: the LLM, registered brains (default: "
                              "config.yaml if present)")
@@ -91,13 +97,9 @@ def _check(args: argparse.Namespace, scenario: Scenario
     where.update(dict.fromkeys(scenario.other_brains(),
                                f"scenario {scenario.name}: a team's brain"))
     for brain, said in where.items():
-        if brain == "llm" and not config.llm.enabled:
-            raise ValueError(f"{said}: llm needs an LLM; set llm.provider in the "
-                             "configuration (--config FILE)")
-        if brain not in ("builtin", "llm") and brain not in registered:
-            known = ", ".join(["builtin", "llm", *registered])
-            raise ValueError(f"{said}: unknown brain {brain!r} (known: {known}); register "
-                             "yours in the configuration: brains: {NAME: \"module:Class\"}")
+        refusal = brain_refusal(brain, registered, llm=config.llm.enabled)
+        if refusal is not None:
+            raise ValueError(f"{said}: {refusal}")
     if args.ticks is not None and not 1 <= args.ticks <= 10**7:
         raise ValueError(f"--ticks {args.ticks}: give 1 to 10,000,000 ticks")
     if args.workers < 1:
@@ -141,9 +143,21 @@ def main(argv: Sequence[str]) -> int:
     except (ConfigError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    out = args.out or Path("evals") / f"{scenario.name}-{datetime.datetime.now():%Y%m%d-%H%M%S}"
+    out = args.out or Path(config.paths.runs) / (
+        f"eval-{scenario.name}-{datetime.datetime.now():%Y%m%d-%H%M%S}")
     if (out / "saves").exists() and any((out / "saves").iterdir()):
         print(f"error: {out} holds episodes already; give another --out", file=sys.stderr)
+        return 2
+    for line in prune_runs(config.paths):  # old runs go first: they count in the budget
+        print(line, file=sys.stderr)
+    episodes = len(brains) * len(seeds)
+    try:
+        check_budget(config.paths, out, episodes=episodes, ticks=scenario.ticks,
+                     what=f"{len(brains)} brains x {len(seeds)} seeds")
+        folder = RunFolder.start(out, kind="eval", scenario=scenario.name, episodes=episodes,
+                                 ticks=scenario.ticks)
+    except (ValueError, SaveError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
         return 2
     where = f"on the Ray cluster {args.ray}" if args.ray else f"{args.workers} at a time"
     print(f"{scenario.name}: {len(brains)} brains x {len(seeds)} seeds, {scenario.ticks} "
@@ -152,10 +166,14 @@ def main(argv: Sequence[str]) -> int:
         result = evaluate(scenario, brains, seeds, out, workers=args.workers, base=config,
                           brains_path=args.brains_path, ray_address=args.ray,
                           log=lambda text: print(text, file=sys.stderr))
+        lines = write_results(result, out)
     except RayError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    lines = write_results(result, out)
+    finally:
+        folder.finish()
+        for line in prune_runs(config.paths, spare=out):
+            print(line, file=sys.stderr)
     print("\n".join(lines))
     print(f"\n{len(result.episodes)} episodes in {result.seconds:g} s; results in "
           f"{out}/results.{{json,csv,md}}; {_plots(result, out)}", file=sys.stderr)

@@ -14,12 +14,12 @@ from pathlib import Path
 
 import orjson
 
-from agent_world.agents.schema import every_schema
+from agent_world.cli.replay import resolve_world_path
 from agent_world.config import Config, ConfigError, load_config
+from agent_world.contract.schema import every_schema
 from agent_world.core.abilities import AbilityError, AbilityMeta
 from agent_world.persistence import SaveError, SaveFolder
 from agent_world.persistence.snapshots import load_latest_snapshot
-from agent_world.replay_command import resolve_world_path
 from agent_world.sandbox.host import load_builtins
 
 __all__ = ["PARTS", "build_parser", "main"]

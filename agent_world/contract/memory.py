@@ -10,8 +10,7 @@ that has room for little. The three memories here trade cost for recall:
 - ``SummaryMemory``: recent entries word for word, older ones folded into a running summary
   written by a callable (usually the brain's LLM).
 
-    from agent_world.agents import Brain
-    from agent_world.agents.memory import RetrievalMemory
+    from agent_world.agents import Brain, RetrievalMemory
 
     class Forager(Brain):
         def __init__(self) -> None:
@@ -28,7 +27,7 @@ that has room for little. The three memories here trade cost for recall:
 
 Everything is standard library and deterministic (no randomness, no clock, no hash-order
 dependence), so a replayed world and a test get the same answers. There is no locking: a
-brain belongs to one agent and its calls never overlap (``agent_world.agents.brains``).
+brain belongs to one agent and its calls never overlap (``agent_world.contract.brains``).
 
 Empty (or whitespace-only) texts are ignored rather than stored: they carry nothing and
 would only push real entries out of a window. Texts are cut to ``MAX_TEXT`` characters so

@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from agent_world.console.lookup import kind_of, resolve
-from agent_world.console.parsing import (
+from agent_world.commands.lookup import kind_of, resolve
+from agent_world.commands.parsing import (
     CommandError,
     EntityRef,
     did_you_mean,
@@ -29,7 +29,7 @@ from agent_world.core.items import ITEMS
 from agent_world.types import MAX_ABILITY_SOURCE
 
 if TYPE_CHECKING:
-    from agent_world.console.commands import Console
+    from agent_world.commands.dispatch import Console
 
 __all__ = ["ABILITIES_HELP", "ABILITY_HELP", "CAST_HELP", "AbilitiesArgs", "AbilityArgs",
            "CastArgs", "ask", "cast", "manage", "parse_abilities", "parse_ability",
