@@ -43,6 +43,8 @@ from agent_world.worldlog import WorldLog, printable
 
 __all__ = ["EventCounter", "Session", "choose_generator", "known_secrets"]
 
+IDLE_COLLECT_S = 1.0
+"""How often garbage is collected while the world ticks no more (paused, or held)."""
 ANGEL_STOP_S = 2.0
 """How long shutdown waits for the angel to finish the request in hand (a slow model is
 abandoned: its answer could not reach a stopped world anyway)."""
@@ -218,7 +220,8 @@ class Session:
         self.remote: Any = None
         # The console's command table when it is not the usual one (a served replay's).
         self.commands: Mapping[str, Any] | None = None
-        self.gc = GcPolicy()
+        self.gc = GcPolicy(sweep_after=config.collector.sweep_after_connections,
+                           sweep_every_s=config.collector.sweep_every_minutes * 60)
         self.loop.between_ticks = self._between_ticks
         self.started = time.monotonic()
         self.start_tick = world.tick
@@ -328,11 +331,25 @@ class Session:
                             f"tick {self.world.tick} (seed {self.world.seed})")
         if self.angel_link is not None:
             self.angel_link.aio_loop = asyncio.get_running_loop()
+        idle = asyncio.create_task(self._collect_while_idle(), name="gc-idle")
         try:
             await self.loop.run(max_ticks=max_ticks, paced=paced)
         finally:
+            idle.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await idle
             if self.angel_link is not None:
                 self.angel_link.aio_loop = None
+
+    async def _collect_while_idle(self) -> None:
+        """Collect while no tick runs (a paused or held world): garbage is collected
+        between ticks only, and clients come and go while the world waits."""
+        ticks = self.loop.ticks_run
+        while True:
+            await asyncio.sleep(IDLE_COLLECT_S)
+            if self.loop.ticks_run == ticks:
+                self.gc.collect()
+            ticks = self.loop.ticks_run
 
     def summary(self) -> dict[str, Any]:
         """The one-line result of a run, for scripts comparing runs."""

@@ -21,6 +21,7 @@ from typing import Any
 
 from bench.brains_bench import measure_brains
 from bench.capacity import find_capacity, short_paced_p99
+from bench.churn import measure_churn
 from bench.compare import compare, mesa_available
 from bench.engine import (
     Budget,
@@ -30,6 +31,7 @@ from bench.engine import (
     measure_recorded,
     measure_snapshots,
 )
+from bench.gc_bench import measure_gc
 from bench.isolated import in_fresh_process
 from bench.liveliness import measure_liveliness
 from bench.llm_cost import measure_llm_cost
@@ -40,17 +42,22 @@ from bench.report import build_tables, render_markdown, render_text
 from bench.rl_bench import measure_rl
 from bench.scenario import saved_session
 from bench.seek_bench import measure_seek
+from bench.soak import measure_soak
 from bench.web_bench import measure_web
 
 __all__ = ["main"]
 
 SECTIONS = ("flat", "paced", "snapshot", "eventlog", "replay", "memory", "capacity",
             "snapshot10k", "llm", "llm_cost", "brains", "mesa", "web", "seek", "rl",
-            "liveliness")
+            "liveliness", "gc", "churn", "soak")
 LIVELINESS_SEEDS = (913, 4271, 2026)  # 913 and 4271: the seeds issue 12 measured
 LIVELINESS_TICKS, LIVELINESS_WINDOW = 1_000_000, 50_000
 QUICK_LIVELINESS = (913,), 20_000, 10_000
 QUICK_LLM_COST_TICKS = 1200  # two minutes of world time; the full run takes ten
+GC_SIZES = (1000, 10000)
+CHURN_CONNECTIONS = 50_000
+SOAK_MINUTES = 10.0
+NOT_QUICK = {"skipped": "not run in --quick (run it with --only)"}
 FULL_SIZES = (100, 1000, 5000, 10000)
 QUICK_SIZES = (100, 1000)
 FULL = Budget()
@@ -71,6 +78,17 @@ def _sizes(text: str) -> list[int]:
     if not sizes or any(n < 1 for n in sizes):
         raise argparse.ArgumentTypeError(f"sizes must be whole numbers >= 1, got {text!r}")
     return sizes
+
+
+def _minutes(text: str) -> float:
+    try:
+        minutes = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected minutes like 10 or 2.5, got {text!r}"
+                                         ) from None
+    if not minutes >= 1:  # the slopes need samples after the settling share
+        raise argparse.ArgumentTypeError(f"--soak-minutes must be >= 1, got {text!r}")
+    return minutes
 
 
 def _sections(text: str) -> list[str]:
@@ -112,6 +130,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--seek-ticks", type=int, metavar="TICKS",
                         help="ticks the seek section records before seeking (default 3,000; "
                              "quick: 400; 36000 is an hour of world time)")
+    parser.add_argument("--soak-minutes", type=_minutes, metavar="MIN",
+                        help=f"wall minutes of the soak section (default {SOAK_MINUTES:g})")
     parser.add_argument("--json", type=Path, metavar="PATH", help="also write the figures here")
     parser.add_argument("--markdown", nargs="?", const="-", metavar="PATH",
                         help="also print a section ready to paste into bench/RESULTS.md (or "
@@ -273,6 +293,21 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     if "web" in sections:
         with section("web"):
             results["web"] = measure_web(quick=quick, log=_log)
+    # Minutes each, and measured in worlds of their own: not part of the smoke.
+    if "gc" in sections:
+        with section("gc"):
+            results["gc"] = (NOT_QUICK if quick else
+                             measure_gc(args.sizes or list(GC_SIZES),
+                                        ticks=budget.paced_max_ticks, log=_log))
+    if "churn" in sections:
+        with section("churn"):
+            results["churn"] = (NOT_QUICK if quick else
+                                measure_churn(connections=CHURN_CONNECTIONS, log=_log))
+    if "soak" in sections:
+        with section("soak"):
+            results["soak"] = (NOT_QUICK if quick else
+                               measure_soak(minutes=args.soak_minutes or SOAK_MINUTES,
+                                            log=_log))
     if "liveliness" in sections:
         seeds, ticks, window = (QUICK_LIVELINESS if quick else
                                 (LIVELINESS_SEEDS, LIVELINESS_TICKS, LIVELINESS_WINDOW))

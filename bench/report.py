@@ -301,7 +301,85 @@ def _summary_tables(results: dict[str, Any]) -> list[Table]:
     live = results.get("liveliness")
     if live is not None:
         tables.extend(_liveliness_tables(live))
+    for key, make in (("gc", _gc_table), ("churn", _churn_table), ("soak", _soak_table)):
+        if results.get(key) is not None:
+            tables.append(make(results[key]))
     return tables
+
+
+def _skipped(title: str, figures: dict[str, Any]) -> Table | None:
+    return Table(title, ["note"], [[figures["skipped"]]]) if "skipped" in figures else None
+
+
+def _gc_table(gc: dict[str, Any]) -> Table:
+    title = "Garbage collection: the old policy (freeze after every tick) and the new (sweeps)"
+    skipped = _skipped(title, gc)
+    if skipped is not None:
+        return skipped
+    t = Table(title, ["agents", "policy", "ticks", "tick p50", "tick p99", "busy p99",
+                      "between p99", "longest collection", "sweeps"])
+    for n, figures in gc["sizes"].items():
+        for label in ("old", "new"):
+            r = figures[label]
+            t.rows.append([_n(int(n)), f"{label} ({gc['old_commit']})" if label == "old"
+                           else label, _n(r["ticks"]), _n(r["tick"]["p50_ms"]),
+                           _n(r["tick"]["p99_ms"]), _n(r["busy"]["p99_ms"]),
+                           _n(r["between"]["p99_ms"]), _n(r["collection_max_ms"]),
+                           ", ".join(f"{ms:.0f}" for ms in r.get("sweep_ms", [])) or "-"])
+    t.notes.append("paced 10 Hz sessions, persistence on, one world per size, the old policy "
+                   "first; ms. tick = the tick loop's tick; busy = tick + the work before the "
+                   "next (collection, state-hash fork); longest collection = the longest one "
+                   "after a tick; sweeps = sweeps timed on the same world after its paced run "
+                   "(a paced minute with no web client has none).")
+    return t
+
+
+def _churn_table(churn: dict[str, Any]) -> Table:
+    title = "Connection churn: resident memory after idle gaps"
+    skipped = _skipped(title, churn)
+    if skipped is not None:
+        return skipped
+    t = Table(f"{title} ({churn['warmup']:,} connections to warm up, then "
+              f"{churn['connections']:,}, at {churn['tick_rate']:g} Hz)",
+              ["connections", "resident MB", "growth MB", "sweeps", "freed by sweeps",
+               "closed connections held"])
+    base = churn["readings"][0]["rss_kb"]
+    for r in churn["readings"]:
+        memory = r.get("memory", {})
+        t.rows.append([_n(r["connections"]), f"{r['rss_kb'] / 1024:.1f}",
+                       f"{(r['rss_kb'] - base) / 1024:+.2f}", _n(memory.get("sweeps")),
+                       _n(memory.get("freed by sweeps")),
+                       _n(memory.get("closed connections held"))])
+    t.notes.append(f"{churn['seconds']:g} s; each round: /ws hello, subscribe, keyframe, "
+                   "leave; /agents welcome, claim, leave. Readings after 30 idle ticks; "
+                   f"growth over the run {churn['growth_mb']:+.2f} MB (bound: 2 MB per 50,000).")
+    return t
+
+
+def _soak_table(soak: dict[str, Any]) -> Table:
+    title = "Soak: what grows per hour of wall time"
+    skipped = _skipped(title, soak)
+    if skipped is not None:
+        return skipped
+    slopes = soak["slopes_per_hour"]
+    ranges = soak["ranges"]
+    t = Table(f"{title} ({soak['minutes']:g} minutes, {soak['ticks']:,} ticks)",
+              ["figure", "slope per hour", "range (settled)"])
+    t.rows.append(["resident memory, MB", _n(slopes["rss_mb"], 2),
+                   f"{ranges['rss_kb'][0] / 1024:.1f}-{ranges['rss_kb'][1] / 1024:.1f}"])
+    for name in ("fds", "threads", "children"):
+        t.rows.append([{"fds": "open file descriptors", "threads": "threads",
+                        "children": "child processes"}[name], _n(slopes[name], 1),
+                       f"{ranges[name][0]}-{ranges[name][1]}"])
+    t.rows.append(["save folder, MB", _n(slopes["save_mb"], 2),
+                   f"{soak['save_mb_per_world_day']:g} MB per world-day"])
+    t.rows.append(["training runs' folder, MB", _n(slopes["runs_mb"], 2), "-"])
+    t.notes.append(f"least squares over the samples (every {soak['sample_s']:g} s) after the "
+                   f"first {soak['settle']:.0%} of the run; {soak['connections']:,} churned "
+                   f"connections, {soak['frames']:,} frames to the viewer that stayed, "
+                   f"{soak['training_runs']} training runs ({soak['training_failed']} failed), "
+                   f"{soak['llm_requests']:,} LLM requests; a world-day is 864,000 ticks.")
+    return t
 
 
 def _rl_table(rl: dict[str, Any]) -> Table:

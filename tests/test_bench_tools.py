@@ -1,14 +1,18 @@
 """The benchmark's helpers: scaled worlds keep the default density, percentiles, and the
-capacity search's bisection (with a fake probe). No timings are asserted."""
+capacity search's bisection (with a fake probe), the soak's slopes. No timings are
+asserted."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from bench.capacity import find_capacity
+from bench.cli import build_parser
 from bench.scenario import DENSITY, percentile, scaled_config
+from bench.soak import folder_bytes, slope_per_hour
 
 
 @pytest.mark.parametrize("agents", [100, 1000, 10000])
@@ -52,3 +56,27 @@ def test_capacity_search_reports_when_every_size_passes() -> None:
                            log=lambda _m: None)
     assert result["largest_agents"] == 1000
     assert result["bracket"] == [1000, None]
+
+
+def test_the_soak_slope_is_per_hour_by_least_squares() -> None:
+    assert slope_per_hour([(0.0, 10.0), (1800.0, 15.0), (3600.0, 20.0)]) == pytest.approx(10.0)
+    assert slope_per_hour([(0.0, 3.0), (60.0, 5.0), (120.0, 3.0)]) == pytest.approx(0.0)
+    assert slope_per_hour([(5.0, 1.0)]) == 0.0  # one sample has no slope
+
+
+def test_the_soak_measures_a_folder_by_its_files(tmp_path: Path) -> None:
+    assert folder_bytes(tmp_path / "missing") == 0
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "x.json").write_bytes(b"12345")
+    (tmp_path / "y").write_bytes(b"123")
+    assert folder_bytes(tmp_path) == 8
+
+
+def test_soak_minutes_are_checked_on_the_command_line(capsys: pytest.CaptureFixture[str]
+                                                      ) -> None:
+    assert build_parser().parse_args(["--only", "soak", "--soak-minutes", "2.5"]
+                                     ).soak_minutes == 2.5
+    for bad in ("0.5", "ten"):
+        with pytest.raises(SystemExit):
+            build_parser().parse_args(["--soak-minutes", bad])
+        assert "argument --soak-minutes" in capsys.readouterr().err

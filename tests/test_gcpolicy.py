@@ -5,7 +5,15 @@ from __future__ import annotations
 import gc
 import weakref
 
-from agent_world.gcpolicy import GcPolicy
+import pytest
+
+from agent_world.gcpolicy import (
+    MAX_SWEEP_SHARE,
+    MIN_SWEEP_GAP_S,
+    SHORT_SWEEP_S,
+    GcPolicy,
+    sweep_wait,
+)
 
 
 class Cycle:
@@ -52,3 +60,106 @@ def test_a_collection_due_in_a_busy_gap_moves_half_an_interval_on() -> None:
         assert policy.collections == 2
     finally:
         policy.close()
+
+
+class Conn:
+    """A connection as the web server holds one: in a reference cycle with its partner."""
+
+    def __init__(self) -> None:
+        self.partner = Partner(self)
+
+
+class Partner:
+    def __init__(self, conn: Conn) -> None:
+        self.conn = conn
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_a_cycle_frozen_while_open_is_freed_by_a_sweep_once_enough_have_closed() -> None:
+    clock = Clock()
+    policy = GcPolicy(sweep_after=2, sweep_every_s=0, clock=clock)
+    open_now: list[Conn] = []
+    policy.watch(lambda: open_now)
+    try:
+        conns = [Conn(), Conn()]
+        refs = [weakref.ref(c) for c in conns]
+        open_now.extend(conns)
+        policy.between_ticks()  # frozen while open: the collector never looks at them again
+        open_now.clear()
+        del conns
+        policy.between_ticks()  # they closed, and only their own cycles hold them
+        assert all(r() is not None for r in refs)
+        assert policy.stranded == 2 and policy.sweeps == 0  # too soon after the start
+        clock.now += MIN_SWEEP_GAP_S
+        policy.between_ticks()  # two stranded: a sweep frees them
+        assert all(r() is None for r in refs)
+        assert policy.sweeps == 1 and policy.swept_objects >= 4 and policy.stranded == 0
+        assert policy.stats()["sweep_max_ms"] >= 0
+    finally:
+        policy.close()
+    assert gc.get_freeze_count() == 0
+
+
+def test_sweeps_are_spaced_by_the_gap_and_their_share_of_the_time() -> None:
+    clock = Clock()
+    policy = GcPolicy(sweep_after=1, sweep_every_s=0, clock=clock)
+    open_now: list[Conn] = []
+    policy.watch(lambda: open_now)
+    try:
+        clock.now += MIN_SWEEP_GAP_S
+        for _round in range(2):
+            open_now.append(Conn())
+            policy.between_ticks()
+            open_now.clear()
+            policy.between_ticks()
+            policy.between_ticks()
+        assert policy.sweeps == 1  # the second stranded one waits for the gap
+        assert policy.stranded == 1
+        wait = sweep_wait(policy.sweep_last_ms / 1000)
+        clock.now += wait - 0.01
+        policy.between_ticks()
+        assert policy.sweeps == 1
+        clock.now += 0.02
+        policy.between_ticks()
+        assert policy.sweeps == 2 and policy.stranded == 0
+    finally:
+        policy.close()
+
+
+def test_a_periodic_sweep_frees_frozen_cycles_of_any_origin() -> None:
+    clock = Clock()
+    policy = GcPolicy(sweep_after=0, sweep_every_s=3600.0, clock=clock)
+    try:
+        held = [Cycle()]
+        ref = weakref.ref(held[0])
+        policy.between_ticks()  # frozen while something held it
+        held.clear()
+        clock.now += 3599.0
+        policy.between_ticks()
+        assert ref() is not None and policy.sweeps == 0
+        clock.now += 1.0
+        policy.between_ticks()
+        assert ref() is None and policy.sweeps == 1
+    finally:
+        policy.close()
+
+
+def test_bad_sweep_settings_are_refused_by_name() -> None:
+    with pytest.raises(ValueError, match="sweep_after must be >= 0"):
+        GcPolicy(sweep_after=-1)
+    with pytest.raises(ValueError, match="sweep_every_s must be >= 0"):
+        GcPolicy(sweep_every_s=-1.0)
+    assert gc.isenabled() and gc.get_freeze_count() == 0
+
+
+def test_a_long_sweep_is_rationed_to_its_share_of_the_time_and_a_short_one_is_not() -> None:
+    assert sweep_wait(0.0) == MIN_SWEEP_GAP_S
+    assert sweep_wait(SHORT_SWEEP_S) == MIN_SWEEP_GAP_S  # at most one tick period late
+    assert sweep_wait(0.5) == pytest.approx(0.5 / MAX_SWEEP_SHARE)  # 10,000 agents: 50 s

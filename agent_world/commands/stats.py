@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from agent_world.commands.parsing import NoArgs
 from agent_world.config import PERSONALITIES
 from agent_world.core import components as c
+from agent_world.gcpolicy import resident_bytes
 
 if TYPE_CHECKING:
     from agent_world.commands.dispatch import Console
@@ -192,6 +193,16 @@ def _abilities(console: Console) -> Figures:
             "open requests": len(book.requests)}
 
 
+def _memory(console: Console) -> Figures:
+    resident = resident_bytes()
+    gc = console.session.gc.stats()
+    return {"resident": None if resident is None else f"{resident / 2**20:.1f} MB",
+            "collections": gc["collections"], "longest": f"{gc['max_ms']:.2f} ms",
+            "sweeps": gc["sweeps"], "longest sweep": f"{gc['sweep_max_ms']:.1f} ms",
+            "freed by sweeps": gc["swept_objects"],
+            "closed connections held": gc["stranded"]}
+
+
 def _console(console: Console) -> Figures:
     return {"commands": console.commands_run, "errors": console.errors,
             "internal errors": console.internal_errors,
@@ -207,6 +218,7 @@ def default_sections() -> list[StatsSection]:
         StatsSection("events", _events),
         StatsSection("world log", _world_log),
         StatsSection("abilities", _abilities),
+        StatsSection("memory", _memory),
         StatsSection("console", _console),
     ]
 

@@ -5,14 +5,15 @@ its allowed range. The same schema validates user files, renders ``config.exampl
 round-trips through plain dicts (for ``meta.json``), so the three can never drift apart.
 
 One module per group of sections (``world``, ``llm``, ``web``, ``brains``, ``storage``,
-``abilities``), what they are made of (``base``) and how they are read (``load``); this
-package's face is what the rest of the program imports. ``python -m agent_world.config``
-prints config.example.yaml.
+``abilities``, ``collector``), what they are made of (``base``) and how they are read
+(``load``); this package's face is what the rest of the program imports.
+``python -m agent_world.config`` prints config.example.yaml.
 """
 
 from agent_world.config.abilities import AbilitiesConfig, AngelConfig, SandboxConfig
 from agent_world.config.base import ConfigError, setting
 from agent_world.config.brains import BRAIN_CLASS, BRAIN_NAME, BrainsConfig
+from agent_world.config.collector import CollectorConfig
 from agent_world.config.llm import DEFAULT_BASE_URLS, LLMConfig
 from agent_world.config.load import (
     RETIRED,
@@ -39,6 +40,7 @@ __all__ = [
     "AbilitiesConfig",
     "AngelConfig",
     "BrainsConfig",
+    "CollectorConfig",
     "Config",
     "ConfigError",
     "ConsoleConfig",

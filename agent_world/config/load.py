@@ -19,6 +19,7 @@ import yaml
 from agent_world.config.abilities import AbilitiesConfig, AngelConfig, SandboxConfig
 from agent_world.config.base import ConfigError
 from agent_world.config.brains import BrainsConfig
+from agent_world.config.collector import CollectorConfig
 from agent_world.config.llm import LLMConfig
 from agent_world.config.storage import LogConfig, PathsConfig, PersistenceConfig
 from agent_world.config.web import ConsoleConfig, RemoteConfig, WebConfig
@@ -45,6 +46,7 @@ class Config:
     web: WebConfig = field(default_factory=WebConfig)
     brains: BrainsConfig = field(default_factory=BrainsConfig)
     remote: RemoteConfig = field(default_factory=RemoteConfig)
+    collector: CollectorConfig = field(default_factory=CollectorConfig)
 
     def __post_init__(self) -> None:
         if self.angel.generator == "llm" and not self.llm.enabled:
@@ -85,6 +87,7 @@ SECTIONS: dict[str, type[Any]] = {
     "web": WebConfig,
     "brains": BrainsConfig,
     "remote": RemoteConfig,
+    "collector": CollectorConfig,
 }
 
 

@@ -21,6 +21,7 @@ import errno
 import hmac
 import resource
 import socket
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
@@ -138,6 +139,7 @@ class WebServer:
         self._exception_handler: Any = None
         self.playback: Playback | None = None  # set by a served replay
         self.agents: AgentsEndpoint | None = None  # /agents, in a live world (start)
+        self._unwatch: Callable[[], None] | None = None
 
     # -- parts the handlers use ---------------------------------------------------------------
 
@@ -393,6 +395,9 @@ class WebServer:
                                          token=self.token)
         self.series.sample()  # the charts start with the world as it is now
         self.sockets.start()
+        # A connection open across a tick is frozen with its reference cycles: the
+        # collector sweeps once enough of them have closed (agent_world/gcpolicy.py).
+        self._unwatch = self.session.gc.watch(self._open_transports)
         return self.url
 
     def _write_token_file(self, port: int) -> None:
@@ -446,7 +451,13 @@ class WebServer:
 
         loop.set_exception_handler(handler)
 
+    def _open_transports(self) -> list[object]:
+        """The transports of the connections open now (the guard's)."""
+        return [p.transport for p in self.guard.conns if p.transport is not None]
+
     async def close(self) -> None:
+        if self._unwatch is not None:
+            self._unwatch()
         self.training.close()
         if self._listening is not None:
             self._listening.close()
