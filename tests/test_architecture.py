@@ -107,3 +107,26 @@ def test_the_command_surface_and_its_users_import_no_terminal_ui() -> None:
                  if name.split(".")[0] == "prompt_toolkit"
                  or name == "agent_world.console" or name.startswith("agent_world.console.")]
     assert not offenders, "\n".join(offenders)
+
+
+def test_events_are_emitted_by_their_registered_names() -> None:
+    """Event types are named once (``core/events.py``): no ``emit`` takes a string of its own,
+    and every name it takes is a registered world event."""
+    from agent_world.core import events
+
+    offenders = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                    and node.func.attr == "emit" and node.args):
+                continue
+            first = node.args[0]
+            where = f"{path.relative_to(PACKAGE)}:{node.lineno}"
+            named = (isinstance(first, ast.Attribute) and isinstance(first.value, ast.Name)
+                     and first.value.id == "ev")
+            if not named:
+                offenders.append(f"{where} emits {ast.unparse(first)}, not an ev.NAME")
+            elif getattr(events, first.attr, None) not in events.WORLD_EVENTS:
+                offenders.append(f"{where} emits {ast.unparse(first)}, not a world event")
+    assert not offenders, "\n".join(offenders)

@@ -981,3 +981,15 @@ def test_the_architectures_tick_walk_names_the_systems_and_actions_the_world_has
     actions = re.search(r"one action set \(`core/actions.py`\): `([^`]*)`", text)
     assert actions is not None, "docs/architecture.md no longer lists the action set"
     assert [a.strip() for a in actions.group(1).split(",")] == list(ACTIONS)
+
+
+def test_the_event_types_api_md_lists_are_the_registered_ones() -> None:
+    from agent_world.core.events import EVENT_TYPES
+
+    text = _doc("docs/api.md").text
+    start = text.index("Event types, as emitted by")
+    listed = text[start:text.index("\n\n", text.index("\n- ", start))]
+    shown = set(re.findall(r"`([a-z_]+)`", listed))
+    assert shown == set(EVENT_TYPES), (f"docs/api.md lists {sorted(shown - EVENT_TYPES)} "
+                                       f"that are not events and misses "
+                                       f"{sorted(EVENT_TYPES - shown)}")

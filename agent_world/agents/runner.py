@@ -42,6 +42,7 @@ from agent_world.contract.observation import observe
 from agent_world.contract.plan import PlanInput
 from agent_world.contract.schema import action_schemas
 from agent_world.core import components as c
+from agent_world.core import events as ev
 from agent_world.core.actions import Action
 from agent_world.core.inputs import MAX_PLAN
 from agent_world.core.world import World
@@ -145,7 +146,7 @@ class UserBrains(ThinkingManager):
     def on_events(self, tick: int, report: TickReport) -> None:
         watching = bool(self.minds)  # none (every policy registered, none used): cheap
         for event in report.events:
-            dead = event.get("agent") if event.get("type") == "death" else None
+            dead = event.get("agent") if event.get("type") == ev.DEATH else None
             if isinstance(dead, int):  # its mind is gone already; its brain (if any, even
                 self._hooks.pop(dead, None)  # one being made now) hears of it on a worker
                 self._last_action.pop(dead, None)

@@ -11,6 +11,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from agent_world.core import components as c
+from agent_world.core import events as ev
 from agent_world.core.actions import Action, ActionError
 from agent_world.core.errors import WorldError
 from agent_world.core.items import ITEMS, OBJECTS
@@ -108,7 +109,7 @@ def _kill(world: World, data: Mapping[str, Any]) -> None:
     if world.is_agent(eid):
         die(world, eid, cause=str(data.get("cause") or "struck down by the operator"))
     else:
-        world.emit("removed", target=eid, what=world.label(eid))
+        world.emit(ev.REMOVED, target=eid, what=world.label(eid))
         world.remove_entity(eid)
 
 
@@ -123,7 +124,7 @@ def _give(world: World, data: Mapping[str, Any]) -> None:
     world.store.get(eid, c.Inventory).add(kind, qty)
     if kind == "gold":
         world.ledger["gold_created"] += qty
-    world.emit("given", target=eid, target_name=world.name_of(eid), item=kind, qty=qty)
+    world.emit(ev.GIVEN, target=eid, target_name=world.name_of(eid), item=kind, qty=qty)
 
 
 def _plan(world: World, data: Mapping[str, Any]) -> None:
@@ -178,5 +179,5 @@ def apply_input(world: World, inp: Input) -> None:
             raise InputRejected(f"unknown input type {inp.type!r}")
         handler(world, inp.data)
     except (InputRejected, AbilityInputError) as exc:
-        world.emit("input_rejected", seq=inp.seq, input=inp.type, source=inp.source,
+        world.emit(ev.INPUT_REJECTED, seq=inp.seq, input=inp.type, source=inp.source,
                    reason=str(exc))

@@ -24,6 +24,7 @@ from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
+from agent_world.core import events as ev
 from agent_world.core.world import World
 from agent_world.types import Clock, TickObserver, TickReport
 
@@ -178,7 +179,7 @@ class TickLoop:
         self.ticks_run += 1
         if elapsed > self.period:
             self.overruns += 1
-            self._late.append({"type": "overrun", "late_tick": report.tick,
+            self._late.append({"type": ev.OVERRUN, "late_tick": report.tick,
                                "ms": round(elapsed * 1000, 1),
                                "budget_ms": round(self.period * 1000, 1)})
         if self.between_ticks is not None:
@@ -224,7 +225,7 @@ class TickLoop:
         ticks = int(behind / self.period)
         self.skipped += ticks
         self.lost_s += behind
-        self._late.append({"type": "skipped", "ticks": ticks, "ms": round(behind * 1000, 1),
+        self._late.append({"type": ev.SKIPPED, "ticks": ticks, "ms": round(behind * 1000, 1),
                            "budget_ms": round(self.period * 1000, 1)})
 
     async def _sleep_until(self, deadline: float) -> None:

@@ -25,6 +25,7 @@ from agent_world.config import (
     legacy_values,
 )
 from agent_world.core import components as c
+from agent_world.core import events as ev
 from agent_world.core.abilities import AbilityBook
 from agent_world.core.actions import Action
 from agent_world.core.columns import AgentColumns
@@ -345,7 +346,7 @@ class World:
         self._index(eid)  # the grid, the name, the personality count, the team
         self._perceive(eid, pos, self.store.get(eid, c.Perception))
         self.count("agents_spawned")
-        self.emit("spawn", agent=eid, name=name, personality=personality, x=x, y=y,
+        self.emit(ev.SPAWN, agent=eid, name=name, personality=personality, x=x, y=y,
                   brain=brain, **({"team": team} if team is not None else {}))
         return eid
 

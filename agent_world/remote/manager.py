@@ -30,6 +30,7 @@ from agent_world.contract.decision import DecisionError, as_plan, from_json
 from agent_world.contract.observation import observe
 from agent_world.contract.plan import PlanInput
 from agent_world.core import components as c
+from agent_world.core import events as ev
 from agent_world.core.inputs import MAX_PLAN
 from agent_world.core.world import World
 from agent_world.remote.protocol import Decide, ProtocolError
@@ -225,12 +226,12 @@ class RemoteBrains(ThinkingManager):
         refused = []
         for event in report.events:
             kind = event.get("type")
-            if kind == "spawn" and event.get("brain") == "remote":
+            if kind == ev.SPAWN and event.get("brain") == "remote":
                 self._spawned(event)
-            elif (kind == "input_rejected" and event.get("source") == self.source
+            elif (kind == ev.INPUT_REJECTED and event.get("source") == self.source
                     and event.get("input") == "spawn"):
                 refused.append(str(event.get("reason", "")))
-            elif kind == "death" and event.get("agent") in self.claims:
+            elif kind == ev.DEATH and event.get("agent") in self.claims:
                 eid = int(event["agent"])
                 self.spawned_by.pop(eid, None)
                 link = self.claims[eid]

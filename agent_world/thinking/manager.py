@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agent_world.core import components as c
+from agent_world.core import events as ev
 from agent_world.core.inbox import Inbox
 from agent_world.core.world import World
 from agent_world.thinking.metrics import Metrics
@@ -169,12 +170,12 @@ class ThinkingManager:
                 self._applied(tick, inp.data)
         for event in report.events:
             kind = event.get("type")
-            if kind == "spawn" and event.get("brain") in self.brains:
+            if kind == ev.SPAWN and event.get("brain") in self.brains:
                 eid = int(event["agent"])
                 if eid not in self.minds:
                     self.minds[eid] = Mind(eid)
                     self._new_minds.add(eid)
-            elif kind == "death" and event.get("agent") in self.minds:
+            elif kind == ev.DEATH and event.get("agent") in self.minds:
                 eid = int(event["agent"])
                 del self.minds[eid]
                 self._new_minds.discard(eid)

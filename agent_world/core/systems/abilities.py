@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from agent_world.core import components as c
+from agent_world.core import events as ev
 from agent_world.core.abilities import (
     MAX_SOURCE_CHARS,
     AbilityError,
@@ -248,7 +249,7 @@ def disable_ability(world: World, name: str, reason: str, caster: int = 0) -> No
     fields: dict[str, Any] = {"ability": name, "reason": reason[:300]}
     if caster:
         fields |= {"agent": caster, "name": world.name_of(caster)}
-    world.emit("ability_disabled", **fields)
+    world.emit(ev.ABILITY_DISABLED, **fields)
 
 
 def _killed(world: World, cast: _Cast, reason: str) -> None:
@@ -257,7 +258,7 @@ def _killed(world: World, cast: _Cast, reason: str) -> None:
     eid, name, intent = cast.eid, cast.spec.name, cast.row.intent
     limit = world.ability_rules.kills_to_disable
     strikes = world.abilities.strike(name)
-    world.emit("ability_killed", ability=name, agent=eid, name=world.name_of(eid),
+    world.emit(ev.ABILITY_KILLED, ability=name, agent=eid, name=world.name_of(eid),
                reason=reason, strikes=strikes, limit=limit)
     if strikes >= limit:
         # With a limit of 1 (worlds saved before strikes existed) the words are the old ones.
@@ -311,7 +312,7 @@ def _settle(world: World, cast: _Cast, result: AbilityResult) -> None:
     if cooldown:
         book.cooldowns.setdefault(eid, {})[name] = world.tick + cooldown
     world.count("ability_casts")
-    world.emit("ability", agent=eid, name=world.name_of(eid), ability=name, effects=done)
+    world.emit(ev.ABILITY, agent=eid, name=world.name_of(eid), ability=name, effects=done)
     finish(intent, f"ok: {'; '.join(done)[:120]}" if done else "ok")
 
 
@@ -379,7 +380,7 @@ def _request(world: World, eid: int, row: AgentRow, action: Action) -> None:
     book.requests[rid] = {"id": rid, "agent": eid, "since": since, "text": text,
                           "tick": world.tick}
     world.count("ability_requests")
-    world.emit("ability_requested", request=rid, agent=eid, name=world.name_of(eid), text=text)
+    world.emit(ev.ABILITY_REQUESTED, request=rid, agent=eid, name=world.name_of(eid), text=text)
     need = need_of(text) if world.rules.brain_version >= 2 else None
     if need is not None:  # a built-in brain's request: the answer is taught for that need
         world.minds.asked(rid, eid, need, world.tick)
@@ -405,7 +406,7 @@ def _expire_requests(world: World) -> None:
         intent = _requester(world, req)
         if intent is not None:
             fail(world, req["agent"], intent, f"the angel did not answer within {limit} ticks")
-        world.emit("ability_request_expired", request=rid, agent=req["agent"])
+        world.emit(ev.ABILITY_REQUEST_EXPIRED, request=rid, agent=req["agent"])
 
 
 _CASTING = ("use_ability", "request_ability")
@@ -489,7 +490,7 @@ def accept_input(world: World, data: Mapping[str, Any]) -> None:
             finish(intent, f"ok: learned {meta.name}")
             world.remember(req["agent"], f"the angel granted me {meta.name}: "
                                          f"{meta.description}")
-    world.emit("ability_accepted", **fields)
+    world.emit(ev.ABILITY_ACCEPTED, **fields)
 
 
 def refused_input(world: World, data: Mapping[str, Any]) -> None:
@@ -504,7 +505,7 @@ def refused_input(world: World, data: Mapping[str, Any]) -> None:
     if intent is not None:
         fail(world, req["agent"], intent, f"the angel refused: {reason}")
     world.count("ability_requests_refused")
-    world.emit("ability_refused", request=request, agent=req["agent"],
+    world.emit(ev.ABILITY_REFUSED, request=request, agent=req["agent"],
                name=world.name_of(req["agent"]), reason=reason)
 
 
@@ -529,7 +530,7 @@ def state_input(world: World, data: Mapping[str, Any]) -> None:
         raise AbilityInputError("enabled must be true or false")
     if enabled:
         if book.disabled.pop(name, None) is not None:
-            world.emit("ability_enabled", ability=name)
+            world.emit(ev.ABILITY_ENABLED, ability=name)
     else:
         disable_ability(world, name, _text(data, "reason") if "reason" in data
                         else "disabled by the operator")

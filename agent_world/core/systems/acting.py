@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from agent_world.core import components as c
+from agent_world.core import events as ev
 from agent_world.core.actions import Action
 from agent_world.core.minds import UNREACHABLE_TICKS
 
@@ -58,7 +59,7 @@ def fail(world: World, eid: int, intent: c.Intent, reason: str) -> None:
     """End the current action as failed; the agent remembers why (and so can an LLM)."""
     action = intent.action
     finish(intent, f"failed: {reason}")
-    world.emit("action_failed", agent=eid, name=world.name_of(eid),
+    world.emit(ev.ACTION_FAILED, agent=eid, name=world.name_of(eid),
                action=str(action), reason=reason)
     world.remember(eid, f"{action} failed: {reason}")
 

@@ -20,6 +20,7 @@ import math
 from typing import TYPE_CHECKING, Any
 
 from agent_world.config import PERSONALITIES
+from agent_world.core import events as ev
 from agent_world.core.goods import load
 from agent_world.core.items import GOLD
 
@@ -101,4 +102,4 @@ def census_figures(world: World) -> dict[str, Any]:
 
 def census_system(world: World) -> None:
     if world.tick % CENSUS_TICKS == 0:
-        world.emit("census", **census_figures(world))
+        world.emit(ev.CENSUS, **census_figures(world))

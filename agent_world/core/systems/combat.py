@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from agent_world.core import components as c
+from agent_world.core import events as ev
 from agent_world.core.items import ITEMS
 from agent_world.core.social import adjust_relationship, adjust_reputation, witnesses
 from agent_world.core.systems.acting import chebyshev, fail, finish
@@ -78,7 +79,7 @@ def _attack(world: World, eid: int, row: AgentRow) -> None:
     world.count("hits")
     if r.weapon_wear:
         _wear(world, eid, inv)
-    world.emit("attack", agent=eid, name=world.name_of(eid), target=target,
+    world.emit(ev.ATTACK, agent=eid, name=world.name_of(eid), target=target,
                target_name=world.name_of(target), damage=damage,
                health=max(0.0, tneeds.health), defended=defending, provoked=provoked)
 
@@ -93,7 +94,7 @@ def _wear(world: World, eid: int, inv: c.Inventory) -> None:
         inv.take(weapon, 1)
         world.count("weapons_broken")
         world.remember(eid, f"my {weapon} broke")
-        world.emit("weapon_broke", agent=eid, name=world.name_of(eid), item=weapon)
+        world.emit(ev.WEAPON_BROKE, agent=eid, name=world.name_of(eid), item=weapon)
 
 
 _FIGHTING = ("attack", "defend")
@@ -110,5 +111,5 @@ def combat_system(world: World) -> None:
             _attack(world, eid, row)
         elif action.name == "defend":
             row.combat.defending_until = tick + world.rules.defend_duration_ticks
-            world.emit("defend", agent=eid, name=world.name_of(eid))
+            world.emit(ev.DEFEND, agent=eid, name=world.name_of(eid))
             finish(intent)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
+from agent_world.core import events as ev
 from agent_world.core.actions import Action
 from agent_world.core.goods import fits, load
 from agent_world.core.items import ITEMS
@@ -48,6 +49,6 @@ def craft(world: World, eid: int, row: AgentRow, action: Action) -> None:
     value = ITEMS[output].value
     world.count("crafts")
     world.remember(eid, f"I crafted a {output}")
-    world.emit("craft", agent=eid, name=world.name_of(eid), item=output,
+    world.emit(ev.CRAFT, agent=eid, name=world.name_of(eid), item=output,
                inputs=dict(inputs), value=value)
     finish(intent)

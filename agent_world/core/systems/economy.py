@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from agent_world.core import components as c
+from agent_world.core import events as ev
 from agent_world.core.items import GOLD, ITEMS, OBJECTS
 
 if TYPE_CHECKING:
@@ -91,7 +92,7 @@ def update_prices(world: World, supply: dict[str, int] | None = None,
         new = round(old + k * (spec.value * ratio - old), 3)
         world.prices[kind] = new
         if abs(new - old) >= ANNOUNCE_MOVE * old:
-            world.emit("price", item=kind, old=old, price=new, supply=supply[kind],
+            world.emit(ev.PRICE, item=kind, old=old, price=new, supply=supply[kind],
                        demand=round(demand[kind], 1))
 
 
@@ -125,7 +126,7 @@ def _expire_offers(world: World) -> None:
         expired.append(oid)
     for oid in expired:
         offer = world.remove_offer(oid)
-        world.emit("trade_expired", offer=oid, agent=offer["from"], target=offer["to"])
+        world.emit(ev.TRADE_EXPIRED, offer=oid, agent=offer["from"], target=offer["to"])
 
 
 def _spawn_items(world: World) -> None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from agent_world.core import components as c
+from agent_world.core import events as ev
 
 if TYPE_CHECKING:
     from agent_world.core.world import World
@@ -37,4 +38,4 @@ def hazards_system(world: World) -> None:
             note = f"the thorns at ({x}, {y}) hurt me"
             if not memory or memory[-1]["text"] != note:
                 world.remember(eid, note)
-            world.emit("hazard", agent=eid, name=world.name_of(eid), damage=damage, x=x, y=y)
+            world.emit(ev.HAZARD, agent=eid, name=world.name_of(eid), damage=damage, x=x, y=y)

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from agent_world.core import components as c
+from agent_world.core import events as ev
 from agent_world.core.actions import Action
 from agent_world.core.components import NO_ONE
 from agent_world.core.goods import fits, load, units_that_fit
@@ -90,14 +91,14 @@ def _pickup(world: World, eid: int, row: AgentRow, action: Action) -> None:
     else:  # what does not fit stays on the ground
         second_hand = world.take_from_stack(target, item, qty)
     # Units carried before are picked up, not gathered: the metrics read the event.
-    world.emit("pickup", agent=eid, name=world.name_of(eid), item=item.kind, qty=qty,
+    world.emit(ev.PICKUP, agent=eid, name=world.name_of(eid), item=item.kind, qty=qty,
                item_id=target, **({"second_hand": second_hand} if second_hand else {}))
     if owner not in (NO_ONE, eid) and world.alive(owner):
         opos = world.store.get(owner, c.Position)
         radius = world.rules.vision_radius
         seen = (opos.x - pos.x) ** 2 + (opos.y - pos.y) ** 2 <= radius * radius
         world.count("thefts")
-        world.emit("theft", agent=eid, name=world.name_of(eid), victim=owner,
+        world.emit(ev.THEFT, agent=eid, name=world.name_of(eid), victim=owner,
                    victim_name=world.name_of(owner), item=item.kind, qty=qty,
                    noticed=seen)
         if seen:
@@ -113,7 +114,7 @@ def _drop(world: World, eid: int, row: AgentRow, action: Action) -> None:
         return
     inv.take(kind, qty)
     world.spawn_item(kind, qty, pos.x, pos.y, owner=eid, carried=True)
-    world.emit("drop", agent=eid, name=world.name_of(eid), item=kind, qty=qty)
+    world.emit(ev.DROP, agent=eid, name=world.name_of(eid), item=kind, qty=qty)
     finish(intent)
 
 
@@ -135,7 +136,7 @@ def _eat(world: World, eid: int, row: AgentRow, action: Action) -> None:
     inv.take(kind, 1)
     needs.hunger = max(0.0, needs.hunger - ITEMS[kind].nutrition)
     world.count("meals")
-    world.emit("eat", agent=eid, name=world.name_of(eid), item=kind,
+    world.emit(ev.EAT, agent=eid, name=world.name_of(eid), item=kind,
                hunger=round(needs.hunger, 1))
     finish(intent)
 
@@ -154,7 +155,7 @@ def _use(world: World, eid: int, row: AgentRow, action: Action) -> None:
             return
         inv.take(kind, 1)
         needs.health = min(needs.max_health, needs.health + spec.heal)
-        world.emit("use", agent=eid, name=world.name_of(eid), item=kind,
+        world.emit(ev.USE, agent=eid, name=world.name_of(eid), item=kind,
                    health=round(needs.health, 1))
         finish(intent)
         return
@@ -182,7 +183,7 @@ def _use(world: World, eid: int, row: AgentRow, action: Action) -> None:
         return
     world.deplete(target, obj, 1)
     inv.add(got, 1)
-    world.emit("harvest", agent=eid, name=world.name_of(eid), object=obj.kind, item=got)
+    world.emit(ev.HARVEST, agent=eid, name=world.name_of(eid), object=obj.kind, item=got)
     finish(intent)
 
 
@@ -221,7 +222,7 @@ def _say(world: World, eid: int, row: AgentRow, action: Action) -> None:
     if to is not None:
         event["to"] = to
         event["to_name"] = world.name_of(to)
-    world.emit("say", **event)
+    world.emit(ev.SAY, **event)
     finish(intent)
 
 
@@ -246,7 +247,7 @@ def _give(world: World, eid: int, row: AgentRow, action: Action) -> None:
     adjust_reputation(world, eid, 0.01)
     world.remember(target, f"{world.label(eid)} gave me {qty} {kind}")
     world.count("gifts")
-    world.emit("gift", agent=eid, name=world.name_of(eid), target=target,
+    world.emit(ev.GIFT, agent=eid, name=world.name_of(eid), target=target,
                target_name=world.name_of(target), item=kind, qty=qty)
     finish(intent)
 
@@ -278,7 +279,7 @@ def _trade_offer(world: World, eid: int, row: AgentRow, action: Action) -> None:
     oid = world.add_offer(eid, target, give, want)
     row.social.last_offer = world.tick
     world.remember(target, f"{world.label(eid)} offers {give} for {want} (offer {oid})")
-    world.emit("trade_offer", agent=eid, name=world.name_of(eid), target=target,
+    world.emit(ev.TRADE_OFFER, agent=eid, name=world.name_of(eid), target=target,
                target_name=world.name_of(target), offer=oid, give=give, want=want)
     finish(intent)
 
@@ -326,7 +327,7 @@ def _trade_accept(world: World, eid: int, row: AgentRow, action: Action) -> None
         adjust_reputation(world, a, 0.02)
     world.remember(sender, f"{world.label(eid)} accepted offer {oid}")
     world.count("trades")
-    world.emit("trade", agent=sender, name=world.name_of(sender), target=eid,
+    world.emit(ev.TRADE, agent=sender, name=world.name_of(sender), target=eid,
                target_name=world.name_of(eid), offer=oid, give=offer["give"],
                want=offer["want"], **({"fee": fee} if world.rules.market_fee else {}))
     finish(intent)
@@ -339,7 +340,7 @@ def _undone(world: World, eid: int, intent: c.Intent, offer: dict[str, Any],
     action = intent.action
     finish(intent, f"failed: {reason}")
     sender = offer["from"]
-    world.emit("trade_undone", agent=eid, name=world.name_of(eid), target=sender,
+    world.emit(ev.TRADE_UNDONE, agent=eid, name=world.name_of(eid), target=sender,
                target_name=world.name_of(sender), offer=offer["id"], reason=reason)
     world.remember(eid, f"{action} failed: {reason}")
 
@@ -369,7 +370,7 @@ def _trade_decline(world: World, eid: int, row: AgentRow, action: Action) -> Non
         return
     world.remove_offer(oid)
     world.remember(offer["from"], f"{world.label(eid)} declined offer {oid}")
-    world.emit("trade_declined", agent=eid, name=world.name_of(eid), target=offer["from"],
+    world.emit(ev.TRADE_DECLINED, agent=eid, name=world.name_of(eid), target=offer["from"],
                target_name=world.name_of(offer["from"]), offer=oid)
     finish(intent)
 
@@ -401,7 +402,7 @@ def _steal(world: World, eid: int, row: AgentRow, action: Action) -> None:
         world.count("thefts")
     else:
         world.count("failed_thefts")
-    world.emit("theft", agent=eid, name=world.name_of(eid), victim=target,
+    world.emit(ev.THEFT, agent=eid, name=world.name_of(eid), victim=target,
                victim_name=world.name_of(target), item=kind, qty=qty, success=success,
                noticed=noticed)
     if noticed:

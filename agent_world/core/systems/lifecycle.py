@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from agent_world.config import PERSONALITIES
 from agent_world.core import components as c
+from agent_world.core import events as ev
 from agent_world.core.abilities import forget_agent
 from agent_world.core.components import NO_ONE
 from agent_world.core.items import GOLD
@@ -66,7 +67,7 @@ def die(world: World, eid: int, cause: str | None = None) -> None:
             killer_agent.kills += 1
         world.remember(killer, f"killed {world.label(eid)}")
     world.count("deaths")
-    world.emit("death", agent=eid, name=agent.name, personality=agent.personality,
+    world.emit(ev.DEATH, agent=eid, name=agent.name, personality=agent.personality,
                cause=cause, killer=killer, x=pos.x, y=pos.y, age=world.tick - agent.born,
                dropped=dict(inv.items) | ({GOLD: inv.gold} if inv.gold else {}), **estate)
     forget_agent(world, eid)

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from agent_world.core import components as c
+from agent_world.core import events as ev
 from agent_world.core.actions import Action
 from agent_world.core.systems.acting import fail, finish
 from agent_world.core.teams import team_of
@@ -52,7 +53,7 @@ def _taken(world: World, point: int, state: dict[str, Any], team: str,
     world.count("captures")
     for eid in members:
         world.remember(eid, f"we ({team}) took the point at ({pos.x}, {pos.y})")
-    world.emit("capture", point=point, team=team, previous=before, agents=members,
+    world.emit(ev.CAPTURE, point=point, team=team, previous=before, agents=members,
                x=pos.x, y=pos.y)
 
 
@@ -86,6 +87,6 @@ def team_say(world: World, eid: int, row: AgentRow, action: Action) -> None:
         del channel[:len(channel) - world.rules.team_channel_size]
     row.social.last_spoke = world.tick
     world.count("team_messages")
-    world.emit("team_say", agent=eid, name=name, team=team, text=text,
+    world.emit(ev.TEAM_SAY, agent=eid, name=name, team=team, text=text,
                heard_by=len(heard_by))
     finish(intent)

@@ -23,6 +23,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from agent_world.core import components as c
+from agent_world.core import events as ev
 from agent_world.core.calendar import TICKS_PER_HOUR
 from agent_world.core.items import GOLD, ITEMS
 
@@ -57,7 +58,7 @@ def _spoil_carried(world: World, rate: float) -> None:
                 spoiled[kind] = lost
         if spoiled:
             world.count("goods_spoiled", sum(spoiled.values()))
-            world.emit("spoiled", agent=eid, name=row.agent.name, goods=spoiled)
+            world.emit(ev.SPOILED, agent=eid, name=row.agent.name, goods=spoiled)
 
 
 def _weather_ground(world: World, rate: float, ground_life: int) -> None:
