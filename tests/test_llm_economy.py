@@ -5,6 +5,7 @@ report no cost. Real HTTP against the fake endpoint where a model answers."""
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -17,7 +18,7 @@ from agent_world.llm.budget import Budget
 from agent_world.llm.prices import configured_price, price_of
 from agent_world.llm.prompts import PromptBuilder, WorldFacts
 from agent_world.thinking.manager import ThinkingManager
-from agent_world.thinking.mind import Mind, triggers
+from agent_world.thinking.mind import REACTIVE, Mind, triggers
 from agent_world.thinking.requests import Job, Outcome
 from agent_world.types import FakeClock, LLMUsage
 from tests.helpers import add_agent, small_world
@@ -74,11 +75,16 @@ def test_the_pace_holds_unprompted_decisions(tmp_path: Path, server: FakeLLMServ
     try:
         run_until(session, 1500)
         assert llm.metrics.paced > 0
-        for mind in llm.minds.values():
-            unprompted = mind.decisions
-            assert unprompted <= 3 + 2 + 2, mind  # burst, 1.5 refills, a pressing few
     finally:
         session.close()
+    # Counted from the log: a decision asked for a reactive reason (attacked, spoken to, an
+    # offer ...) is asked at once by design, whatever the pace; only the rest are paced.
+    # (Counting every decision made this test fail whenever an agent happened to receive
+    # a few offers, which depends on how fast the machine answered.)
+    unprompted = Counter(plan["data"]["agent"] for plan in llm_inputs(tmp_path / "saves" / "w")
+                         if not REACTIVE.intersection(plan["data"]["reasons"]))
+    assert unprompted, "no unprompted decision was made at all"
+    assert max(unprompted.values()) <= 3 + 2, unprompted  # the burst, 1.5 refills
 
 
 def test_the_model_can_say_when_to_ask_again(tmp_path: Path, server: FakeLLMServer) -> None:
