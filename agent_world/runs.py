@@ -33,12 +33,12 @@ from typing import Any
 import orjson
 
 from agent_world.config import PathsConfig
-from agent_world.persistence.files import disk_problem
+from agent_world.persistence.files import disk_problem, folder_bytes, human_size
 from agent_world.persistence.folder import DELETING, LOCK_NAME, SaveError, delete_folder
 from agent_world.persistence.lock import WorldInUse, WorldLock, lock_holder
 
 __all__ = ["BYTES_PER_TICK", "MARKER", "RunFolder", "RunInUse", "RunRefused", "RunRow",
-           "check_budget", "delete_run", "estimate_bytes", "human_size", "list_runs",
+           "check_budget", "delete_run", "estimate_bytes", "list_runs",
            "prune_runs"]
 
 BYTES_PER_TICK = 350
@@ -55,16 +55,6 @@ class RunRefused(ValueError):
 
 class RunInUse(SaveError):
     """Another process (or this one) holds the run folder's lock."""
-
-
-def human_size(size: float) -> str:
-    """Bytes in decimal units, as the byte counts of the settings are written."""
-    value = float(size)
-    for unit in ("B", "KB", "MB", "GB", "TB"):
-        if value < 1000 or unit == "TB":
-            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
-        value /= 1000
-    raise AssertionError("unreachable")
 
 
 def estimate_bytes(*, episodes: int, ticks: int) -> int:
@@ -146,18 +136,6 @@ class RunRow:
         return max(0.0, time.time() - self.when)
 
 
-def _size(root: Path) -> int:
-    total = 0
-    for folder, _dirs, files in os.walk(root):
-        for name in files:
-            try:
-                info = os.lstat(os.path.join(folder, name))
-            except OSError:
-                continue  # removed while counting
-            total += info.st_size
-    return total
-
-
 def _mtime(path: Path) -> float:
     try:
         return path.stat().st_mtime
@@ -193,11 +171,11 @@ def _row(root: Path) -> RunRow | None:
         except (OSError, orjson.JSONDecodeError):
             record = None
         if not isinstance(record, dict):
-            return RunRow(root.name, "?", "?", _size(root), _mtime(marker),
+            return RunRow(root.name, "?", "?", folder_bytes(root), _mtime(marker),
                           lock_holder(root))
         when = _stamp(record.get("ended")) or _stamp(record.get("started")) or _mtime(marker)
         return RunRow(root.name, str(record.get("kind", "?")),
-                      str(record.get("scenario", "?")), _size(root), when, lock_holder(root))
+                      str(record.get("scenario", "?")), folder_bytes(root), when, lock_holder(root))
     for name, kind in zip(LEGACY, ("train", "eval"), strict=True):
         found = root / name
         if found.is_file():
@@ -208,7 +186,7 @@ def _row(root: Path) -> RunRow | None:
                 scenario = str(value.get("name") if isinstance(value, dict) else value)
             except (OSError, orjson.JSONDecodeError):
                 pass
-            return RunRow(root.name, kind, scenario, _size(root), _mtime(found),
+            return RunRow(root.name, kind, scenario, folder_bytes(root), _mtime(found),
                           _legacy_holder(root))
     return None
 

@@ -18,7 +18,8 @@ from pathlib import Path
 from agent_world.cli.confirm import confirmation
 from agent_world.config import ConfigError, load_config
 from agent_world.persistence import SaveError
-from agent_world.runs import RunRow, age_text, delete_run, human_size, list_runs
+from agent_world.persistence.files import human_size
+from agent_world.runs import RunRow, age_text, delete_run, list_runs
 
 __all__ = ["build_parser", "main"]
 

@@ -21,7 +21,7 @@ from agent_world.cli.confirm import confirmation
 from agent_world.config import ConfigError, WorldConfig, load_config
 from agent_world.persistence import SaveError, SaveFolder
 from agent_world.persistence.eventlog import final_tick
-from agent_world.persistence.files import disk_problem
+from agent_world.persistence.files import disk_problem, human_size
 from agent_world.persistence.folder import DELETING, delete_folder
 from agent_world.persistence.lock import WorldInUse, WorldLock, lock_holder
 
@@ -134,15 +134,6 @@ def list_worlds(saves: Path) -> tuple[list[WorldRow], list[str]]:
         else:
             others.append(f"{root.name}: a file, not a world")
     return rows, others
-
-
-def human_size(size: int) -> str:
-    value = float(size)
-    for unit in ("B", "KB", "MB", "GB"):
-        if value < 1024 or unit == "GB":
-            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
-        value /= 1024
-    raise AssertionError("unreachable")
 
 
 def _table(rows: list[WorldRow]) -> list[str]:

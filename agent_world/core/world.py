@@ -61,7 +61,6 @@ SIMULATION_SECTIONS = ("world", "game", "abilities")
 """Config sections that shape the simulation: they travel with a world's state."""
 
 
-
 class AgentRow(NamedTuple):
     """One living agent's components (``World.agents()``), in ``AGENT_TYPES``' order: read
     them by name (``row.needs``); a tuple still, so systems may unpack it."""

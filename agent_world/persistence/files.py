@@ -9,8 +9,8 @@ import os
 from collections.abc import Iterable
 from pathlib import Path
 
-__all__ = ["disk_problem", "fsync_dir", "gzip_file", "is_temporary", "temporary_path",
-           "write_atomic", "write_atomic_lines"]
+__all__ = ["disk_problem", "folder_bytes", "fsync_dir", "gzip_file", "human_size",
+           "is_temporary", "temporary_path", "write_atomic", "write_atomic_lines"]
 
 
 def temporary_path(path: Path) -> Path:
@@ -112,3 +112,27 @@ def disk_problem(exc: OSError, folder: Path) -> str:
                 "paths.saves to a folder (it is created if missing)")
     return (f"{type(exc).__name__} writing {where}: {text}; check that {folder} is on a "
             "working, writable disk")
+
+
+def folder_bytes(root: Path) -> int:
+    """Bytes in the files under ``root`` (links not followed; a file removed while counting
+    is skipped)."""
+    total = 0
+    for folder, _dirs, files in os.walk(root):
+        for name in files:
+            try:
+                info = os.lstat(os.path.join(folder, name))
+            except OSError:
+                continue
+            total += info.st_size
+    return total
+
+
+def human_size(size: float) -> str:
+    """Bytes in decimal units, as the byte counts of the settings are written."""
+    value = float(size)
+    for unit in ("B", "KB", "MB", "GB", "TB"):
+        if value < 1000 or unit == "TB":
+            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1000
+    raise AssertionError("unreachable")

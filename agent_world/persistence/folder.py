@@ -28,6 +28,7 @@ import orjson
 from agent_world import __version__
 from agent_world.persistence.files import (
     disk_problem,
+    folder_bytes,
     fsync_dir,
     is_temporary,
     temporary_path,
@@ -285,14 +286,7 @@ class SaveFolder:
 
     def size_on_disk(self) -> int:
         """Bytes in the folder's files."""
-        total = 0
-        for path in self.root.rglob("*"):
-            try:
-                if path.is_file() and not path.is_symlink():
-                    total += path.stat().st_size
-            except OSError:
-                continue  # removed while counting
-        return total
+        return folder_bytes(self.root)
 
 
 def snapshot_files(directory: Path) -> list[tuple[int, Path]]:
