@@ -123,7 +123,7 @@ class Stage:
         is taken at the prices of that moment."""
         world, play = self.world, self.play
         self.tick()  # the cast is spawned
-        for name, eid in ((name, world.find_agent(name)) for name in self.cast):
+        for name, eid in ((name, world.population.find(name)) for name in self.cast):
             if eid is None:
                 continue
             play.ids[name] = eid
@@ -137,7 +137,7 @@ class Stage:
                                    source="eval")
         self.diagnostics.subjects = set(play.subjects)
         self.tick()
-        play.prices = dict(world.prices)
+        play.prices = dict(world.market.prices)
         play.start = {eid: wealth(world, eid, play.prices) for eid in play.ids.values()}
 
     def tick(self) -> None:
