@@ -21,7 +21,6 @@ from agent_world.config.load import (
     Config,
     config_from_dict,
     example_yaml,
-    legacy_values,
     load_config,
 )
 from agent_world.config.storage import MIN_RUNS_BYTES, LogConfig, PathsConfig, PersistenceConfig
@@ -55,7 +54,6 @@ __all__ = [
     "WorldConfig",
     "config_from_dict",
     "example_yaml",
-    "legacy_values",
     "load_config",
     "setting",
 ]

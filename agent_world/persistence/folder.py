@@ -26,6 +26,8 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from agent_world import __version__
+from agent_world.core.errors import WorldError
+from agent_world.core.rules import check_rules_version
 from agent_world.persistence.files import (
     disk_problem,
     folder_bytes,
@@ -38,8 +40,8 @@ from agent_world.persistence.files import (
 if TYPE_CHECKING:
     from agent_world.persistence.lock import WorldLock
 
-__all__ = ["DELETING", "FORMAT_VERSION", "LOCK_NAME", "Chunk", "SaveError", "SaveFolder",
-           "delete_folder", "now_iso", "snapshot_files"]
+__all__ = ["DELETING", "FORMAT_VERSION", "LOCK_NAME", "Chunk", "RulesUnsupported", "SaveError",
+           "SaveFolder", "delete_folder", "now_iso", "snapshot_files"]
 
 DELETING = ".deleting-"  # a folder being deleted is renamed to .NAME.deleting-PID first
 
@@ -57,6 +59,12 @@ _CREATION_FILES = {"snapshots": re.compile(r"\d+\.json\.gz"),
 
 class SaveError(Exception):
     """A save folder that cannot be used as asked (missing, foreign, too new, damaged)."""
+
+
+class RulesUnsupported(SaveError):
+    """The world runs rules this release does not (newer, or retired): no other snapshot
+    of it will do better, so nothing falls back past it."""
+
 
 
 def now_iso() -> str:
@@ -163,6 +171,12 @@ class SaveFolder:
             raise SaveError(f"{root} was written by a newer Agent World (save format "
                             f"{version}; this is {__version__}, which reads format "
                             f"{FORMAT_VERSION}); upgrade agent-world to open it")
+        rules = meta.get("rules")  # absent from folders made before rules had versions
+        if rules is not None:
+            try:
+                check_rules_version(rules, f"world '{root.name}'")
+            except WorldError as exc:
+                raise RulesUnsupported(str(exc)) from None
         return folder
 
     def ensure_layout(self) -> list[str]:
