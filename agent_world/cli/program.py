@@ -36,7 +36,6 @@ import orjson
 
 from agent_world import __version__
 from agent_world.agents import LLMBrain
-from agent_world.agents.registry import load_brains, unregistered
 from agent_world.app import Session
 from agent_world.argtypes import positive_int, seed, speed, tick
 from agent_world.cli.eval import build_parser as build_eval_parser
@@ -75,6 +74,7 @@ from agent_world.runs import prune_runs
 from agent_world.sandbox import AbilityChecker, Sandbox
 from agent_world.sandbox.pool import WorkerDied
 from agent_world.types import ProviderError
+from agent_world.userbrains.registry import load_brains, unregistered
 from agent_world.web import WebError, WebServer, check_web, web_token
 from agent_world.web.access import is_terminal
 from agent_world.web.playback import serve_recording

@@ -20,7 +20,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agent_world.agents.registry import load_brains
 from agent_world.app import Session
 from agent_world.config import Config
 from agent_world.core import components as c
@@ -28,6 +27,7 @@ from agent_world.core.world import World
 from agent_world.eval.diagnostics import Diagnostics
 from agent_world.eval.scenario import OBJECTIVE_EVERY, SUBJECT, Scenario, Subjects
 from agent_world.persistence import open_world
+from agent_world.userbrains.registry import load_brains
 
 __all__ = ["TEAM_METRICS", "THINK_WAIT_S", "Play", "Stage", "cast_of"]
 
