@@ -296,7 +296,7 @@ def _configure(args: argparse.Namespace, *, needs_llm: bool = True) -> Config:
 def _llm_brain_agents(session: Session) -> list[tuple[str, int, float]]:
     """Agents whose registered brain is an ``LLMBrain`` (they ask the configured LLM too):
     a label, how many, and the calls an hour each its schedule makes (a decision every
-    ``brains.think_interval_ticks`` and a reflection every ``reflect_every_ticks``)."""
+    ``decisions.brains.think_interval_ticks`` and a reflection every ``reflect_every_ticks``)."""
     if session.brains is None:
         return []
     hourly = 3600 * session.config.world.tick_rate
@@ -304,7 +304,7 @@ def _llm_brain_agents(session: Session) -> list[tuple[str, int, float]]:
     found = []
     for name, cls in session.brains.classes.items():
         if counts[name] and issubclass(cls, LLMBrain):
-            rate = hourly / session.config.brains.think_interval_ticks
+            rate = hourly / session.config.decisions.of("brains").think_interval_ticks
             if cls.reflect_every_ticks:
                 rate += hourly / cls.reflect_every_ticks
             found.append((f"agents on LLM brain {name}", counts[name], rate))

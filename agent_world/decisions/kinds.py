@@ -63,9 +63,10 @@ def _llm(ctx: KindContext, _started: Mapping[str, Answerer]) -> LLMAgents | None
     """LLM agents, when a provider is configured (without one they use built-in brains)."""
     if not ctx.config.llm.enabled:
         return None
-    return build_agents(ctx.config.llm, ctx.world, clock=ctx.llm_clock, memories=ctx.memories,
-                        report=ctx.report, factory=ctx.llm_provider, redactor=ctx.redactor,
-                        gates=ctx.llm_gates, prompt_log=ctx.prompt_log)
+    return build_agents(ctx.config.llm, ctx.world, settings=ctx.config.decisions.of("llm"),
+                        clock=ctx.llm_clock, memories=ctx.memories, report=ctx.report,
+                        factory=ctx.llm_provider, redactor=ctx.redactor, gates=ctx.llm_gates,
+                        prompt_log=ctx.prompt_log)
 
 
 def _brains(ctx: KindContext, started: Mapping[str, Answerer]) -> UserBrains | None:
@@ -74,6 +75,7 @@ def _brains(ctx: KindContext, started: Mapping[str, Answerer]) -> UserBrains | N
         return None
     llm = started.get("llm")
     return UserBrains(ctx.config.brains, ctx.world, ctx.brains,
+                      settings=ctx.config.decisions.of("brains"),
                       llm=llm.for_brains() if isinstance(llm, LLMAgents) else None)
 
 

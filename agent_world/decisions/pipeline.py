@@ -183,7 +183,6 @@ class Pipeline:
         self._new_minds.add(eid)
 
     # -- the main thread's part, after every tick --------------------------------------------
-    # -- the main thread's part, after every tick --------------------------------------------
 
     def on_tick(self, report: TickReport) -> None:
         started = time.perf_counter()

@@ -19,7 +19,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from agent_world.config import LLMConfig
+from agent_world.config import KindPace, LLMConfig
 from agent_world.contract.answer import DecisionError, TextDecision, decide_from_text
 from agent_world.contract.observation import observe
 from agent_world.core import components as c
@@ -82,18 +82,19 @@ class LLMAgents(Answering):
     source = "llm"
     label = "LLM"
 
-    def __init__(self, cfg: LLMConfig, world: World, *, provider_factory: ProviderFactory,
+    def __init__(self, cfg: LLMConfig, world: World, *, settings: KindPace,
+                 provider_factory: ProviderFactory,
                  identity: dict[str, Any], redactor: Redactor, clock: Clock | None = None,
                  memories: Path | None = None, report: Callable[[str], None] = print,
                  prompt_log: Path | None = None, gates: Gates | None = None) -> None:
-        """``gates``: the session's, shared with the angel (new ones when not given); their
-        figures are this kind's."""
-        super().__init__(pace=Pace(interval=cfg.think_interval_ticks,
-                                   min_gap=cfg.min_gap_ticks,
-                                   round_size=min(cfg.workers, cfg.max_concurrent),
-                                   workers=cfg.workers,
-                                   per_agent_hour=cfg.decisions_per_agent_hour,
-                                   per_hour=cfg.decisions_per_hour),
+        """``settings``: ``decisions.llm`` over ``decisions``. ``gates``: the session's,
+        shared with the angel (new ones when not given); their figures are this kind's."""
+        super().__init__(pace=Pace(interval=settings.think_interval_ticks,
+                                   min_gap=settings.min_gap_ticks,
+                                   round_size=min(settings.workers, cfg.max_concurrent),
+                                   workers=settings.workers,
+                                   per_agent_hour=settings.decisions_per_agent_hour,
+                                   per_hour=settings.decisions_per_hour),
                          brains=frozenset({"llm"}), clock=clock)
         self.world = world
         self.report = report
@@ -346,12 +347,11 @@ class LLMAgents(Answering):
         agents on users' brains that ask this LLM, such as an ``LLMBrain``), may spend in an
         hour, in words (for the start-up banner). The budget (``llm.tokens_per_hour``,
         ``llm.cost_per_hour``) caps them all together."""
-        cfg = self.cfg
+        cfg, pace = self.cfg, self.pace
         hourly = 3600 * self.world.config.world.tick_rate
-        per_agent = (cfg.decisions_per_agent_hour
-                     or hourly / max(cfg.min_gap_ticks, 1))
-        if cfg.decisions_per_hour:
-            per_agent = min(per_agent, cfg.decisions_per_hour / max(agents, 1))
+        per_agent = pace.per_agent_hour or hourly / max(pace.min_gap, 1)
+        if pace.per_hour:
+            per_agent = min(per_agent, pace.per_hour / max(agents, 1))
         shared = estimate_tokens(self.prompts.system_for("trader"))
         new, answer = TYPICAL_NEW_TOKENS, TYPICAL_ANSWER_TOKENS
         cached = shared if shared >= CACHE_MIN_TOKENS else 0

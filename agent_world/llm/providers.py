@@ -7,7 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from agent_world.config import LLMConfig
+from agent_world.config import KindPace, LLMConfig
 from agent_world.core.world import World
 from agent_world.llm.answerer import LLMAgents, ProviderFactory
 from agent_world.llm.anthropic_api import AnthropicProvider
@@ -77,7 +77,8 @@ def provider_factory(cfg: LLMConfig, redactor: Redactor) -> ProviderFactory:
     raise ValueError(f"llm.provider {cfg.provider!r} makes no provider")
 
 
-def build_agents(cfg: LLMConfig, world: World, *, clock: Clock | None = None,
+def build_agents(cfg: LLMConfig, world: World, *, settings: KindPace,
+                 clock: Clock | None = None,
                  memories: Path | None = None, report: Callable[[str], None] = print,
                  factory: ProviderFactory | None = None,
                  redactor: Redactor | None = None,
@@ -92,6 +93,7 @@ def build_agents(cfg: LLMConfig, world: World, *, clock: Clock | None = None,
         key = cfg.api_key()
         if key:
             redactor.add(key)
-    return LLMAgents(cfg, world, provider_factory=made, identity=provider_identity(cfg),
+    return LLMAgents(cfg, world, settings=settings, provider_factory=made,
+                     identity=provider_identity(cfg),
                      redactor=redactor, clock=clock, memories=memories, report=report,
                      prompt_log=prompt_log, gates=gates)

@@ -6,7 +6,7 @@ A client *claims* an agent (a built-in one, or one it spawned with ``brain=remot
 the agent should decide, the observation goes to the client as an ``observe`` message with a
 request id; the client's ``decide`` for that request, checked by ``as_plan`` like any
 brain's answer, becomes a ``plan`` input (source ``remote``), applied at the next tick and
-logged, so replay never needs the client. No answer within ``remote.deadline_ms``, or an
+logged, so replay never needs the client. No answer within ``decisions.remote.deadline_ms``, or an
 invalid one, leaves the agent on its built-in brain for that decision. A disconnect or a
 death releases the agent.
 
@@ -24,7 +24,7 @@ import time
 from collections import deque
 from typing import Any, Protocol
 
-from agent_world.config import RemoteConfig
+from agent_world.config import KindPace, RemoteConfig
 from agent_world.contract.decision import DecisionError, as_plan, from_json
 from agent_world.contract.observation import observe
 from agent_world.core import components as c
@@ -65,13 +65,17 @@ class RemoteBrains(Answering):
     source = "remote"
     label = "remote"
 
-    def __init__(self, cfg: RemoteConfig, world: World, *, clock: Clock | None = None) -> None:
+    def __init__(self, cfg: RemoteConfig, world: World, *, settings: KindPace,
+                 clock: Clock | None = None) -> None:
+        """``settings``: ``decisions.remote`` over ``decisions``."""
         # No agent is remote until a client claims it (``Pipeline.serve``).
-        super().__init__(pace=Pace(interval=cfg.think_interval_ticks, min_gap=cfg.min_gap_ticks,
-                                   round_size=UNBOUNDED, workers=0), clock=clock)
+        super().__init__(pace=Pace(interval=settings.think_interval_ticks,
+                                   min_gap=settings.min_gap_ticks, round_size=UNBOUNDED,
+                                   workers=0), clock=clock)
         self.world = world
         self.cfg = cfg
-        self.deadline_s = cfg.deadline_ms / 1000
+        self.deadline_ms = settings.deadline_ms
+        self.deadline_s = settings.deadline_ms / 1000
         self.claims: dict[int, Link] = {}
         self.links: dict[Link, set[int]] = {}
         self._replies: dict[int, Reply] = {}  # agent -> its request sent to its client
@@ -100,7 +104,7 @@ class RemoteBrains(Answering):
         # (``_spawned``), or a client could spawn and hang up to escape its cap.
 
     def _interval(self, every_ticks: int | None) -> int:
-        return max(every_ticks, self.cfg.min_gap_ticks) if every_ticks else 0
+        return max(every_ticks, self.pace.min_gap) if every_ticks else 0
 
     def claim(self, link: Link, agent: int, every_ticks: int | None) -> dict[str, Any]:
         """Give ``agent`` to ``link``: the ``claimed`` message; ProtocolError why not."""
@@ -198,7 +202,7 @@ class RemoteBrains(Answering):
         if reply is None or reply.job.rid != rid or not reply.open:
             return {"type": "rejected", "agent": agent, "request": rid,
                     "reason": "no open request with that id (it was answered, or given up "
-                              f"at the {self.cfg.deadline_ms} ms deadline); answer the "
+                              f"at the {self.deadline_ms} ms deadline); answer the "
                               "newest observe"}
         del self._replies[agent]
         elapsed = time.perf_counter() - reply.started
@@ -272,16 +276,17 @@ class RemoteBrains(Answering):
         self.metrics.error("timeout")
         self.claims[job.agent].send({
             "type": "expired", "agent": job.agent, "request": job.rid,
-            "reason": f"no answer within {self.cfg.deadline_ms} ms; the agent uses its "
+            "reason": f"no answer within {self.deadline_ms} ms; the agent uses its "
                       "built-in brain for it"})
         return Fault(kind="timeout", latency_s=waited_s,
-                     error=f"no answer within {self.cfg.deadline_ms} ms (remote.deadline_ms)")
+                     error=f"no answer within {self.deadline_ms} ms "
+                           "(decisions.remote.deadline_ms)")
 
     def prepare(self, eid: int, mind: Mind, rid: int, reasons: tuple[str, ...],
                 priority: int) -> Job | Answer:
         world = self.world
         message = {"type": "observe", "agent": eid, "request": rid, "tick": world.tick,
-                   "reasons": list(reasons), "deadline_ms": self.cfg.deadline_ms,
+                   "reasons": list(reasons), "deadline_ms": self.deadline_ms,
                    "observation": observe(world, eid).to_dict(),
                    "events": self._events.pop(eid, [])}
         return Job(rid=rid, agent=eid, tick=world.tick, priority=priority, reasons=reasons,
@@ -320,7 +325,7 @@ class RemoteBrains(Answering):
             "waiting for an answer": sum(1 for r in self._replies.values() if r.open),
             "p50": f"{figures['p50_ms']:g} ms",
             "p95": f"{figures['p95_ms']:g} ms",
-            "deadline": f"{self.cfg.deadline_ms} ms",
+            "deadline": f"{self.deadline_ms} ms",
             "main thread p99": f"{percentile(list(self.pipeline.main_ms), 0.99):.2f} ms",
         }
 

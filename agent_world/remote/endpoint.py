@@ -140,7 +140,8 @@ class AgentsEndpoint:
         self.token = token  # the web server's: an external agent always needs it
         session.redactor.add(self.token)  # never in a log line or an input, if it leaks
         self.max_message = max_message
-        self.brains = RemoteBrains(cfg, session.world)
+        self.brains = RemoteBrains(cfg, session.world,
+                                   settings=session.config.decisions.of("remote"))
         self.console = Console(session, source="remote", refuse=only_spawn)
         self.connections: set[Connection] = set()
         self._serial = 0
@@ -193,7 +194,7 @@ class AgentsEndpoint:
             conn.send({"type": "welcome", "protocol": PROTOCOL, "client": conn.name,
                        "world": self.session.config.world.name, "tick": world.tick,
                        "tick_rate": self.session.config.world.tick_rate,
-                       "deadline_ms": self.cfg.deadline_ms, "max_actions": MAX_PLAN,
+                       "deadline_ms": self.brains.deadline_ms, "max_actions": MAX_PLAN,
                        "max_agents": self.cfg.max_agents_per_client,
                        "messages_per_s": self.cfg.messages_per_s})
             async for msg in ws:

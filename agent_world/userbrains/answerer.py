@@ -6,7 +6,7 @@ answering on the pipeline's worker threads.
 The main thread builds each request's ``Observation`` and the hooks due (events that name
 the agent, how its last decided action ended); a worker makes the agent's brain on first
 use (``on_spawn``), delivers the hooks, calls ``decide`` and checks the answer with
-``as_plan``. A valid answer within ``brains.deadline_ms`` becomes a ``plan`` input (source
+``as_plan``. A valid answer within ``decisions.brains.deadline_ms`` becomes a ``plan`` input (source
 ``brain``), applied at the next tick and logged, so replay never needs the user's code.
 An exception, an invalid answer or a late one leaves the agent on its built-in brain for
 that decision. A ``decide`` that never returns cannot be stopped (threads cannot be
@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
-from agent_world.config import BrainsConfig
+from agent_world.config import BrainsConfig, KindPace
 from agent_world.contract.brains import (
     MAX_TRACE,
     MAX_TRACE_LINE,
@@ -83,14 +83,18 @@ class UserBrains(Answering):
     label = "brain"
 
     def __init__(self, cfg: BrainsConfig, world: World, classes: Mapping[str, type[Brain]],
-                 *, clock: Clock | None = None, llm: BrainLLM | None = None) -> None:
-        """``llm`` is the configured LLM, given to every brain as ``brain.llm`` (None: the
-        world has none, and no registered brain is an ``LLMBrain``)."""
-        super().__init__(pace=Pace(interval=cfg.think_interval_ticks, min_gap=cfg.min_gap_ticks,
-                                   round_size=cfg.workers, workers=cfg.workers),
+                 *, settings: KindPace, clock: Clock | None = None,
+                 llm: BrainLLM | None = None) -> None:
+        """``settings``: ``decisions.brains`` over ``decisions``. ``llm`` is the configured
+        LLM, given to every brain as ``brain.llm`` (None: the world has none, and no
+        registered brain is an ``LLMBrain``)."""
+        super().__init__(pace=Pace(interval=settings.think_interval_ticks,
+                                   min_gap=settings.min_gap_ticks, round_size=settings.workers,
+                                   workers=settings.workers),
                          brains=frozenset(classes), clock=clock)
         self.world = world
         self.cfg = cfg
+        self.settings = settings
         self.classes = dict(classes)
         self.llm = llm
         self.deadlines = {name: self._deadline_ms(cls) / 1000 for name, cls in classes.items()}
@@ -116,7 +120,7 @@ class UserBrains(Answering):
             self.policies = PolicyRunner(
                 world.config.sandbox, steps=cfg.policy_steps,
                 memory_bytes=cfg.policy_memory_bytes,
-                timeout_s=decision_timeout_s(cfg.deadline_ms))
+                timeout_s=decision_timeout_s(settings.deadline_ms))
         self._expired: set[int] = set()  # reflections given up at their deadline
         self._deaths: queue.SimpleQueue[int] = queue.SimpleQueue()
 
@@ -129,7 +133,7 @@ class UserBrains(Answering):
             return cls.deadline_ms
         if issubclass(cls, LLMBrain) and self.llm is not None:
             return self.llm.cfg.request_timeout_s * 1000 + LLM_SLACK_MS
-        return self.cfg.deadline_ms
+        return self.settings.deadline_ms
 
     # -- the pipeline's hooks (main thread) ----------------------------------------------------
 
@@ -196,7 +200,7 @@ class UserBrains(Answering):
         deadline_s = self.deadlines[name]
         return Fault(kind="timeout", latency_s=waited_s, where=f"brain {name}: decide()",
                      error=f"{name}.decide() took over {deadline_s * 1000:.0f} ms (the "
-                           "brain's deadline_ms, else brains.deadline_ms)")
+                           "brain's deadline_ms, else decisions.brains.deadline_ms)")
 
     def _give_up_late_reflections(self) -> None:
         """A ``reflect`` past the deadline is counted (its decision was applied already)
@@ -213,7 +217,7 @@ class UserBrains(Answering):
             self._count_fault(call.brain, "reflect timeout", call.agent,
                               f"{call.brain}.reflect() took over "
                               f"{call.deadline_s * 1000:.0f} ms (the brain's deadline_ms, "
-                              "else brains.deadline_ms)")
+                              "else decisions.brains.deadline_ms)")
             if call.thread is not None:
                 self.pipeline.worker_stuck(call.thread, where=f"brain {call.brain}: reflect()",
                                            agent=call.agent, waited_s=waited)
@@ -383,7 +387,7 @@ class UserBrains(Answering):
             "queue": self.queue.depth,
             "p50": f"{figures['p50_ms']:g} ms",
             "p95": f"{figures['p95_ms']:g} ms",
-            "deadline": f"{self.cfg.deadline_ms} ms",
+            "deadline": f"{self.settings.deadline_ms} ms",
             "main thread p99": f"{percentile(list(self.pipeline.main_ms), 0.99):.2f} ms",
             "workers": f"{len(self.pipeline.workers)} ({self.pipeline.stuck} stuck in a "
                        f"brain; {self.pipeline.replaced} started in place of stuck ones)",
