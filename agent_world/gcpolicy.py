@@ -26,7 +26,10 @@ whole heap (measured on a busy 2-core machine: ~50 ms at 10 agents, 65-100 ms at
 - when ``sweep_after`` watched objects (the web server's open connections, given by
   ``watch``) were frozen while open and are still alive after they closed: nothing but a
   frozen cycle keeps a closed connection alive, so that count is the garbage waiting;
-- every ``sweep_every_s`` seconds in any case (cycles of other origins), and
+- every ``sweep_every_s`` seconds in any case (cycles of other origins); a periodic sweep
+  that frees less than ``QUIET_SWEEP_OBJECTS`` doubles the wait for the next one, up to
+  ``LONGEST_SWEEP_EVERY_S`` (a world whose only cycles were its connections pauses for a
+  sweep about once a day, not once an hour), and one that frees more sets it back; and
 - never in a gap that holds other work (``busy``) and never sooner than ``MIN_SWEEP_GAP_S``
   after the last one; a sweep longer than ``SHORT_SWEEP_S`` (a tick period at 10 Hz) is a
   long pause, so the next waits at least P / ``MAX_SWEEP_SHARE`` after one of P seconds:
@@ -43,9 +46,11 @@ import time
 import weakref
 from collections.abc import Callable, Iterable
 
-__all__ = ["MAX_SWEEP_SHARE", "MIN_SWEEP_GAP_S", "SHORT_SWEEP_S", "GcPolicy", "resident_bytes",
-           "sweep_wait"]
+__all__ = ["LONGEST_SWEEP_EVERY_S", "MAX_SWEEP_SHARE", "MIN_SWEEP_GAP_S", "QUIET_SWEEP_OBJECTS",
+           "SHORT_SWEEP_S", "GcPolicy", "resident_bytes", "sweep_wait"]
 
+QUIET_SWEEP_OBJECTS = 1000  # what a periodic sweep frees below which the next waits longer
+LONGEST_SWEEP_EVERY_S = 24 * 3600.0
 MIN_SWEEP_GAP_S = 2.0
 SHORT_SWEEP_S = 0.1
 MAX_SWEEP_SHARE = 0.01
@@ -87,6 +92,7 @@ class GcPolicy:
         self.sweep_last_ms = 0.0
         self.sweep_max_ms = 0.0
         self.swept_objects = 0  # what sweeps freed, in all
+        self.sweep_every_now_s = sweep_every_s  # the periodic wait, after quiet sweeps
         self._sources: list[Source] = []
         # Objects of the sources that were open at a freeze (so frozen), by id; and those
         # of them that closed while something still holds them.
@@ -132,8 +138,14 @@ class GcPolicy:
     def collect(self) -> None:
         """One collection now (a sweep instead when one is due)."""
         open_now = self._look()
-        if self._sweep_due():
-            self.sweep()
+        due = self._sweep_due()
+        if due:
+            freed = self.sweep()
+            if due == "periodic":
+                self.sweep_every_now_s = (
+                    min(max(self.sweep_every_s, LONGEST_SWEEP_EVERY_S),
+                        self.sweep_every_now_s * 2) if freed < QUIET_SWEEP_OBJECTS
+                    else self.sweep_every_s)
             return
         started = time.perf_counter()
         gc.collect()
@@ -185,13 +197,14 @@ class GcPolicy:
             if ref is None or ref() is not obj:  # an id is reused once its object is gone
                 self._watched[key] = weakref.ref(obj)
 
-    def _sweep_due(self) -> bool:
+    def _sweep_due(self) -> str:
+        """Why a sweep is due now ("periodic", "stranded"), or "" when none is."""
         since = self.clock() - self._last_sweep
         if since < sweep_wait(self._last_sweep_s):
-            return False
-        if self.sweep_every_s and since >= self.sweep_every_s:
-            return True
-        return bool(self.sweep_after) and self.stranded >= self.sweep_after
+            return ""
+        if self.sweep_every_now_s and since >= self.sweep_every_now_s:
+            return "periodic"
+        return "stranded" if self.sweep_after and self.stranded >= self.sweep_after else ""
 
     def close(self) -> None:
         gc.unfreeze()
@@ -203,7 +216,8 @@ class GcPolicy:
                 "max_ms": round(self.max_ms, 2), "every_ticks": self.every_ticks,
                 "sweeps": self.sweeps, "sweep_last_ms": round(self.sweep_last_ms, 2),
                 "sweep_max_ms": round(self.sweep_max_ms, 2),
-                "swept_objects": self.swept_objects, "stranded": self.stranded}
+                "swept_objects": self.swept_objects, "stranded": self.stranded,
+                "sweep_every_s": self.sweep_every_now_s}
 
 
 def resident_bytes() -> int | None:

@@ -14,6 +14,7 @@ from web_helpers import served
 from agent_world.gcpolicy import (
     MAX_SWEEP_SHARE,
     MIN_SWEEP_GAP_S,
+    QUIET_SWEEP_OBJECTS,
     SHORT_SWEEP_S,
     GcPolicy,
     sweep_wait,
@@ -151,6 +152,30 @@ def test_a_periodic_sweep_frees_frozen_cycles_of_any_origin() -> None:
         clock.now += 1.0
         policy.between_ticks()
         assert ref() is None and policy.sweeps == 1
+    finally:
+        policy.close()
+
+
+def test_quiet_periodic_sweeps_come_less_often_and_a_fruitful_one_brings_them_back() -> None:
+    """A periodic sweep is a pause of the whole heap (half a second at 10,000 agents): when
+    it finds next to nothing, the next waits twice as long, up to a day."""
+    clock = Clock()
+    policy = GcPolicy(sweep_after=0, sweep_every_s=3600.0, clock=clock)
+    try:
+        waits = []
+        for _ in range(7):
+            waits.append(policy.sweep_every_now_s)
+            clock.now += policy.sweep_every_now_s
+            policy.between_ticks()
+        assert policy.sweeps == 7
+        assert waits == [3600.0, 7200.0, 14400.0, 28800.0, 57600.0, 86400.0, 86400.0]
+        held = [Cycle() for _ in range(QUIET_SWEEP_OBJECTS)]
+        policy.between_ticks()  # frozen while held
+        held.clear()
+        clock.now += policy.sweep_every_now_s
+        policy.between_ticks()
+        assert policy.swept_objects >= QUIET_SWEEP_OBJECTS
+        assert policy.sweep_every_now_s == 3600.0 == policy.stats()["sweep_every_s"]
     finally:
         policy.close()
 
