@@ -12,31 +12,30 @@ same however often it runs, so it runs after every tick, where each pause is sho
 
 Freezing has one cost: whatever is alive at a freeze is never examined again, so a reference
 cycle that becomes garbage *after* it was frozen is never freed. The world's own objects do
-not do that, but a web connection does: aiohttp's request handler, its transport and their
-partners form cycles, and a connection open across a tick is frozen with them (measured:
-about 220 bytes a connection on average, +11 MB per 52,000 short connections, for as long
-as the world ran). So the policy also *sweeps*: it unfreezes everything, collects it all
-once and freezes again, which frees those cycles. A sweep walks the whole heap (measured on
-a busy 2-core machine: ~50 ms at 10 agents, 65-100 ms at 1,000, 0.5 s at 10,000), so it runs
-only when there is garbage of that kind to free, or rarely:
+not do that, and neither do web connections any more: aiohttp's handler and asyncio's
+transport kept cycles that outlived every closed WebSocket (41 objects, ~220 bytes a
+connection on average, +11 MB per 52,000 short connections for as long as the world ran),
+and the web server now breaks them as a connection is lost (``web/guard.py``, ``unlink``), so
+reference counting frees a closed connection at once (measured: no object left for the
+collector after 60 connections; no sweep in 28,000). What remains here is the backstop, for
+a cycle ``unlink`` does not know (another library version, another origin): the policy also
+*sweeps*: it unfreezes everything, collects it all once and freezes again. A sweep walks the
+whole heap (measured on a busy 2-core machine: ~50 ms at 10 agents, 65-100 ms at 1,000,
+0.5 s at 10,000), so it runs only when there is garbage of that kind to free, or rarely:
 
 - when ``sweep_after`` watched objects (the web server's open connections, given by
   ``watch``) were frozen while open and are still alive after they closed: nothing but a
   frozen cycle keeps a closed connection alive, so that count is the garbage waiting;
-- every ``sweep_every_s`` seconds in any case (cycles of other origins), and
+- every ``sweep_every_s`` seconds in any case (cycles of other origins); a periodic sweep
+  that frees less than ``QUIET_SWEEP_OBJECTS`` doubles the wait for the next one, up to
+  ``LONGEST_SWEEP_EVERY_S`` (a world whose only cycles were its connections pauses for a
+  sweep about once a day, not once an hour), and one that frees more sets it back; and
 - never in a gap that holds other work (``busy``) and never sooner than ``MIN_SWEEP_GAP_S``
   after the last one; a sweep longer than ``SHORT_SWEEP_S`` (a tick period at 10 Hz) is a
   long pause, so the next waits at least P / ``MAX_SWEEP_SHARE`` after one of P seconds:
   at 10,000 agents sweeps take at most 1% of the time. A short sweep (a small world) waits
   the gap only, so the closed connections held between two sweeps stay few, whatever the
   machine's load made the last one take (``sweep_wait``).
-
-A world with no client churn sweeps once an interval. Under churn, memory holds the closed
-connections of one gap between sweeps at most (each ~10-20 KB with its handler, request and
-buffers), and the allocator reuses that memory after each sweep: resident memory levels off
-(measured at 50 Hz: +0.7 MB over 50,000 connections after a warm-up, about what the world
-grows by itself in those ticks; the old policy grew +31.9 MB; bench/RESULTS.md, "Connection
-churn").
 """
 
 from __future__ import annotations
@@ -47,9 +46,11 @@ import time
 import weakref
 from collections.abc import Callable, Iterable
 
-__all__ = ["MAX_SWEEP_SHARE", "MIN_SWEEP_GAP_S", "SHORT_SWEEP_S", "GcPolicy", "resident_bytes",
-           "sweep_wait"]
+__all__ = ["LONGEST_SWEEP_EVERY_S", "MAX_SWEEP_SHARE", "MIN_SWEEP_GAP_S", "QUIET_SWEEP_OBJECTS",
+           "SHORT_SWEEP_S", "GcPolicy", "resident_bytes", "sweep_wait"]
 
+QUIET_SWEEP_OBJECTS = 1000  # what a periodic sweep frees below which the next waits longer
+LONGEST_SWEEP_EVERY_S = 24 * 3600.0
 MIN_SWEEP_GAP_S = 2.0
 SHORT_SWEEP_S = 0.1
 MAX_SWEEP_SHARE = 0.01
@@ -91,6 +92,7 @@ class GcPolicy:
         self.sweep_last_ms = 0.0
         self.sweep_max_ms = 0.0
         self.swept_objects = 0  # what sweeps freed, in all
+        self.sweep_every_now_s = sweep_every_s  # the periodic wait, after quiet sweeps
         self._sources: list[Source] = []
         # Objects of the sources that were open at a freeze (so frozen), by id; and those
         # of them that closed while something still holds them.
@@ -136,8 +138,14 @@ class GcPolicy:
     def collect(self) -> None:
         """One collection now (a sweep instead when one is due)."""
         open_now = self._look()
-        if self._sweep_due():
-            self.sweep()
+        due = self._sweep_due()
+        if due:
+            freed = self.sweep()
+            if due == "periodic":
+                self.sweep_every_now_s = (
+                    min(max(self.sweep_every_s, LONGEST_SWEEP_EVERY_S),
+                        self.sweep_every_now_s * 2) if freed < QUIET_SWEEP_OBJECTS
+                    else self.sweep_every_s)
             return
         started = time.perf_counter()
         gc.collect()
@@ -189,13 +197,14 @@ class GcPolicy:
             if ref is None or ref() is not obj:  # an id is reused once its object is gone
                 self._watched[key] = weakref.ref(obj)
 
-    def _sweep_due(self) -> bool:
+    def _sweep_due(self) -> str:
+        """Why a sweep is due now ("periodic", "stranded"), or "" when none is."""
         since = self.clock() - self._last_sweep
         if since < sweep_wait(self._last_sweep_s):
-            return False
-        if self.sweep_every_s and since >= self.sweep_every_s:
-            return True
-        return bool(self.sweep_after) and self.stranded >= self.sweep_after
+            return ""
+        if self.sweep_every_now_s and since >= self.sweep_every_now_s:
+            return "periodic"
+        return "stranded" if self.sweep_after and self.stranded >= self.sweep_after else ""
 
     def close(self) -> None:
         gc.unfreeze()
@@ -207,7 +216,8 @@ class GcPolicy:
                 "max_ms": round(self.max_ms, 2), "every_ticks": self.every_ticks,
                 "sweeps": self.sweeps, "sweep_last_ms": round(self.sweep_last_ms, 2),
                 "sweep_max_ms": round(self.sweep_max_ms, 2),
-                "swept_objects": self.swept_objects, "stranded": self.stranded}
+                "swept_objects": self.swept_objects, "stranded": self.stranded,
+                "sweep_every_s": self.sweep_every_now_s}
 
 
 def resident_bytes() -> int | None:

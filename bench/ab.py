@@ -1,6 +1,13 @@
 """This checkout against another commit, interleaved: the tick's cost at each size.
 
     python -m bench.ab --base HEAD~1 [--sizes 1000,10000] [--rounds 5] [--ticks 40]
+                       [--measure ticks,paced,replay]
+
+``--measure`` picks what each run times: ``ticks`` (flat out, no persistence: the
+simulation's CPU and wall time per tick), ``paced`` (a real 10 Hz session with persistence,
+``--ticks`` ticks: the p99 of a period's busy time, tick plus the work between ticks) and
+``replay`` (``--ticks`` ticks recorded flat out, then replayed from the log with every state
+hash verified: ticks per second).
 
 Each round runs one fresh process per checkout and size (the order alternating from round to
 round, so a machine that gets busier slows both alike). A process builds the same scaled
@@ -28,7 +35,7 @@ __all__ = ["main"]
 
 HERE = Path(__file__).resolve().parent.parent
 
-CHILD = """
+FLAT = """
 import gc, json, sys, tempfile, time
 from pathlib import Path
 from agent_world.core.world import World
@@ -47,6 +54,39 @@ print(json.dumps({"cpu_ms": cpu * 1000 / ticks, "wall_ms": wall * 1000 / ticks,
                   "hash": world.state_hash()}))
 """
 
+PACED = """
+import json, sys, tempfile
+from pathlib import Path
+from bench.engine import build_world, measure_paced
+agents, warmup, ticks = (int(a) for a in sys.argv[1:4])
+world, config, _ = build_world(agents, Path(tempfile.mkdtemp()), warmup)
+got = measure_paced(world, config, "ab", seconds=0.0, min_ticks=ticks, max_ticks=ticks,
+                    tick_estimate_s=0.1)
+print(json.dumps({"busy_p99_ms": got["busy"]["p99_ms"], "tick_p99_ms": got["tick"]["p99_ms"],
+                  "hash": ""}))
+"""
+
+REPLAY = """
+import asyncio, json, sys, tempfile
+from pathlib import Path
+from bench.engine import _replay, build_world
+from bench.scenario import saved_session
+agents, warmup, ticks = (int(a) for a in sys.argv[1:4])
+world, config, _ = build_world(agents, Path(tempfile.mkdtemp()), warmup)
+session = saved_session(world, config, "ab")
+asyncio.run(session.run(max_ticks=ticks, paced=False))
+folder = session.persistence.folder
+session.close()
+final = world.state_hash()
+got = _replay(folder, config, verify=True)
+print(json.dumps({"replay_ticks_per_s": got["ticks_per_s"], "checks": got["checks"],
+                  "hash": final}))
+"""
+
+CHILDREN = {"ticks": (FLAT, ("cpu_ms", "wall_ms")),
+            "paced": (PACED, ("busy_p99_ms", "tick_p99_ms")),
+            "replay": (REPLAY, ("replay_ticks_per_s",))}
+
 
 @contextmanager
 def checkout(rev: str) -> Iterator[Path]:
@@ -60,8 +100,9 @@ def checkout(rev: str) -> Iterator[Path]:
                         str(folder / "base")], check=False)
 
 
-def measure(root: Path, agents: int, warmup: int, ticks: int) -> dict[str, float | str]:
-    done = subprocess.run([sys.executable, "-c", CHILD, str(agents), str(warmup), str(ticks)],
+def measure(root: Path, child: str, agents: int, warmup: int, ticks: int
+            ) -> dict[str, float | str]:
+    done = subprocess.run([sys.executable, "-c", child, str(agents), str(warmup), str(ticks)],
                           cwd=root, capture_output=True, text=True, check=False)
     if done.returncode != 0:
         raise SystemExit(f"bench.ab: the run in {root} failed:\n{done.stderr[-2000:]}")
@@ -79,28 +120,37 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=5, help="runs per checkout and size")
     parser.add_argument("--ticks", type=int, default=40, help="ticks timed per run")
     parser.add_argument("--warmup", type=int, default=30, help="ticks before the timing")
+    parser.add_argument("--measure", default="ticks", help="what to time, any of "
+                        f"{','.join(CHILDREN)} (default ticks)")
     args = parser.parse_args(argv)
     sizes = [int(n) for n in args.sizes.split(",")]
+    kinds = args.measure.split(",")
+    unknown = [k for k in kinds if k not in CHILDREN]
+    if unknown:
+        parser.error(f"--measure {','.join(unknown)}: expected any of {','.join(CHILDREN)}")
 
     def run(base: Path) -> None:
         print(f"base {args.base_root or args.base} ({base}) against this checkout ({HERE}); "
               f"{args.rounds} rounds of {args.ticks} ticks after {args.warmup}")
-        for agents in sizes:
-            got: dict[str, list[dict[str, float | str]]] = {"base": [], "new": []}
-            for round_ in range(args.rounds):
-                order = [("base", base), ("new", HERE)]
-                for label, root in order if round_ % 2 == 0 else reversed(order):
-                    got[label].append(measure(root, agents, args.warmup, args.ticks))
-            hashes = {str(r["hash"]) for runs in got.values() for r in runs}
-            line = [f"{agents:>6} agents:"]
-            for figure in ("cpu_ms", "wall_ms"):
-                base_ms = statistics.median(float(r[figure]) for r in got["base"])
-                new_ms = statistics.median(float(r[figure]) for r in got["new"])
-                line.append(f"{figure[:-3]} {base_ms:.2f} -> {new_ms:.2f} ms/tick "
-                            f"({new_ms / base_ms:.3f}x)")
-            line.append("same state" if len(hashes) == 1 else
-                        f"STATES DIFFER ({len(hashes)} hashes)")
-            print("  ".join(line), flush=True)
+        for kind in kinds:
+            child, figures = CHILDREN[kind]
+            for agents in sizes:
+                got: dict[str, list[dict[str, float | str]]] = {"base": [], "new": []}
+                for round_ in range(args.rounds):
+                    order = [("base", base), ("new", HERE)]
+                    for label, root in order if round_ % 2 == 0 else reversed(order):
+                        got[label].append(measure(root, child, agents, args.warmup,
+                                                  args.ticks))
+                hashes = {str(r["hash"]) for runs in got.values() for r in runs}
+                line = [f"{kind:<6} {agents:>6} agents:"]
+                for figure in figures:
+                    old = statistics.median(float(r[figure]) for r in got["base"])
+                    new = statistics.median(float(r[figure]) for r in got["new"])
+                    line.append(f"{figure} {old:.2f} -> {new:.2f} ({new / old:.3f}x)")
+                if hashes != {""}:
+                    line.append("same state" if len(hashes) == 1 else
+                                f"STATES DIFFER ({len(hashes)} hashes)")
+                print("  ".join(line), flush=True)
 
     if args.base_root is not None:
         run(args.base_root.resolve())

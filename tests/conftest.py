@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import tempfile
 from collections.abc import Callable, Iterator
@@ -10,8 +11,8 @@ from typing import Any
 import pytest
 
 from agent_world.config import Config
-from agent_world.core import brains
 from agent_world.core.actions import Action
+from agent_world.core.rules import compat
 from agent_world.core.world import World
 
 # A generated web token is kept in a file of the runtime folder (docs/api.md, "Security"):
@@ -46,12 +47,16 @@ def make_world() -> Iterator[Callable[..., World]]:
 def decisions(monkeypatch: pytest.MonkeyPatch) -> list[tuple[int, str, Action | None]]:
     """Every (agent id, personality, choice) the built-in brain makes, in order."""
     made: list[tuple[int, str, Action | None]] = []
-    real = brains.decide
 
-    def spy(world, eid, row):
-        choice = real(world, eid, row)
-        made.append((eid, row[0].personality, choice))
-        return choice
+    def spying(real: Callable[..., Action | None]) -> Callable[..., Action | None]:
+        def spy(world, eid, row):
+            choice = real(world, eid, row)
+            made.append((eid, row[0].personality, choice))
+            return choice
+        return spy
 
-    monkeypatch.setattr(brains, "decide", spy)
+    # Every rules version's brains: a world takes its Ruleset when it is made, after this.
+    for version, rules in list(compat.RULESETS.items()):
+        monkeypatch.setitem(compat.RULESETS, version,
+                            dataclasses.replace(rules, decide=spying(rules.decide)))
     return made

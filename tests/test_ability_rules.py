@@ -16,9 +16,10 @@ from helpers import STAY, add_agent, give_plan, of_type, run
 from persistence_helpers import saving_config
 
 from agent_world.app import Session
-from agent_world.config import AbilitiesConfig, Config, legacy_values
+from agent_world.config import AbilitiesConfig, Config
 from agent_world.core import components as c
 from agent_world.core.abilities import AbilityBook
+from agent_world.core.rules import missing_settings
 from agent_world.core.world import World
 from agent_world.persistence import SaveFolder, open_world, replay
 from agent_world.persistence.snapshots import load_first_snapshot
@@ -353,7 +354,7 @@ def test_a_replay_from_the_log_disables_at_the_same_tick(tmp_path: Path) -> None
 
 
 def test_the_new_settings_have_legacy_values_that_reproduce_the_old_rules() -> None:
-    legacy = legacy_values("abilities")
+    legacy = missing_settings("abilities", 1)
     assert {k: legacy[k] for k in NEW_RULES} == {"caps": "effect", "min_cooldown_ticks": 0,
                                                  "kills_to_disable": 1}
     new = Config().abilities

@@ -14,8 +14,9 @@ import json
 import pytest
 from ability_helpers import FakeRunner, returns
 
-from agent_world.config import Config, legacy_values
+from agent_world.config import Config
 from agent_world.core import components as c
+from agent_world.core.rules import missing_settings
 from agent_world.core.world import World
 from agent_world.sandbox.host import load_builtins
 
@@ -29,7 +30,7 @@ NEW_ABILITIES = ("tick_steps",)
 
 
 def test_every_new_setting_has_the_legacy_value_of_the_old_rules() -> None:
-    game = legacy_values("game")
+    game = missing_settings("game", 1)
     assert {k: game[k] for k in NEW_GAME} == {
         "brain_version": 1, "carry_capacity": 0.0, "food_spoilage": 0.0,
         "ground_item_life_ticks": 0, "market_fee": 0.0, "gold_upkeep_per_hour": 0.0,
@@ -41,7 +42,7 @@ def test_every_new_setting_has_the_legacy_value_of_the_old_rules() -> None:
         "capture_ticks": 30, "team_channel_size": 16, "team_message_chars": 80,
         # Metrics as they counted before (every pickup, hit and capture).
         "metrics_version": 1}
-    assert legacy_values("world")["immigrants_fill_mix"] is False
+    assert missing_settings("world", 1)["immigrants_fill_mix"] is False
     new = Config().game
     assert new.brain_version == 2 and new.carry_capacity > 0 and new.market_fee > 0
 
@@ -49,8 +50,8 @@ def test_every_new_setting_has_the_legacy_value_of_the_old_rules() -> None:
 def _saved_before(seed: int) -> tuple[bytes, World]:
     """A new world as the program before these rules made it, saved, and loaded again."""
     old_rules = Config().replace(
-        game={k: legacy_values("game")[k] for k in NEW_GAME},
-        abilities={k: legacy_values("abilities")[k] for k in NEW_ABILITIES},
+        game={k: missing_settings("game", 1)[k] for k in NEW_GAME},
+        abilities={k: missing_settings("abilities", 1)[k] for k in NEW_ABILITIES},
         world={"immigrants_fill_mix": False})
     world = World.create(old_rules, seed=seed)
     state = json.loads(world.state_bytes())

@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import asyncio
 import gc
+import sys
 import weakref
+from pathlib import Path
 
 import pytest
+from web_helpers import served
 
 from agent_world.gcpolicy import (
     MAX_SWEEP_SHARE,
     MIN_SWEEP_GAP_S,
+    QUIET_SWEEP_OBJECTS,
     SHORT_SWEEP_S,
     GcPolicy,
     sweep_wait,
@@ -151,6 +156,30 @@ def test_a_periodic_sweep_frees_frozen_cycles_of_any_origin() -> None:
         policy.close()
 
 
+def test_quiet_periodic_sweeps_come_less_often_and_a_fruitful_one_brings_them_back() -> None:
+    """A periodic sweep is a pause of the whole heap (half a second at 10,000 agents): when
+    it finds next to nothing, the next waits twice as long, up to a day."""
+    clock = Clock()
+    policy = GcPolicy(sweep_after=0, sweep_every_s=3600.0, clock=clock)
+    try:
+        waits = []
+        for _ in range(7):
+            waits.append(policy.sweep_every_now_s)
+            clock.now += policy.sweep_every_now_s
+            policy.between_ticks()
+        assert policy.sweeps == 7
+        assert waits == [3600.0, 7200.0, 14400.0, 28800.0, 57600.0, 86400.0, 86400.0]
+        held = [Cycle() for _ in range(QUIET_SWEEP_OBJECTS)]
+        policy.between_ticks()  # frozen while held
+        held.clear()
+        clock.now += policy.sweep_every_now_s
+        policy.between_ticks()
+        assert policy.swept_objects >= QUIET_SWEEP_OBJECTS
+        assert policy.sweep_every_now_s == 3600.0 == policy.stats()["sweep_every_s"]
+    finally:
+        policy.close()
+
+
 def test_bad_sweep_settings_are_refused_by_name() -> None:
     with pytest.raises(ValueError, match="sweep_after must be >= 0"):
         GcPolicy(sweep_after=-1)
@@ -163,3 +192,60 @@ def test_a_long_sweep_is_rationed_to_its_share_of_the_time_and_a_short_one_is_no
     assert sweep_wait(0.0) == MIN_SWEEP_GAP_S
     assert sweep_wait(SHORT_SWEEP_S) == MIN_SWEEP_GAP_S  # at most one tick period late
     assert sweep_wait(0.5) == pytest.approx(0.5 / MAX_SWEEP_SHARE)  # 10,000 agents: 50 s
+
+
+# -- closed connections leave no cycles ---------------------------------------------------------
+
+CHURN_CLIENT = """
+import asyncio, sys, aiohttp, orjson
+url, token, rounds = sys.argv[1], sys.argv[2], int(sys.argv[3])
+async def main():
+    async with aiohttp.ClientSession() as http:
+        agents = orjson.loads(await (await http.get(url + "/api/agents")).read())["agents"]
+        for _ in range(rounds):
+            async with http.ws_connect(url + "/ws") as ws:
+                await ws.receive(timeout=10)
+                await ws.send_str(orjson.dumps({"op": "subscribe"}).decode())
+                await ws.receive(timeout=10)
+            async with http.ws_connect(url + "/agents",
+                                       headers={"Authorization": f"Bearer {token}"}) as ws:
+                await ws.receive(timeout=10)
+                await ws.send_str(orjson.dumps({"type": "claim",
+                                                "agent": agents[0]["id"]}).decode())
+                await ws.receive(timeout=10)
+            async with http.get(url + "/api/stats") as resp:
+                await resp.read()
+asyncio.run(main())
+"""
+
+
+def test_a_closed_connection_is_freed_without_the_cycle_collector(tmp_path: Path) -> None:
+    """The web server's connections (WebSocket and plain HTTP, from a client in another
+    process) leave nothing that only the cycle collector could free once closed: a frozen
+    cycle would wait for a sweep of the whole heap (half a second at 10,000 agents)."""
+    token = "churn-token-0123456789abcdef0123"
+
+    async def scenario() -> list[str]:
+        async with served(tmp_path, token=token) as s:
+            gc.collect()
+            gc.disable()
+            try:
+                client = await asyncio.create_subprocess_exec(
+                    sys.executable, "-c", CHURN_CLIENT, s.url, token, "20")
+                assert await client.wait() == 0
+                for _ in range(1000):  # the last close reaches the server
+                    if not s.server.guard.conns:
+                        break
+                    await asyncio.sleep(0.01)
+                assert not s.server.guard.conns
+                gc.set_debug(gc.DEBUG_SAVEALL)
+                gc.collect()
+                left = [f"{type(o).__module__}.{type(o).__qualname__}" for o in gc.garbage]
+            finally:
+                gc.set_debug(0)
+                gc.garbage.clear()
+                gc.enable()
+            return left
+
+    left = asyncio.run(scenario())
+    assert left == []

@@ -54,6 +54,8 @@ from agent_world.cli.schema import build_parser as build_schema_parser
 from agent_world.cli.schema import main as schema_main
 from agent_world.cli.train import build_parser as build_train_parser
 from agent_world.cli.train import main as train_main
+from agent_world.cli.verify import build_parser as build_verify_parser
+from agent_world.cli.verify import main as verify_main
 from agent_world.cli.worlds import build_parser as build_worlds_parser
 from agent_world.cli.worlds import main as worlds_main
 from agent_world.config import Config, ConfigError, load_config
@@ -612,6 +614,9 @@ SUBCOMMANDS: dict[str, Subcommand] = {c.name: c for c in (
     Subcommand("report", (("saves/NAME", "liveliness per window of ticks, from the event "
                                          "log"),),
                build_report_parser, report_main),
+    Subcommand("verify", (("RESULTS.json", "replay every episode of an eval or training "
+                                           "result and check its figures"),),
+               build_verify_parser, verify_main),
     Subcommand("schema", (("[--part P]", "JSON Schema of observations, decisions, actions "
                                          "and abilities (docs/agents.md)"),),
                build_schema_parser, schema_main),

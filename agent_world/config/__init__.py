@@ -22,7 +22,6 @@ from agent_world.config.load import (
     Config,
     config_from_dict,
     example_yaml,
-    legacy_values,
     load_config,
 )
 from agent_world.config.storage import MIN_RUNS_BYTES, LogConfig, PathsConfig, PersistenceConfig
@@ -58,7 +57,6 @@ __all__ = [
     "WorldConfig",
     "config_from_dict",
     "example_yaml",
-    "legacy_values",
     "load_config",
     "setting",
 ]

@@ -28,7 +28,7 @@ class AbilitiesConfig:
     caps: str = setting(
         "cast", "what the max_* caps below limit: cast (the total of one cast, over all its "
         "effects and targets; at most one move) or effect (each effect alone, the rule of "
-        "worlds saved before this setting)", choices=("cast", "effect"), legacy="effect",
+        "worlds saved before this setting)", choices=("cast", "effect"),
     )
     max_damage: float = setting(30.0, "damage one cast may deal in all (per cast)", low=0,
                                 high=10_000)
@@ -52,13 +52,12 @@ class AbilitiesConfig:
     )
     min_cooldown_ticks: int = setting(
         10, "shortest cooldown of any ability, whatever its COOLDOWN says (10 = one cast a "
-        "second at 10 Hz, the shortest built-in cooldown)", low=0, high=100_000, legacy=0,
+        "second at 10 Hz, the shortest built-in cooldown)", low=0, high=100_000,
     )
     kills_to_disable: int = setting(
         3, "calls killed in a row by a backstop (wall clock, CPU or memory limit, a dead "
         "worker) that disable an ability; each kill fails its cast, a call that completes "
         "resets the count (the step budget and errors disable at once)", low=1, high=1000,
-        legacy=1,
     )
     max_range: int = setting(8, "largest RANGE an ability may declare, in tiles", low=0,
                              high=64)
@@ -69,7 +68,7 @@ class AbilitiesConfig:
     tick_steps: int = setting(
         100_000, "steps the ability calls of one tick may take in all; once the calls before "
         "it took that many, a cast waits for the next tick (a rule of the world, the same on "
-        "every machine; 0: no limit)", low=0, high=10**9, legacy=0,
+        "every machine; 0: no limit)", low=0, high=10**9,
     )
     request_timeout_ticks: int = setting(
         600, "an agent's request_ability fails when the angel has not answered by then",

@@ -21,15 +21,12 @@ def setting(
     high: float | None = None,
     low_open: bool = False,
     choices: tuple[str, ...] | None = None,
-    legacy: Any = None,
 ) -> Any:
     """Declare a documented setting. ``low``/``high`` bound numbers (``low_open``: exclusive).
 
-    ``legacy`` (simulation sections only) is the value a world saved before the setting
-    existed runs with: the behaviour it had then, so that its replay and resume still agree
-    with its log. Without one, such a world takes the default."""
-    meta = {"doc": doc, "low": low, "high": high, "low_open": low_open, "choices": choices,
-            "legacy": legacy}
+    A new simulation setting needs nothing more: what a world saved before it runs with is
+    its rules version's business (``agent_world.core.rules.compat``)."""
+    meta = {"doc": doc, "low": low, "high": high, "low_open": low_open, "choices": choices}
     if isinstance(default, (dict, list)):
         frozen_default = default
         return field(default_factory=lambda: type(frozen_default)(frozen_default), metadata=meta)

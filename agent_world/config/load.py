@@ -27,8 +27,7 @@ from agent_world.config.storage import LogConfig, PathsConfig, PersistenceConfig
 from agent_world.config.web import ConsoleConfig, RemoteConfig, WebConfig
 from agent_world.config.world import GameConfig, WorldConfig
 
-__all__ = ["RETIRED", "SECTIONS", "Config", "config_from_dict", "example_yaml",
-           "legacy_values", "load_config"]
+__all__ = ["RETIRED", "SECTIONS", "Config", "config_from_dict", "example_yaml", "load_config"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -108,12 +107,6 @@ def _plain(value: Any) -> Any:
     if isinstance(value, dict):
         return dict(value)
     return value
-
-
-def legacy_values(section: str) -> dict[str, Any]:
-    """Settings of a simulation section that have a ``legacy`` value, by name."""
-    return {f.name: f.metadata["legacy"] for f in dataclasses.fields(SECTIONS[section])
-            if f.metadata.get("legacy") is not None}
 
 
 def _default(f: dataclasses.Field[Any]) -> Any:

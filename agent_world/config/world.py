@@ -46,12 +46,12 @@ class WorldConfig:
     hazard_tiles_per_1000_tiles: float = setting(
         0.0, "hazard tiles (thorn patches, in clumps of a few tiles) per 1000 tiles of a new "
         "map: walkable, but they hurt whoever stands on them (game.hazard_damage); the "
-        "foraging scenario sets them; 0: none", low=0, high=200, legacy=0.0,
+        "foraging scenario sets them; 0: none", low=0, high=200,
     )
     capture_points: int = setting(
         0, "capture points placed on a new map: a team takes one by holding it alone for "
         "game.capture_ticks and scores every tick it holds it (the team_capture scenario); "
-        "0: none", low=0, high=100, legacy=0,
+        "0: none", low=0, high=100,
     )
     personality_mix: dict[str, float] = setting(
         {"aggressive": 1.0, "cautious": 1.0, "gatherer": 1.0, "trader": 1.0},
@@ -64,14 +64,13 @@ class WorldConfig:
     )
     max_agents: int = setting(
         10_000, "most agents alive at once: spawns past it are refused (at least "
-        "starting_agents)", low=1, high=10**7, legacy=10**7,
+        "starting_agents)", low=1, high=10**7,
     )
     immigrants_fill_mix: bool = setting(
         True, "newcomers take the personality the population lacks most against "
         "personality_mix (a missing one first), and one arrives even in a full world while "
         "a personality of the mix has no one left; off: newcomers are drawn at random from "
         "the mix and arrive only while the world is short (worlds saved before this setting)",
-        legacy=False,
     )
 
     def __post_init__(self) -> None:
@@ -185,20 +184,21 @@ class GameConfig:
     )
     starting_gold_max: int = setting(30, "new agents start with 0..this many gold", low=0,
                                      high=1_000_000)
-    # -- the rules of a living world (each with the value that reproduces worlds saved before
-    # it existed: their replay and resume stay exact) -------------------------------------
+    # -- the rules of a living world (a world saved before one of them runs on as it did:
+    # agent_world/core/rules/compat.py) ---------------------------------------------------
     brain_version: int = setting(
-        2, "built-in behaviour: 2 = brains that trade by need, talk from their own state, "
-        "memory and relationships, cast the abilities that suit their personality, ask the "
-        "angel for new ones and remember targets they could not reach, and the world counts "
-        "every action started (actions_started); 1 = the first brains (worlds saved before "
-        "this setting)", low=1, high=2, legacy=1,
+        2, "the rules version a new world is made under (named for its first change, the "
+        "built-in brains); a saved world keeps its own. 2: brains that trade by need, talk "
+        "from their own state, memory and relationships, cast the abilities that suit their "
+        "personality, ask the angel for new ones and remember targets they could not reach, "
+        "and the world counts every action started (actions_started); 1: the first rules, "
+        "only to reproduce worlds made under them", low=1, high=2,
     )
     agent_metrics: bool = setting(
         True, "count each agent's metrics (gathered, eaten, walked, damage, kills, trades, "
         "gold, casts, decisions, latency, tokens) as part of the world's state: /top, "
         "/metrics and the API show them, and replays keep them (false: worlds saved before "
-        "them)", legacy=False,
+        "them)",
     )
     metrics_version: int = setting(
         2, "how agent metrics count: 2 = nothing can be raised by undoing and redoing it: "
@@ -206,87 +206,82 @@ class GameConfig:
         "goods that were carried before (dropped, left by a death), damage and kills on a "
         "teammate do not count, and a team's capture of a point counts once; 1 = every "
         "pickup, hit and capture counts (worlds saved before this setting)", low=1, high=2,
-        legacy=1,
     )
     carry_capacity: float = setting(
         40.0, "weight an agent can carry (item weights are in docs/world.md; gold weighs "
         "nothing); goods past it cannot be picked up, harvested, bought or received. 0: no "
-        "limit", low=0, high=1_000_000, legacy=0.0,
+        "limit", low=0, high=1_000_000,
     )
     food_spoilage: float = setting(
         1.0, "how fast food and herbs spoil, carried or on the ground: 1 = each unit lasts "
         "its kind's shelf life on average, 2 = twice as fast, 0 = never", low=0, high=100,
-        legacy=0.0,
     )
     ground_item_life_ticks: int = setting(
         8_000, "goods other than gold left lying on the ground are lost after about this "
         "many ticks (weather, scavengers), so a full map takes new finds again; 0: they stay",
-        low=0, high=10**9, legacy=0,
+        low=0, high=10**9,
     )
     market_fee: float = setting(
         0.1, "share of the gold paid in a trade that the market takes (it leaves the world)",
-        low=0, high=1, legacy=0.0,
+        low=0, high=1,
     )
     gold_upkeep_per_hour: float = setting(
         2.0, "share of an agent's gold above upkeep_free_gold that goes on upkeep (purses, "
         "guards, losses) per world-hour of 36,000 ticks, paid every 1,000 ticks; it keeps "
-        "hoards from growing without end", low=0, high=10, legacy=0.0,
+        "hoards from growing without end", low=0, high=10,
     )
     upkeep_free_gold: int = setting(
-        25, "gold an agent keeps free of upkeep", low=0, high=1_000_000, legacy=0,
+        25, "gold an agent keeps free of upkeep", low=0, high=1_000_000,
     )
     weapon_wear: float = setting(
         0.02, "chance that a hit breaks the weapon it was struck with", low=0, high=1,
-        legacy=0.0,
     )
     estate_dues: float = setting(
         0.5, "share of a dead agent's gold that leaves the world (dues, the burial); the "
         "rest goes to its heirs (inheritance) or falls where it died", low=0, high=1,
-        legacy=0.0,
     )
     inheritance: bool = setting(
         True, "a dead agent's gold (after estate_dues) goes in equal shares to up to three "
         "living agents it liked best, never its killer; off, or with no one it liked, it "
-        "falls where it died", legacy=False,
+        "falls where it died",
     )
     lifespan_ticks: int = setting(
         180_000, "agents grow old: past this age each has a 1 in 10 chance every 1,000 ticks "
         "to die of old age (the first agents of a world start at ages spread over half of "
-        "it); 0: no one ages", low=0, high=10**12, legacy=0,
+        "it); 0: no one ages", low=0, high=10**12,
     )
     ability_requests_per_hour: float = setting(
         2.0, "new abilities built-in agents may ask the angel for per world-hour (36,000 "
         "ticks), across the world, when none they know fits their need; 0: they never ask",
-        low=0, high=3600, legacy=0.0,
+        low=0, high=3600,
     )
     # -- scenario mechanics: off in the default world (no hazards, recipes or capture points)
     hazard_damage: float = setting(
         1.0, "health lost per tick while standing on a hazard tile (see "
-        "world.hazard_tiles_per_1000_tiles)", low=0, high=10_000, legacy=1.0,
+        "world.hazard_tiles_per_1000_tiles)", low=0, high=10_000,
     )
     recipes: dict[str, str] = setting(
         {}, "what the craft action makes: OUTPUT: 'INPUT*N + INPUT ...', item kinds, e.g. "
         "{club: 'wood*2', spear: 'club + stone'}; one unit of the output per craft. {}: no "
-        "crafting (the crafting_chain scenario sets a chain)", legacy={},
+        "crafting (the crafting_chain scenario sets a chain)",
     )
     craft_ticks: int = setting(
         20, "ticks one craft takes (the inputs are used and the output made at the end)",
-        low=1, high=100_000, legacy=20,
+        low=1, high=100_000,
     )
     capture_radius: int = setting(
         2, "tiles (straight-line distance) around a capture point within which agents hold "
-        "or take it", low=0, high=50, legacy=2,
+        "or take it", low=0, high=50,
     )
     capture_ticks: int = setting(
         30, "ticks a team must be alone at a capture point to take it", low=1, high=100_000,
-        legacy=30,
     )
     team_channel_size: int = setting(
         16, "team_say messages a team's channel keeps (who said what, when, and who heard it "
-        "is part of the world's state)", low=1, high=1000, legacy=16,
+        "is part of the world's state)", low=1, high=1000,
     )
     team_message_chars: int = setting(
-        80, "longest team_say message, in characters", low=1, high=160, legacy=80,
+        80, "longest team_say message, in characters", low=1, high=160,
     )
 
     def __post_init__(self) -> None:

@@ -1,4 +1,4 @@
-"""What built-in brains remember beyond their components (``game.brain_version`` 2).
+"""What built-in brains remember beyond their components (rules version 2 on).
 
 - **Unreachable targets.** An agent that could not reach a target (no path, an emptied bush,
   a victim who caught it) leaves it alone for ``UNREACHABLE_TICKS``, so it never repeats a

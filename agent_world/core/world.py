@@ -22,7 +22,6 @@ from agent_world.config import (
     GameConfig,
     WorldConfig,
     config_from_dict,
-    legacy_values,
 )
 from agent_world.core import components as c
 from agent_world.core import events as ev
@@ -39,6 +38,7 @@ from agent_world.core.metrics import MetricsBook
 from agent_world.core.minds import Minds
 from agent_world.core.names import pick_name
 from agent_world.core.recipes import parse_recipes
+from agent_world.core.rules import missing_settings, ruleset, saved_rules_version
 from agent_world.core.schedule import Schedule
 from agent_world.core.spatial import SpatialGrid
 from agent_world.core.systems import SYSTEMS
@@ -89,6 +89,8 @@ class World:
         self.settings: WorldConfig = config.world
         self.rules: GameConfig = config.game
         self.ability_rules: AbilitiesConfig = config.abilities
+        # The rules version's behaviour (its number travels as game.brain_version).
+        self.ruleset = ruleset(config.game.brain_version)
         self.seed = seed
         self.rng = random.Random(seed)
         self.tick = 0
@@ -162,7 +164,7 @@ class World:
         world._events.clear()  # creation is not news; the world log starts at tick 1
         # Built-in abilities installed before the first tick (the sandbox layer's setup) let
         # the built-in brains cast; see AbilityBook.brains_cast.
-        world.abilities.fresh = config.game.brain_version >= 2
+        world.abilities.fresh = world.ruleset.brains_cast
         return world
 
     def _populate(self) -> None:
@@ -710,12 +712,14 @@ class World:
                              f"(this version reads format {STATE_FORMAT})")
         base = (config or Config()).to_dict()
         saved = state["config"]
-        # A world keeps the rules it was saved with. A setting added since (or a whole
-        # section, like abilities) takes its legacy value, the behaviour the world ran
-        # with, else its default; the state keeps exactly the keys it was saved with, so
-        # that it hashes as it did.
+        # A world keeps the rules version it was made under. A setting added since (or a
+        # whole section, like abilities) takes the value that reproduces the behaviour the
+        # world ran with (core/rules/compat.py), else its default; the state keeps exactly
+        # the keys it was saved with, so that it hashes as it did.
+        version = saved_rules_version(saved.get("game", {}))
         defaults = Config().to_dict()
-        rules = {name: {**defaults[name], **legacy_values(name), **saved.get(name, {})}
+        rules = {name: {**defaults[name], **missing_settings(name, version),
+                        **saved.get(name, {})}
                  for name in SIMULATION_SECTIONS}
         rules["world"].update({k: base["world"][k] for k in _NOT_SIMULATION})
         merged = config_from_dict({**base, **rules}, source="saved state")

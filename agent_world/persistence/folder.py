@@ -16,6 +16,8 @@ See docs/save-format.md for the formats.
 from __future__ import annotations
 
 import datetime
+import gzip
+import hashlib
 import os
 import re
 import shutil
@@ -26,6 +28,8 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from agent_world import __version__
+from agent_world.core.errors import WorldError
+from agent_world.core.rules import check_rules_version
 from agent_world.persistence.files import (
     disk_problem,
     folder_bytes,
@@ -38,8 +42,8 @@ from agent_world.persistence.files import (
 if TYPE_CHECKING:
     from agent_world.persistence.lock import WorldLock
 
-__all__ = ["DELETING", "FORMAT_VERSION", "LOCK_NAME", "Chunk", "SaveError", "SaveFolder",
-           "delete_folder", "now_iso", "snapshot_files"]
+__all__ = ["DELETING", "FORMAT_VERSION", "LOCK_NAME", "Chunk", "RulesUnsupported", "SaveError",
+           "SaveFolder", "delete_folder", "now_iso", "snapshot_files"]
 
 DELETING = ".deleting-"  # a folder being deleted is renamed to .NAME.deleting-PID first
 
@@ -57,6 +61,12 @@ _CREATION_FILES = {"snapshots": re.compile(r"\d+\.json\.gz"),
 
 class SaveError(Exception):
     """A save folder that cannot be used as asked (missing, foreign, too new, damaged)."""
+
+
+class RulesUnsupported(SaveError):
+    """The world runs rules this release does not (newer, or retired): no other snapshot
+    of it will do better, so nothing falls back past it."""
+
 
 
 def now_iso() -> str:
@@ -163,6 +173,12 @@ class SaveFolder:
             raise SaveError(f"{root} was written by a newer Agent World (save format "
                             f"{version}; this is {__version__}, which reads format "
                             f"{FORMAT_VERSION}); upgrade agent-world to open it")
+        rules = meta.get("rules")  # absent from folders made before rules had versions
+        if rules is not None:
+            try:
+                check_rules_version(rules, f"world '{root.name}'")
+            except WorldError as exc:
+                raise RulesUnsupported(str(exc)) from None
         return folder
 
     def ensure_layout(self) -> list[str]:
@@ -275,6 +291,19 @@ class SaveFolder:
                     ranges.setdefault(key, {})["gz" if m.group(3) else "plain"] = p
         return [Chunk(start, end, files.get("plain"), files.get("gz"))
                 for (start, end), files in sorted(ranges.items())]
+
+    def log_digest(self) -> str:
+        """A digest of the event log's content (its lines, whatever files and compression
+        hold them): what a published result records, so that a changed byte is noticed."""
+        digest = hashlib.blake2b(digest_size=16)
+        for chunk in self.chunks():
+            path = chunk.plain or chunk.gz  # a plain file is the authority while both exist
+            assert path is not None
+            opener = gzip.open if path is chunk.gz else open
+            with opener(path, "rb") as f:
+                while block := f.read(1 << 20):
+                    digest.update(block)
+        return digest.hexdigest()
 
     def set_aside(self) -> list[Path]:
         """Event-log files kept aside after damage (``*.damaged``, ``*.orphaned``): not part

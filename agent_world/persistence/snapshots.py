@@ -16,8 +16,9 @@ from pathlib import Path
 import orjson
 
 from agent_world.config import Config
+from agent_world.core.rules import saved_rules_version
 from agent_world.core.world import World, WorldError, hash_state_bytes
-from agent_world.persistence.folder import FORMAT_VERSION, SaveError, SaveFolder
+from agent_world.persistence.folder import FORMAT_VERSION, RulesUnsupported, SaveError, SaveFolder
 
 __all__ = ["SNAPSHOT_HEAD", "LoadedSnapshot", "decode_snapshot", "encode_snapshot",
            "load_latest_snapshot", "load_nearest_snapshot", "load_snapshot_file",
@@ -51,6 +52,12 @@ def decode_snapshot(data: bytes, config: Config, source: Path) -> LoadedSnapshot
     if version > FORMAT_VERSION:
         raise SaveError(f"{source} uses snapshot format {version}; this version reads "
                         f"{FORMAT_VERSION}: upgrade agent-world")
+    try:
+        saved_rules_version(state["config"].get("game", {}))
+    except WorldError as exc:
+        raise RulesUnsupported(f"{source}: {exc}") from None
+    except (KeyError, TypeError, AttributeError):
+        pass  # no readable config: from_state below says the state is unusable
     try:
         world = World.from_state(state, config)
     except (WorldError, KeyError, TypeError, ValueError) as exc:
@@ -114,6 +121,8 @@ def load_latest_snapshot(folder: SaveFolder, config: Config,
             continue
         try:
             return load_snapshot_file(path, config)
+        except RulesUnsupported:
+            raise
         except SaveError as exc:
             warnings.append(f"skipping damaged snapshot: {exc}")
     raise SaveError(f"{folder.root} has no usable snapshot (tried {len(candidates)} "
@@ -129,6 +138,8 @@ def load_nearest_snapshot(folder: SaveFolder, config: Config, tick: int,
     for _at, path in reversed(starts):
         try:
             return load_snapshot_file(path, config)
+        except RulesUnsupported:
+            raise
         except SaveError as exc:
             warnings.append(f"skipping damaged snapshot: {exc}")
     if not starts:

@@ -162,6 +162,7 @@ def _create(root: Path, name: str, lock: WorldLock, *, remove_root: bool, config
             folder.write_ability(spec.name, spec.source)
         folder.write_meta({"format": FORMAT_VERSION, "app": f"agent-world {__version__}",
                            "created": now_iso(), "world": name, "seed": world.seed,
+                           "rules": world.ruleset.version,
                            "config": recorded_config(config, world, name), "origin": origin,
                            "updated": now_iso(), "last_tick": world.tick,
                            "last_snapshot_tick": world.tick})
@@ -244,7 +245,7 @@ def _resume(config: Config, root: Path, lock: WorldLock, *, seed_given: bool,
                 notes.append(f"deleted {stale} seek point(s) past tick {world.tick}, where the "
                              "log ends: the world goes on from there anew")
             folder.update_meta(config=recorded_config(config, world, name),
-                               last_tick=world.tick)
+                               rules=world.ruleset.version, last_tick=world.tick)
         except OSError as exc:
             raise SaveError(f"cannot resume world '{name}': "
                             f"{disk_problem(exc, root)}") from None

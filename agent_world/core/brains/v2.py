@@ -1,4 +1,4 @@
-"""Built-in brains, version 2 (``game.brain_version: 2``): utility choices by personality.
+"""Built-in brains of rules version 2 on: utility choices by personality.
 
 Each decision scores what makes sense for the agent's needs and surroundings and returns the
 best as an ``Action`` (a small random term keeps agents out of lockstep; a bonus for the

@@ -381,7 +381,7 @@ def _request(world: World, eid: int, row: AgentRow, action: Action) -> None:
                           "tick": world.tick}
     world.count("ability_requests")
     world.emit(ev.ABILITY_REQUESTED, request=rid, agent=eid, name=world.name_of(eid), text=text)
-    need = need_of(text) if world.rules.brain_version >= 2 else None
+    need = need_of(text) if world.ruleset.teaches_needs else None
     if need is not None:  # a built-in brain's request: the answer is taught for that need
         world.minds.asked(rid, eid, need, world.tick)
         world.minds.next_request = world.tick + request_interval(world)

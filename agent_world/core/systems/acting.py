@@ -70,6 +70,7 @@ def target_position(world: World, target: int) -> c.Position | None:
 
 def give_up_on(world: World, eid: int, target: int) -> None:
     """An action on ``target`` failed in a way that would fail again (no path, nothing left,
-    caught stealing): the agent's brain leaves it alone for a while (brain_version 2)."""
-    if world.rules.brain_version >= 2:
+    caught stealing): the agent's brain leaves it alone for a while (not by the first
+    rules)."""
+    if world.ruleset.avoids_unreachable:
         world.minds.avoid(eid, target, world.tick + UNREACHABLE_TICKS)

@@ -10,7 +10,6 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import TYPE_CHECKING
 
-from agent_world.core import brains
 from agent_world.core import components as c
 from agent_world.core.actions import Action
 from agent_world.core.systems.acting import fail, give_up_on, start
@@ -24,10 +23,10 @@ __all__ = ["begin", "decide_system"]
 def begin(world: World, eid: int, row: AgentRow, action: Action) -> bool:
     """Start ``action`` if it makes sense right now; otherwise fail it with the reason.
 
-    Every action begun is counted (``actions_started``, brain_version 2), so that the
-    share of failed actions can be read off the census counters."""
+    Every action begun is counted (``actions_started``; not by the first rules), so that
+    the share of failed actions can be read off the census counters."""
     intent = row.intent
-    if world.rules.brain_version >= 2:
+    if world.ruleset.counts_actions_started:
         world.count("actions_started")
     target = action.args.get("target")
     if target is not None:
@@ -54,6 +53,7 @@ def begin(world: World, eid: int, row: AgentRow, action: Action) -> bool:
 def decide_system(world: World) -> None:
     tick = world.tick
     interval = world.rules.think_interval_ticks
+    decide = world.ruleset.decide
     doing: defaultdict[str, list[tuple[int, AgentRow]]] = defaultdict(list)
     columns = world.agent_columns()
     calm = tick - 1  # attacked at or after it: decide now
@@ -84,7 +84,7 @@ def decide_system(world: World) -> None:
                 world.remember(eid, "plan interrupted: attacked")
                 intent.plan.clear()
                 intent.plan_source = ""
-            choice = brains.decide(world, eid, row)
+            choice = decide(world, eid, row)
             if choice is None or choice == action:
                 intent.next_think = tick + interval
             else:

@@ -1,5 +1,5 @@
-"""The first built-in brains (``game.brain_version: 1``), kept exactly as they were so that
-worlds saved with them replay and resume exactly. New worlds use ``v2``.
+"""The first built-in brains (rules version 1), kept exactly as they were so that worlds
+made under those rules replay and resume exactly. New worlds use ``core.brains.v2``.
 
 Each decision scores the actions that make sense for the agent's needs and surroundings and
 returns the best one as an ``Action`` from the same action set the LLM uses. A small random
