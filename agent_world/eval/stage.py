@@ -7,9 +7,9 @@ The cast enters as ``spawn`` inputs (its goods as ``give`` inputs), so the world
 replays it exactly. After each tick the stage waits until every decision asked for has come
 back, so a brain's answers land at the same ticks however fast the machine is: the same seed
 and a deterministic brain give the same result on any machine. For the same reason brains
-have at least ``THINK_WAIT_S`` for each decision (``brains.deadline_ms``; a policy's sandbox
-call is stopped at 80% of it): a deadline there only stops a brain that hangs, never a
-correct one on a loaded machine.
+have at least ``THINK_WAIT_S`` for each decision (``decisions.brains.deadline_ms``; a
+policy's sandbox call is stopped at 80% of it): a deadline there only stops a brain that
+hangs, never a correct one on a loaded machine.
 """
 
 from __future__ import annotations
@@ -20,7 +20,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agent_world.agents.registry import load_brains
 from agent_world.app import Session
 from agent_world.config import Config
 from agent_world.core import components as c
@@ -28,6 +27,7 @@ from agent_world.core.world import World
 from agent_world.eval.diagnostics import Diagnostics
 from agent_world.eval.scenario import OBJECTIVE_EVERY, SUBJECT, Scenario, Subjects
 from agent_world.persistence import open_world
+from agent_world.userbrains.registry import load_brains
 
 __all__ = ["TEAM_METRICS", "THINK_WAIT_S", "Play", "Scoring", "Stage", "cast_of"]
 
@@ -187,7 +187,10 @@ class Stage(Scoring):
             log={"echo": False}, web={"enabled": False},
             # The stage waits for every decision, so a deadline is only a backstop for a
             # brain that hangs: a loaded machine must not turn slow answers into faults.
-            brains={"deadline_ms": max(config.brains.deadline_ms, THINK_WAIT_S * 1000)})
+            decisions={"brains": {
+                **config.decisions.brains,
+                "deadline_ms": max(config.decisions.of("brains").deadline_ms,
+                                   THINK_WAIT_S * 1000)}})
         chosen = dict(brains or {})
         needed = ({brain, *chosen.values(), *scenario.other_brains()}
                   - {"builtin", "llm"} - external)

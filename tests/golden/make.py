@@ -35,11 +35,11 @@ from typing import Any
 
 import orjson
 
-from agent_world.agents.registry import load_brains
 from agent_world.app import Session
 from agent_world.config import Config
 from agent_world.persistence import open_world
 from agent_world.sandbox import Sandbox
+from agent_world.userbrains.registry import load_brains
 from tests.golden.check import GOLDEN, INDEX, continued_by_replay, continued_by_resume
 from tests.llm_server import FakeLLMServer
 
