@@ -15,7 +15,6 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, TextIO
 
-from agent_world.agents.runner import UserBrains
 from agent_world.angel import (
     Angel,
     FallbackGenerator,
@@ -30,15 +29,20 @@ from agent_world.config import Config, ConfigError
 from agent_world.contract.brains import Brain
 from agent_world.core.loop import TickLoop
 from agent_world.core.world import World
+from agent_world.decisions.answerer import Answerer
+from agent_world.decisions.kinds import KINDS, KindContext
+from agent_world.decisions.pipeline import Pipeline
 from agent_world.gcpolicy import GcPolicy
-from agent_world.llm import LLMManager, ProviderFactory, build_manager, provider_factory
+from agent_world.llm import LLMAgents, ProviderFactory, provider_factory
 from agent_world.llm.gates import Gates
 from agent_world.llm.redact import Redactor
 from agent_world.llm.textmodel import ProviderTextModel
 from agent_world.persistence.folder import SaveFolder
 from agent_world.persistence.writer import Persistence
+from agent_world.remote.answerer import RemoteBrains
 from agent_world.sandbox import Sandbox
-from agent_world.types import Clock, MonotonicClock, TickObserver, TickReport
+from agent_world.types import Clock, MonotonicClock, TickReport
+from agent_world.userbrains.answerer import UserBrains
 from agent_world.worldlog import WorldLog, printable
 
 __all__ = ["EventCounter", "Session", "choose_generator", "known_secrets"]
@@ -181,43 +185,39 @@ class Session:
             self.loop.observers.append(self.angel_link)
             self.loop.observers.append(self.ability_usage)
             self.angel_link.reopen()  # a resumed world's open requests are asked again
-        # The thinking layers (the LLM's, users' brains') read each tick's report after the
-        # tick, while the loop waits for the next one: never inside a tick's time, always
-        # before the next tick (the world is as the tick left it).
-        self._thinkers: list[TickObserver] = []
+        # The decision pipelines (one per kind of brain that decides off the tick: the
+        # LLM's, users' brains', remote agents') read each tick's report after the tick,
+        # while the loop waits for the next one: never inside a tick's time, always before
+        # the next tick (the world is as the tick left it).
+        self._pipelines: list[Pipeline] = []
         self._last_report = _LastReport()
         self.loop.observers.append(self._last_report)
-        # LLM agents: decisions come back only as plan inputs through the inbox. None when
-        # no provider is configured (LLM agents then use their built-in brains).
-        self.llm: LLMManager | None = None
-        if config.llm.enabled:
-            self.llm = build_manager(
-                config.llm, world, clock=llm_clock,
-                memories=folder.memories_dir if folder is not None else None,
-                report=self.report_problem,
-                note=lambda text: self.world_log.note(self.world.tick, text),
-                factory=llm_provider, redactor=self.redactor, gates=self.llm_gates,
-                prompt_log=((folder.root / "llm" if folder is not None
-                             else Path(config.paths.logs)) / "prompts.jsonl"
-                            if config.llm.log_prompts else None))
-            self._thinkers.append(self.llm)
-        # Users' brains (brains.registered, imported by the command line): the same path
-        # off the tick as the LLM's. None when none is registered.
+        # LLM agents (None when no provider is configured: they use their built-in brains),
+        # users' brains (None when none is registered) and remote agents (attached by the
+        # web server's /agents): decisions come back only as plan inputs through the inbox.
+        self.llm: LLMAgents | None = None
         self.brains: UserBrains | None = None
-        if brains:
-            self.brains = UserBrains(config.brains, world, brains,
-                                     report=self.report_problem,
-                                     note=lambda text: self.world_log.note(self.world.tick, text),
-                                     llm=self.llm.for_brains() if self.llm is not None else None)
-            self._thinkers.append(self.brains)
+        self.remote: RemoteBrains | None = None
+        context = KindContext(
+            config=config, world=world, report=self.report_problem, redactor=self.redactor,
+            llm_gates=self.llm_gates, llm_provider=llm_provider, llm_clock=llm_clock,
+            memories=folder.memories_dir if folder is not None else None,
+            prompt_log=((folder.root / "llm" if folder is not None
+                         else Path(config.paths.logs)) / "prompts.jsonl"
+                        if config.llm.log_prompts else None),
+            brains=brains)
+        started: dict[str, Answerer] = {}
+        for kind in KINDS:
+            answerer = kind.make(context, started)
+            if answerer is not None:
+                started[kind.name] = answerer
+                self.attach_kind(kind.name, answerer)
         # Asked in turn when the operator presses Ctrl-C; one that returns True handled it
         # (the console cancels a long command), otherwise the world stops.
         self.interrupt_handlers: list[Callable[[], bool]] = []
         # The web viewer, when one serves this session (attached by the command line; the
         # core never imports it): /stats reports it like the other parts.
         self.web: Any = None
-        # External agents over the web server's /agents (attached by it, like ``web``).
-        self.remote: Any = None
         # The console's command table when it is not the usual one (a served replay's).
         self.commands: Mapping[str, Any] | None = None
         self.gc = GcPolicy(sweep_after=config.collector.sweep_after_connections,
@@ -231,29 +231,32 @@ class Session:
     def _between_ticks(self) -> None:
         report, self._last_report.report = self._last_report.report, None
         if report is not None:
-            for thinker in self._thinkers:
-                thinker.on_tick(report)
+            for pipeline in self._pipelines:
+                pipeline.on_tick(report)
         forked = False
         if self.persistence is not None:
             # The tick's cost spaces the seek points: a replay of it costs about the same.
             forked = self.persistence.between_ticks(self.loop.last_tick_seconds)
         self.gc.between_ticks(busy=forked)
 
-    def add_thinker(self, thinker: TickObserver, attr: str) -> None:
-        """Another part that thinks off the tick (external agents), run after each tick
-        like the LLM's and users' brains, and found as ``session.<attr>``."""
-        self._thinkers.append(thinker)
-        setattr(self, attr, thinker)
+    def attach_kind(self, name: str, answerer: Answerer) -> Pipeline:
+        """Start deciding with a kind of brain (``decisions.kinds``): its pipeline runs after
+        each tick, and the kind is found as ``session.<name>``."""
+        pipeline = Pipeline(self.world, answerer, report=self.report_problem,
+                            note=lambda text: self.world_log.note(self.world.tick, text))
+        self._pipelines.append(pipeline)
+        setattr(self, name, answerer)
+        return pipeline
 
-    def remove_thinker(self, thinker: TickObserver, attr: str) -> None:
-        if thinker in self._thinkers:
-            self._thinkers.remove(thinker)
-        if getattr(self, attr, None) is thinker:
-            setattr(self, attr, None)
+    def detach_kind(self, name: str, answerer: Answerer) -> None:
+        """Stop running the kind's pipeline (closed by whoever attached it)."""
+        self._pipelines = [p for p in self._pipelines if p.answerer is not answerer]
+        if getattr(self, name, None) is answerer:
+            setattr(self, name, None)
 
     def thinking_parts(self) -> list[Any]:
-        """The parts whose agents think off the tick: the LLM's, users' brains, remote."""
-        return [part for part in (self.llm, self.brains, self.remote) if part is not None]
+        """The kinds whose agents decide off the tick: the LLM's, users' brains, remote."""
+        return [p.answerer for p in self._pipelines]
 
     @property
     def save_dir(self) -> Path | None:

@@ -26,7 +26,14 @@ whole heap (measured on a busy 2-core machine: ~50 ms at 10 agents, 65-100 ms at
 - when ``sweep_after`` watched objects (the web server's open connections, given by
   ``watch``) were frozen while open and are still alive after they closed: nothing but a
   frozen cycle keeps a closed connection alive, so that count is the garbage waiting;
-- every ``sweep_every_s`` seconds in any case (cycles of other origins), and
+- periodically, for cycles of other origins: first after ``sweep_every_s``, then at the
+  pace the garbage comes. Other threads make short-lived cycles while the world runs (the
+  standard library's ``ast.literal_eval`` and ``ast.fix_missing_locations`` make one a call,
+  as when a training run checks a policy; ``email``'s header parsing makes classes), and a
+  freeze catches whichever are alive at that moment. Each sweep measures what it freed per
+  second since the last, and the next comes when about ``GARBAGE_BOUND`` objects should be
+  waiting again, at most twice as late as the last wait and at most a day later (a world
+  that makes no such garbage pauses for a sweep about once a day); and
 - never in a gap that holds other work (``busy``) and never sooner than ``MIN_SWEEP_GAP_S``
   after the last one; a sweep longer than ``SHORT_SWEEP_S`` (a tick period at 10 Hz) is a
   long pause, so the next waits at least P / ``MAX_SWEEP_SHARE`` after one of P seconds:
@@ -43,9 +50,11 @@ import time
 import weakref
 from collections.abc import Callable, Iterable
 
-__all__ = ["MAX_SWEEP_SHARE", "MIN_SWEEP_GAP_S", "SHORT_SWEEP_S", "GcPolicy", "resident_bytes",
-           "sweep_wait"]
+__all__ = ["GARBAGE_BOUND", "LONGEST_SWEEP_EVERY_S", "MAX_SWEEP_SHARE", "MIN_SWEEP_GAP_S",
+           "SHORT_SWEEP_S", "GcPolicy", "resident_bytes", "sweep_wait"]
 
+GARBAGE_BOUND = 50_000  # frozen garbage objects (a few MB) a periodic sweep lets gather
+LONGEST_SWEEP_EVERY_S = 24 * 3600.0
 MIN_SWEEP_GAP_S = 2.0
 SHORT_SWEEP_S = 0.1
 MAX_SWEEP_SHARE = 0.01
@@ -87,6 +96,7 @@ class GcPolicy:
         self.sweep_last_ms = 0.0
         self.sweep_max_ms = 0.0
         self.swept_objects = 0  # what sweeps freed, in all
+        self.sweep_every_now_s = sweep_every_s  # the periodic wait, paced by the garbage
         self._sources: list[Source] = []
         # Objects of the sources that were open at a freeze (so frozen), by id; and those
         # of them that closed while something still holds them.
@@ -153,7 +163,10 @@ class GcPolicy:
         self._remember(open_now)
         gc.freeze()
         seconds = time.perf_counter() - started
-        self._last_sweep, self._last_sweep_s = self.clock(), seconds
+        now = self.clock()
+        if self.sweep_every_s:
+            self.sweep_every_now_s = self._pace(freed, now - self._last_sweep)
+        self._last_sweep, self._last_sweep_s = now, seconds
         self.sweep_last_ms = seconds * 1000
         self.sweep_max_ms = max(self.sweep_max_ms, self.sweep_last_ms)
         self.sweeps += 1
@@ -185,11 +198,20 @@ class GcPolicy:
             if ref is None or ref() is not obj:  # an id is reused once its object is gone
                 self._watched[key] = weakref.ref(obj)
 
+    def _pace(self, freed: int, over_s: float) -> float:
+        """The wait before the next periodic sweep, after one that freed ``freed`` objects
+        gathered over ``over_s`` seconds: until ``GARBAGE_BOUND`` should be waiting again,
+        no more than twice the last wait, no more than a day (nor less than the gap)."""
+        longest = max(self.sweep_every_s, LONGEST_SWEEP_EVERY_S)
+        rate = freed / over_s if over_s > 0 else 0.0
+        wanted = GARBAGE_BOUND / rate if rate > 0 else longest
+        return max(MIN_SWEEP_GAP_S, min(wanted, self.sweep_every_now_s * 2, longest))
+
     def _sweep_due(self) -> bool:
         since = self.clock() - self._last_sweep
         if since < sweep_wait(self._last_sweep_s):
             return False
-        if self.sweep_every_s and since >= self.sweep_every_s:
+        if self.sweep_every_now_s and since >= self.sweep_every_now_s:
             return True
         return bool(self.sweep_after) and self.stranded >= self.sweep_after
 
@@ -203,7 +225,8 @@ class GcPolicy:
                 "max_ms": round(self.max_ms, 2), "every_ticks": self.every_ticks,
                 "sweeps": self.sweeps, "sweep_last_ms": round(self.sweep_last_ms, 2),
                 "sweep_max_ms": round(self.sweep_max_ms, 2),
-                "swept_objects": self.swept_objects, "stranded": self.stranded}
+                "swept_objects": self.swept_objects, "stranded": self.stranded,
+                "sweep_every_s": self.sweep_every_now_s}
 
 
 def resident_bytes() -> int | None:

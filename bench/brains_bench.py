@@ -15,10 +15,10 @@ from pathlib import Path
 from typing import Any
 
 from agent_world.agents import Brain, Decision, Observation
-from agent_world.agents.registry import load_brains
 from agent_world.app import Session
 from agent_world.config import Config
 from agent_world.core.world import World
+from agent_world.userbrains.registry import load_brains
 from bench.llm_load import paced_figures
 from bench.scenario import side_for
 

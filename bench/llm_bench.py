@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from agent_world.app import Session
 from agent_world.config import Config
 from agent_world.core.world import World
-from agent_world.thinking.metrics import percentile
+from agent_world.decisions.metrics import percentile
 from tests.llm_server import FakeLLMServer
 
 

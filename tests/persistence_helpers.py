@@ -10,12 +10,12 @@ from typing import Any
 
 import orjson
 
-from agent_world.agents.registry import load_brains
 from agent_world.app import Session
 from agent_world.config import Config
 from agent_world.core.world import World
 from agent_world.persistence import OpenedWorld, SaveFolder, open_world
 from agent_world.persistence.eventlog import LogReader
+from agent_world.userbrains.registry import load_brains
 
 
 def saving_config(tmp: Path, name: str = "w", **persistence: Any) -> Config:

@@ -65,7 +65,7 @@ def test_only_the_command_line_attaches_the_web_layer() -> None:
 # core alone, and no deciding layer reaches up into users' brains' runner to get it.
 CONTRACT_MAY_USE = ("agent_world.contract", "agent_world.core", "agent_world.config",
                     "agent_world.types", "agent_world.worldlog")
-BELOW_THE_RUNNER = ("thinking", "llm", "policies", "remote", "contract")
+BELOW_THE_RUNNER = ("decisions", "llm", "policies", "remote", "contract", "userbrains")
 
 
 def test_the_brain_contract_builds_on_the_core_alone() -> None:
@@ -83,6 +83,58 @@ def test_no_deciding_layer_imports_the_user_brains_runner() -> None:
                  for name in _imports(path)
                  if name == "agent_world.agents" or name.startswith("agent_world.agents.")]
     assert not offenders, "\n".join(offenders)
+
+
+# Deciding off the tick, lowest first: the brain contract; its public face for users'
+# brains (agents/); sandboxed policies (brain classes and their sandbox calls); the decision
+# pipeline (decisions/); then the kinds of brain on it, the LLM's before users' brains (an
+# LLMBrain calls it) and remote agents. A layer imports only the layers before it, so no
+# import runs up (issue 31). decisions/kinds.py is the registration table above them all.
+DECIDING_LAYERS = ("contract", "agents", "policies", "decisions", "llm", "userbrains",
+                   "remote")
+REGISTRATION = "decisions/kinds.py"
+
+
+def test_no_deciding_layer_imports_one_above_it() -> None:
+    offenders = []
+    for rank, layer in enumerate(DECIDING_LAYERS):
+        above = tuple(f"agent_world.{name}" for name in DECIDING_LAYERS[rank + 1:])
+        for path in sorted((PACKAGE / layer).rglob("*.py")):
+            if str(path.relative_to(PACKAGE)) == REGISTRATION:
+                continue
+            offenders.extend(f"{path.relative_to(PACKAGE)} imports {name}"
+                             for name in _imports(path)
+                             if any(name == up or name.startswith(f"{up}.") for up in above))
+    assert not offenders, "\n".join(offenders)
+
+
+def test_the_brain_api_is_the_contract_alone() -> None:
+    """``agent_world.agents`` is what users import: it re-exports the contract and runs
+    nothing (the runner of users' brains is ``userbrains/``)."""
+    inner = sorted({name for path in (PACKAGE / "agents").rglob("*.py")
+                    for name in _imports(path) if name.startswith("agent_world")})
+    assert inner and all(name.startswith("agent_world.contract") for name in inner), inner
+
+
+def test_one_pipeline_owner_and_one_plan_input() -> None:
+    """Every kind of brain is an answerer composed with the one ``Pipeline`` (nothing
+    subclasses it), and no deciding layer but the pipeline makes a plan input (the RL
+    environment, whose learner decides within its step, makes its own)."""
+    subclasses, plan_makers = [], []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        where = str(path.relative_to(PACKAGE))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ClassDef) and any(
+                    isinstance(b, ast.Name) and b.id in ("Pipeline", "ThinkingManager")
+                    for b in node.bases):
+                subclasses.append(f"{where}: {node.name}")
+            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+                    and node.func.id == "PlanInput"
+                    and path.relative_to(PACKAGE).parts[0] in DECIDING_LAYERS):
+                plan_makers.append(where)
+    assert subclasses == []
+    assert plan_makers == ["decisions/pipeline.py"]
 
 
 def test_only_the_rl_package_imports_it_or_its_extra() -> None:

@@ -15,13 +15,13 @@ import pytest
 
 from agent_world.agents import SummaryMemory
 from agent_world.config import LLMConfig
+from agent_world.decisions.metrics import Metrics
 from agent_world.llm.brainllm import BrainLLM, LLMUnavailable
 from agent_world.llm.breaker import CircuitBreaker
 from agent_world.llm.budget import Budget
 from agent_world.llm.gates import Gates
 from agent_world.llm.providers import provider_factory
 from agent_world.llm.redact import Redactor
-from agent_world.thinking.metrics import Metrics
 from agent_world.types import MonotonicClock
 from tests.llm_helpers import KEY, KEY_ENV
 from tests.llm_server import FakeLLMServer, fake_llm_server

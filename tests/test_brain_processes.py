@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from agent_world.agents.registry import BrainError, load_brains
 from agent_world.cli.replay import run_replay
 from agent_world.config import Config
 from agent_world.persistence import open_world
+from agent_world.userbrains.registry import BrainError, load_brains
 from tests.persistence_helpers import records, saving_config
 from tests.test_user_brains import run, session_with
 

@@ -8,8 +8,8 @@ import sys
 import time
 from pathlib import Path
 
-from agent_world.agents.registry import load_brains
 from agent_world.config import Config
+from agent_world.userbrains.registry import load_brains
 from tests.persistence_helpers import records, saving_config
 from tests.test_user_brains import run, session_with
 

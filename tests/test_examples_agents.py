@@ -16,12 +16,12 @@ from typing import Any
 import pytest
 
 from agent_world.agents import observe
-from agent_world.agents.registry import load_brains
 from agent_world.app import Session
 from agent_world.cli import program as cli
 from agent_world.config import Config, load_config
 from agent_world.eval import load_scenario, run_episode
 from agent_world.persistence import open_world
+from agent_world.userbrains.registry import load_brains
 from tests.helpers import add_agent, small_world
 from tests.llm_helpers import KEY, KEY_ENV
 from tests.llm_server import FakeLLMServer, fake_llm_server

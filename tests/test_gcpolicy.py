@@ -12,6 +12,7 @@ import pytest
 from web_helpers import served
 
 from agent_world.gcpolicy import (
+    GARBAGE_BOUND,
     MAX_SWEEP_SHARE,
     MIN_SWEEP_GAP_S,
     SHORT_SWEEP_S,
@@ -151,6 +152,34 @@ def test_a_periodic_sweep_frees_frozen_cycles_of_any_origin() -> None:
         clock.now += 1.0
         policy.between_ticks()
         assert ref() is None and policy.sweeps == 1
+    finally:
+        policy.close()
+
+
+def test_periodic_sweeps_come_at_the_pace_the_garbage_comes() -> None:
+    """A periodic sweep is a pause of the whole heap (half a second at 10,000 agents): the
+    next one comes when about GARBAGE_BOUND objects should be waiting again, and when it
+    finds next to nothing, twice as late, up to a day."""
+    clock = Clock()
+    policy = GcPolicy(sweep_after=0, sweep_every_s=3600.0, clock=clock)
+    try:
+        held = [Cycle() for _ in range(2 * GARBAGE_BOUND)]
+        policy.between_ticks()  # frozen while held
+        held.clear()
+        clock.now += 3600.0
+        policy.between_ticks()
+        assert policy.sweeps == 1 and policy.swept_objects >= 2 * GARBAGE_BOUND
+        # 100,000 objects an hour: the next sweep when 50,000 more should be waiting.
+        assert policy.sweep_every_now_s == pytest.approx(
+            3600.0 * GARBAGE_BOUND / policy.swept_objects)
+        assert policy.stats()["sweep_every_s"] == policy.sweep_every_now_s
+        waits = []
+        for _ in range(8):
+            clock.now += policy.sweep_every_now_s
+            policy.between_ticks()
+            waits.append(round(policy.sweep_every_now_s / 3600, 1))
+        assert policy.sweeps == 9
+        assert waits == [1.0, 2.0, 4.0, 8.0, 16.0, 24.0, 24.0, 24.0]
     finally:
         policy.close()
 

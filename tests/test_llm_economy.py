@@ -14,12 +14,14 @@ import pytest
 from agent_world.config import ConfigError, LLMConfig
 from agent_world.contract.answer import DecisionError, decide_from_text
 from agent_world.core import components as c
+from agent_world.core.world import World
+from agent_world.decisions.answerer import Answer, Answering, Fault, Pace, Reply
+from agent_world.decisions.mind import REACTIVE, Mind, triggers
+from agent_world.decisions.pipeline import Pipeline
+from agent_world.decisions.requests import Job
 from agent_world.llm.budget import Budget
 from agent_world.llm.prices import configured_price, price_of
 from agent_world.llm.prompts import PromptBuilder, WorldFacts
-from agent_world.thinking.manager import ThinkingManager
-from agent_world.thinking.mind import REACTIVE, Mind, triggers
-from agent_world.thinking.requests import Job, Outcome
 from agent_world.types import FakeClock, LLMUsage
 from tests.helpers import add_agent, small_world
 from tests.llm_helpers import KEY, KEY_ENV, llm_config, llm_inputs, open_session, run_until
@@ -222,15 +224,24 @@ def test_the_shared_block_states_the_settings_and_the_hint() -> None:
                                                       "max_actions", "actions"))
 
 
-class _Asking(ThinkingManager):
-    """The thinking layer with no workers: the test answers its requests by hand."""
+class _Asking(Answering):
+    """An answerer that keeps its requests: the test answers them by hand."""
 
     source = "test"
 
+    def __init__(self, world: World) -> None:
+        super().__init__(pace=Pace(interval=10**6, min_gap=1, round_size=4, workers=0),
+                         brains=frozenset({"thinker"}))
+        self.world = world
+        self.asked: list[Reply] = []
+
     def prepare(self, eid: int, mind: Mind, rid: int, reasons: tuple[str, ...],
-                priority: int) -> Job | None:
+                priority: int) -> Job | Answer:
         return Job(rid=rid, agent=eid, tick=self.world.tick, priority=priority,
                    reasons=reasons, payload=None)
+
+    def answer(self, job: Job, reply: Reply) -> None:
+        self.asked.append(reply)
 
 
 def test_a_word_that_finds_the_agent_busy_is_asked_about_as_soon_as_it_can_be() -> None:
@@ -243,10 +254,10 @@ def test_a_word_that_finds_the_agent_busy_is_asked_about_as_soon_as_it_can_be() 
     stay = [{"name": "rest", "args": {"ticks": 600}}]
     for eid in (me, talker):
         world.inbox.submit("plan", {"agent": eid, "source": "console", "actions": stay})
-    manager = _Asking(world, brains=frozenset({"thinker"}), interval=10**6, min_gap=1,
-                      round_size=4)
+    asking = _Asking(world)
+    manager = Pipeline(world, asking)
     manager.on_tick(world.step())  # its first thought is asked ...
-    job = manager.queue.get(timeout=0)
+    job = asking.asked[0].job if asking.asked else None
     assert job is not None and job.reasons == ("first thought",)  # ... and is in flight
     world.inbox.submit("plan", {"agent": talker, "source": "console", "actions": [
         {"name": "say", "args": {"text": "Brin, a word with you", "to": me}}]})
@@ -254,9 +265,7 @@ def test_a_word_that_finds_the_agent_busy_is_asked_about_as_soon_as_it_can_be() 
         manager.on_tick(world.step())
     mind = manager.minds[me]
     assert mind.pending == ("spoken to",) and mind.rid == job.rid
-    manager.queue.done(me)  # the answer comes back: it failed, the agent is free again
-    manager.outcomes.put(Outcome(rid=job.rid, agent=me, ok=False, error_kind="timeout",
-                                 error="slow"))
+    asking.asked[0](Fault(kind="timeout", error="slow"))  # it failed: the agent is free
     for _ in range(6):
         manager.on_tick(world.step())
     assert mind.rid > job.rid and "spoken to" in mind.reasons and mind.pending == ()

@@ -12,6 +12,7 @@ import pytest
 from agent_world.agents import observe
 from agent_world.contract.answer import DecisionError, decide_from_text, extract_json
 from agent_world.core import components as c
+from agent_world.decisions.requests import NORMAL, URGENT, Job, RequestQueue
 from agent_world.llm.breaker import CircuitBreaker
 from agent_world.llm.budget import Budget
 from agent_world.llm.cache import ResponseCache, cache_key
@@ -20,7 +21,6 @@ from agent_world.llm.memory import AgentMemory, MemoryBook
 from agent_world.llm.prompts import PromptBuilder, WorldFacts
 from agent_world.llm.redact import MASK, Redactor
 from agent_world.llm.retry import RetryPolicy
-from agent_world.thinking.requests import NORMAL, URGENT, Job, RequestQueue
 from agent_world.types import FakeClock, LLMRequest, LLMResponse, LLMUsage, ProviderError
 from tests.helpers import add_agent, small_world
 

@@ -17,9 +17,9 @@ from agent_world.cli import main
 from agent_world.config import Config
 from agent_world.core import components as c
 from agent_world.core.world import World
+from agent_world.decisions.mind import NEVER_ASKED, PRESSING
 from agent_world.persistence import SaveFolder, open_world, replay
 from agent_world.persistence.snapshots import load_first_snapshot
-from agent_world.thinking.mind import NEVER_ASKED, PRESSING
 from agent_world.types import FakeClock, TickReport
 from tests.llm_helpers import (
     KEY,
@@ -315,7 +315,7 @@ def test_a_cached_answer_is_applied_without_a_call(tmp_path: Path,
         assert llm is not None
         eid = next(iter(llm.minds))
         report = TickReport(tick=session.world.tick, inputs=[], events=[])
-        llm.on_tick(report)  # the world does not move: the next prompt will be identical
+        llm.pipeline.on_tick(report)  # the world does not move: the next prompt will be identical
         assert llm.minds[eid].asked_tick == session.world.tick  # asked (queued or sent)
         deadline = 200
         while not llm.cache.hits and deadline:
@@ -324,8 +324,8 @@ def test_a_cached_answer_is_applied_without_a_call(tmp_path: Path,
                 mind = llm.minds[eid]
                 # As never asked: no earlier observation to tell what changed since.
                 mind.status, mind.asked_tick, mind.last_observation = "idle", NEVER_ASKED, None
-                llm._new_minds.add(eid)  # looked at at once, not in its slot of ticks
-                llm.on_tick(report)
+                llm.pipeline.consider_now(eid)  # looked at at once, not in its slot of ticks
+                llm.pipeline.on_tick(report)
             else:
                 asyncio.run(asyncio.sleep(0.005))
         assert llm.cache.hits == 1 and server.count() == 1
@@ -467,7 +467,7 @@ def test_stats_debug_and_status_line_show_the_llm(tmp_path: Path,
 def test_a_bug_in_a_worker_is_reported_counted_and_survived(
         tmp_path: Path, server: FakeLLMServer, monkeypatch: pytest.MonkeyPatch,
         capsys: pytest.CaptureFixture[str]) -> None:
-    from agent_world.llm import worker
+    from agent_world.llm import answerer as worker
 
     calls = {"n": 0}
     real = worker.decide_from_text

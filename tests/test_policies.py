@@ -17,7 +17,6 @@ from typing import Any
 import pytest
 
 from agent_world.agents import Observation, Self
-from agent_world.agents.registry import BrainError, load_brains
 from agent_world.app import Session
 from agent_world.cli.replay import run_replay
 from agent_world.config import Config, ConfigError
@@ -37,6 +36,7 @@ from agent_world.policies import (
 from agent_world.policies.check import Sample, sample_observations
 from agent_world.policies.runner import policy_seed
 from agent_world.sandbox.gate import ABILITY, POLICY, GateError, gate
+from agent_world.userbrains.registry import BrainError, load_brains
 from tests.persistence_helpers import records, saving_config, session_with
 
 MAIN = Path(__file__).resolve().parent.parent / "main.py"

@@ -35,9 +35,9 @@ from agent_world.cli.replay import run_replay
 from agent_world.commands.dispatch import Console
 from agent_world.config import Config
 from agent_world.core import components as c
+from agent_world.decisions.pipeline import TRIGGER_CHECK_TICKS
 from agent_world.persistence import open_world
 from agent_world.remote import endpoint
-from agent_world.thinking.manager import TRIGGER_CHECK_TICKS
 from agent_world.types import ENTITY_KEYS
 from tests.persistence_helpers import records
 from tests.web_helpers import Served, served, web_config

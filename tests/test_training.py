@@ -17,6 +17,7 @@ from typing import Any
 import aiohttp
 import pytest
 
+from agent_world.cli.verify import main as verify_main
 from agent_world.config import Config
 from agent_world.policies import example_policies
 from agent_world.training.contract import contract_text
@@ -198,6 +199,9 @@ def test_an_offline_template_run_improves_its_score(tmp_path: Path) -> None:
         assert 0 < bundle["steps"]["episodes_max"] < bundle["steps"]["budget"]
     assert (out / "best.py").read_text() == (Path(best["folder"]) / "policy.py").read_text()
     assert "lineage" not in done.stderr.lower() or done.stderr
+    # Every version's result can be re-checked from its episodes' folders alone.
+    assert verify_main([str(Path(best["folder"]) / "episodes" / "results.json"),
+                        "--quiet"]) == 0
 
 
 def test_bad_requests_are_refused_before_anything_runs(tmp_path: Path) -> None:

@@ -17,13 +17,13 @@ from prompt_toolkit.completion import CompleteEvent
 from prompt_toolkit.document import Document
 
 from agent_world.agents import Decision, SimpleBrain, observe, sensible_args
-from agent_world.agents.registry import BrainError, load_brains
 from agent_world.app import Session
 from agent_world.cli.replay import run_replay
 from agent_world.commands.dispatch import COMMANDS
 from agent_world.config import Config, ConfigError
 from agent_world.console.completion import WorldCompleter
 from agent_world.persistence import open_world
+from agent_world.userbrains.registry import BrainError, load_brains
 from tests.helpers import add_agent, small_world
 from tests.persistence_helpers import records, saving_config, session_with
 

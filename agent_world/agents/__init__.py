@@ -19,7 +19,7 @@ decisions, with hooks) or ``LLMBrain`` (ask the configured LLM, with a ``Memory`
 own, a ``reflect()`` on a schedule and a reasoning trace) and is registered in the
 configuration: ``brains: {forager: "my_agents.forager:Forager"}``; ``/spawn agent Zed
 brain=forager`` gives an agent to it.
-It runs on worker threads, off the tick, within ``brains.deadline_ms``.
+It runs on worker threads, off the tick, within ``decisions.brains.deadline_ms``.
 """
 
 from agent_world.contract.brains import Brain, SimpleBrain, sensible_args

@@ -23,7 +23,6 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from agent_world.agents.registry import brain_refusal, load_brains
 from agent_world.config import Config, ConfigError, load_config
 from agent_world.eval.raypool import RayError
 from agent_world.eval.runner import (
@@ -36,6 +35,7 @@ from agent_world.eval.runner import (
 from agent_world.eval.scenario import Scenario, built_in_names, load_scenario, with_ticks
 from agent_world.persistence import SaveError
 from agent_world.runs import RunFolder, check_budget, prune_runs
+from agent_world.userbrains.registry import brain_refusal, load_brains
 
 __all__ = ["main", "parse_seeds"]
 

@@ -36,7 +36,6 @@ import orjson
 
 from agent_world import __version__
 from agent_world.agents import LLMBrain
-from agent_world.agents.registry import load_brains, unregistered
 from agent_world.app import Session
 from agent_world.argtypes import positive_int, seed, speed, tick
 from agent_world.cli.eval import build_parser as build_eval_parser
@@ -55,6 +54,8 @@ from agent_world.cli.schema import build_parser as build_schema_parser
 from agent_world.cli.schema import main as schema_main
 from agent_world.cli.train import build_parser as build_train_parser
 from agent_world.cli.train import main as train_main
+from agent_world.cli.verify import build_parser as build_verify_parser
+from agent_world.cli.verify import main as verify_main
 from agent_world.cli.worlds import build_parser as build_worlds_parser
 from agent_world.cli.worlds import main as worlds_main
 from agent_world.config import Config, ConfigError, load_config
@@ -75,6 +76,7 @@ from agent_world.runs import prune_runs
 from agent_world.sandbox import AbilityChecker, Sandbox
 from agent_world.sandbox.pool import WorkerDied
 from agent_world.types import ProviderError
+from agent_world.userbrains.registry import load_brains, unregistered
 from agent_world.web import WebError, WebServer, check_web, web_token
 from agent_world.web.access import is_terminal
 from agent_world.web.playback import serve_recording
@@ -296,7 +298,7 @@ def _configure(args: argparse.Namespace, *, needs_llm: bool = True) -> Config:
 def _llm_brain_agents(session: Session) -> list[tuple[str, int, float]]:
     """Agents whose registered brain is an ``LLMBrain`` (they ask the configured LLM too):
     a label, how many, and the calls an hour each its schedule makes (a decision every
-    ``brains.think_interval_ticks`` and a reflection every ``reflect_every_ticks``)."""
+    ``decisions.brains.think_interval_ticks`` and a reflection every ``reflect_every_ticks``)."""
     if session.brains is None:
         return []
     hourly = 3600 * session.config.world.tick_rate
@@ -304,7 +306,7 @@ def _llm_brain_agents(session: Session) -> list[tuple[str, int, float]]:
     found = []
     for name, cls in session.brains.classes.items():
         if counts[name] and issubclass(cls, LLMBrain):
-            rate = hourly / session.config.brains.think_interval_ticks
+            rate = hourly / session.config.decisions.of("brains").think_interval_ticks
             if cls.reflect_every_ticks:
                 rate += hourly / cls.reflect_every_ticks
             found.append((f"agents on LLM brain {name}", counts[name], rate))
@@ -612,6 +614,9 @@ SUBCOMMANDS: dict[str, Subcommand] = {c.name: c for c in (
     Subcommand("report", (("saves/NAME", "liveliness per window of ticks, from the event "
                                          "log"),),
                build_report_parser, report_main),
+    Subcommand("verify", (("RESULTS.json", "replay every episode of an eval or training "
+                                           "result and check its figures"),),
+               build_verify_parser, verify_main),
     Subcommand("schema", (("[--part P]", "JSON Schema of observations, decisions, actions "
                                          "and abilities (docs/agents.md)"),),
                build_schema_parser, schema_main),

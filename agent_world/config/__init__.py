@@ -14,6 +14,7 @@ from agent_world.config.abilities import AbilitiesConfig, AngelConfig, SandboxCo
 from agent_world.config.base import ConfigError, setting
 from agent_world.config.brains import BRAIN_CLASS, BRAIN_NAME, BrainsConfig
 from agent_world.config.collector import CollectorConfig
+from agent_world.config.decisions import DecisionsConfig, KindPace
 from agent_world.config.llm import DEFAULT_BASE_URLS, LLMConfig
 from agent_world.config.load import (
     RETIRED,
@@ -43,7 +44,9 @@ __all__ = [
     "Config",
     "ConfigError",
     "ConsoleConfig",
+    "DecisionsConfig",
     "GameConfig",
+    "KindPace",
     "LLMConfig",
     "LogConfig",
     "PathsConfig",

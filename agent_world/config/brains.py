@@ -26,28 +26,15 @@ class BrainsConfig:
     path: str = setting(
         "", "a folder to import brain modules from (as --brains-path DIR); '' for none",
     )
-    deadline_ms: int = setting(
-        500, "longest a brain may take for one decision; past it the agent uses its built-in "
-        "brain for that decision", low=1, high=600_000,
-    )
     mix: dict[str, float] = setting(
         {}, "share of a new world's starting agents given to each registered brain, e.g. "
         "{forager: 0.5} (the rest are built-in, or LLM agents per llm.agents)", low=0, high=1,
     )
-    workers: int = setting(2, "threads that run brains' decisions", low=1, high=64)
     processes: dict[str, int] = setting(
         {}, "brains that run in worker processes instead of threads, with how many processes "
         "each, e.g. {planner: 2}: for CPU-heavy brains (they leave the world's core free, and "
         "one that overruns its deadline is stopped and its process restarted)", low=1,
         high=64,
-    )
-    think_interval_ticks: int = setting(
-        50, "an agent with a brain of its own asks again after this many ticks even if "
-        "nothing happened", low=1, high=10**7,
-    )
-    min_gap_ticks: int = setting(
-        5, "fewest ticks between two decisions of one agent, whatever happens", low=0,
-        high=10**7,
     )
     policies: str = setting(
         "policies", "a folder of your policy files (brains written as sandboxed code, "

@@ -14,7 +14,8 @@ class CollectorConfig:
     """Memory of a world left running: Python's cyclic garbage collector runs between ticks
     and puts what survives aside, so its pauses stay short however large the world
     (agent_world/gcpolicy.py); a sweep, which walks everything, frees the reference cycles
-    that became garbage after they were put aside (closed web connections, mostly)."""
+    that became garbage after they were put aside (the web server leaves none when a
+    connection closes, so sweeps are a backstop)."""
 
     sweep_after_connections: int = setting(
         32, "a sweep runs once this many closed web connections are still held in memory "
@@ -22,7 +23,8 @@ class CollectorConfig:
         high=1_000_000,
     )
     sweep_every_minutes: float = setting(
-        60.0, "a sweep runs this often in any case, for cycles of other origins; 0: never. "
+        60.0, "a sweep runs this often in any case, for cycles of other origins (one that "
+        "frees next to nothing doubles the wait for the next, up to a day); 0: never. "
         "A sweep pauses the world between two ticks for about 50 ms at 10 agents, 70-100 ms "
         "at 1,000 and 0.5 s at 10,000 agents (bench/RESULTS.md); sweeps are 2 s apart at "
         "least, and one longer than 100 ms is followed by 100 times its length, so long "

@@ -42,7 +42,6 @@ class LLMConfig:
         4, "starting agents that think with the LLM when a new world is created with a "
         "provider (more join with /spawn agent brain=llm)", low=0, high=200_000,
     )
-    workers: int = setting(4, "LLM worker threads", low=1, high=64)
     max_concurrent: int = setting(4, "requests in flight at once, across all workers", low=1,
                                   high=256)
     request_timeout_s: float = setting(
@@ -101,22 +100,6 @@ class LLMConfig:
     )
     plan_actions: int = setting(5, "most actions in one decision (a plan: longer plans mean "
                                 "fewer asks)", low=1, high=8)
-    think_interval_ticks: int = setting(
-        600, "an LLM agent asks again after this many ticks even if nothing happened (or when "
-        "its last answer asked to be, ask_again_s)", low=1, high=10**7,
-    )
-    decisions_per_agent_hour: float = setting(
-        120, "pace of an LLM agent's unprompted decisions (interval, plan ended, a newcomer) "
-        "per hour of world time, with bursts of 3; attacked, starving, spoken to or offered "
-        "a trade, it asks at once (0: no pace)", low=0, high=1_000_000,
-    )
-    decisions_per_hour: float = setting(
-        0, "the same pace for all LLM agents together (0: no pace)", low=0, high=10**9,
-    )
-    min_gap_ticks: int = setting(
-        20, "fewest ticks between two requests of one agent, whatever happens", low=0,
-        high=10**7,
-    )
     memory_window: int = setting(
         5, "recent events and messages kept word for word per agent; older ones are folded "
         "into a summary", low=2, high=1000,

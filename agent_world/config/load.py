@@ -8,8 +8,9 @@ import dataclasses
 import difflib
 import math
 import reprlib
+import sys
 import typing
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,7 @@ from agent_world.config.abilities import AbilitiesConfig, AngelConfig, SandboxCo
 from agent_world.config.base import ConfigError
 from agent_world.config.brains import BrainsConfig
 from agent_world.config.collector import CollectorConfig
+from agent_world.config.decisions import MOVED, DecisionsConfig
 from agent_world.config.llm import LLMConfig
 from agent_world.config.storage import LogConfig, PathsConfig, PersistenceConfig
 from agent_world.config.web import ConsoleConfig, RemoteConfig, WebConfig
@@ -34,6 +36,7 @@ class Config:
 
     world: WorldConfig = field(default_factory=WorldConfig)
     game: GameConfig = field(default_factory=GameConfig)
+    decisions: DecisionsConfig = field(default_factory=DecisionsConfig)
     llm: LLMConfig = field(default_factory=LLMConfig)
     paths: PathsConfig = field(default_factory=PathsConfig)
     persistence: PersistenceConfig = field(default_factory=PersistenceConfig)
@@ -65,9 +68,16 @@ class Config:
         return out
 
     def replace(self, **sections: Mapping[str, Any]) -> Config:
-        """A copy with some settings changed, validated like a file: replace(world={"seed": 3})."""
+        """A copy with some settings changed, validated like a file: replace(world={"seed": 3}).
+        A setting that moved (``MOVED``) may still be changed by its old name this release: it
+        replaces the value under its new one."""
         data = self.to_dict()
-        for name, changes in sections.items():
+        for name, given in sections.items():
+            changes = dict(given)
+            for key in [k for k in MOVED.get(name, ()) if k in changes]:
+                data["decisions"][name] = {**data["decisions"][name], key: changes.pop(key)}
+                _say(f"overrides: {name}.{key} is deprecated; use decisions.{name}.{key} (the "
+                     "old name works until the next release)")
             data.setdefault(name, {}).update(changes)
         return config_from_dict(data, source="overrides")
 
@@ -75,6 +85,7 @@ class Config:
 SECTIONS: dict[str, type[Any]] = {
     "world": WorldConfig,
     "game": GameConfig,
+    "decisions": DecisionsConfig,
     "llm": LLMConfig,
     "paths": PathsConfig,
     "persistence": PersistenceConfig,
@@ -263,8 +274,44 @@ def _build_section(name: str, cls: type[Any], raw: Any, source: str) -> Any:
         raise ConfigError(f"{source}: {exc}") from None
 
 
-def config_from_dict(data: Any, *, source: str = "config") -> Config:
-    """Validate a parsed YAML/JSON document into a Config (missing keys take defaults)."""
+def _say(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
+def _moved(data: dict[str, Any], source: str, notice: Callable[[str], None]) -> dict[str, Any]:
+    """The document with settings that moved to ``decisions`` put there (each said once);
+    a setting given both ways is refused rather than one of them silently ignored."""
+    if not any(isinstance(data.get(old), dict) and set(data[old]).intersection(keys)
+               for old, keys in MOVED.items()):
+        return data
+    data = dict(data)
+    decisions = data.get("decisions")
+    decisions = dict(decisions) if isinstance(decisions, dict) else {}
+    for old, keys in MOVED.items():
+        section = data.get(old)
+        if not isinstance(section, dict):
+            continue
+        section = dict(section)
+        for key in [k for k in keys if k in section]:
+            own = decisions.get(old)
+            own = dict(own) if isinstance(own, dict) else {}
+            if key in own:
+                raise ConfigError(
+                    f"{source}: {old}.{key} and decisions.{old}.{key} are both set; keep "
+                    f"decisions.{old}.{key} ({old}.{key} is its old name)")
+            own[key] = section.pop(key)
+            decisions[old] = own
+            notice(f"{source}: {old}.{key} is deprecated; use decisions.{old}.{key} (the old "
+                   "name works until the next release)")
+        data[old] = section
+    data["decisions"] = decisions
+    return data
+
+
+def config_from_dict(data: Any, *, source: str = "config",
+                     notice: Callable[[str], None] = _say) -> Config:
+    """Validate a parsed YAML/JSON document into a Config (missing keys take defaults).
+    ``notice`` is told of each setting given by an old name (one line each)."""
     if data is None:
         data = {}
     if not isinstance(data, dict):
@@ -272,6 +319,7 @@ def config_from_dict(data: Any, *, source: str = "config") -> Config:
             f"{source}: the top level must be a mapping of sections "
             f"({', '.join(SECTIONS)}), got {_describe(data)}"
         )
+    data = _moved(data, source, notice)
     sections: dict[str, Any] = {}
     for key, raw in data.items():
         if key not in SECTIONS:
@@ -305,9 +353,10 @@ _StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG,
                               _mapping_without_duplicates)
 
 
-def load_config(path: str | Path | None = None) -> Config:
+def load_config(path: str | Path | None = None, *,
+                notice: Callable[[str], None] = _say) -> Config:
     """Load ``path``; with no path, ``config.yaml`` in the working folder if it exists, else
-    the built-in defaults."""
+    the built-in defaults. ``notice``: as ``config_from_dict``'s."""
     if path is None:
         default = Path("config.yaml")
         if not default.exists():
@@ -332,7 +381,7 @@ def load_config(path: str | Path | None = None) -> Config:
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
         problem = getattr(exc, "problem", None) or str(exc)
         raise ConfigError(f"{path}: not valid YAML{where}: {problem}") from None
-    return config_from_dict(data, source=str(path))
+    return config_from_dict(data, source=str(path), notice=notice)
 
 
 def _yaml_scalar(value: Any) -> str:

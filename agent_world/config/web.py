@@ -138,18 +138,6 @@ class RemoteConfig:
         True, "take external agents on /agents while the web server runs (it needs the web "
         "token, or the one printed at start-up when web.token_env is unset)",
     )
-    deadline_ms: int = setting(
-        2000, "longest a client may take to answer an observation; past it the agent uses "
-        "its built-in brain for that decision", low=10, high=600_000,
-    )
-    think_interval_ticks: int = setting(
-        50, "a claimed agent is observed again after this many ticks even if nothing "
-        "happened (a client may ask for a shorter interval per agent)", low=1, high=10**7,
-    )
-    min_gap_ticks: int = setting(
-        5, "fewest ticks between two observations of one agent, whatever happens (also the "
-        "shortest interval a client may ask for)", low=1, high=10**7,
-    )
     max_clients: int = setting(16, "external-agent connections at once; more are refused",
                                low=1, high=10_000)
     auth_within_s: float = setting(

@@ -2,7 +2,7 @@
 
 One instance per agent, made on a worker thread the first time the agent decides; every
 method runs on a worker thread, never inside a tick, one call at a time per agent. A brain
-that raises, hangs past ``brains.deadline_ms`` or answers something that is not a valid
+that raises, hangs past ``decisions.brains.deadline_ms`` or answers something that is not a valid
 decision leaves its agent on the built-in brain for that decision; the fault is counted
 and shown (``/stats``, ``/debug``, the world log).
 """
@@ -51,7 +51,7 @@ class Brain:
     ``actions`` maps every action's name to its JSON Schema (``python main.py schema
     --part actions``). The hooks are called before the next ``decide``, in order.
 
-    Class settings: ``deadline_ms`` replaces ``brains.deadline_ms`` for this brain;
+    Class settings: ``deadline_ms`` replaces ``decisions.brains.deadline_ms`` for this brain;
     ``reflect_every_ticks`` (0: never) schedules ``reflect()`` after a decision once that
     many ticks have passed since the last one. ``llm`` is the configured LLM
     (``complete(prompt, system=...) -> str``) when the world has one, else None."""

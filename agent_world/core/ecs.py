@@ -211,8 +211,17 @@ class EntityStore:
             self._pending[key] = handle.pending = set()
 
     def close(self) -> None:
-        """Release the esper context (also done automatically when the store is collected)."""
+        """Release the esper context (also done automatically when the store is collected),
+        and let go of every entity and cached query: the store and its query handles hold
+        each other, and a closed world's entities must be freed by reference counting, not
+        wait for a sweep of the collector's frozen heap (agent_world/gcpolicy.py)."""
         self._finalizer()
+        for handle in self._handles.values():
+            handle.result = []
+            handle.pending = set()
+        for table in (self._handles, self._queries, self._rows, self._pending, self._makers,
+                      self._query_types):
+            table.clear()
 
     # -- reads ------------------------------------------------------------------------------
 

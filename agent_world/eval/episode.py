@@ -17,7 +17,8 @@ from typing import Any
 
 from agent_world.config import Config
 from agent_world.eval.scenario import Scenario
-from agent_world.eval.stage import Stage
+from agent_world.eval.stage import Scoring, Stage
+from agent_world.persistence import SaveFolder
 
 __all__ = ["Episode", "episode_name", "run_episode", "summarise"]
 
@@ -40,6 +41,10 @@ class Episode:
     teams: dict[str, dict[str, float]] = field(default_factory=dict)
     # What went wrong for the subjects (``eval.diagnostics``): faults, top mistakes, traces.
     notes: dict[str, Any] = field(default_factory=dict)
+    # The world's state hash at the end and the digest of its event log: ``python main.py
+    # verify`` replays the folder and checks the figures above against both.
+    state_hash: str = ""
+    log_digest: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -60,20 +65,22 @@ def run_episode(scenario: Scenario, brain: str, seed: int, out: Path,
         stage.begin()
         stage.run()
         figures = summarise(stage)
+        state_hash = stage.world.state_hash()
     finally:
-        stage.close()
+        stage.close()  # the log complete on disk
     return Episode(scenario=scenario.name, brain=brain, seed=seed,
                    seconds=round(time.perf_counter() - began, 2),
-                   notes=stage.diagnostics.summary(), **figures)
+                   notes=stage.diagnostics.summary(), folder=str(stage.folder),
+                   state_hash=state_hash,
+                   log_digest=SaveFolder(stage.folder).log_digest(), **figures)
 
 
-def summarise(stage: Stage) -> dict[str, Any]:
-    """An episode's figures on ``stage`` now: the fields of ``Episode`` the world gives
-    (its tick, score, metrics, subjects, alive, folder and teams)."""
-    world, play = stage.world, stage.play
-    scores, means = stage.scores()
+def summarise(scoring: Scoring) -> dict[str, Any]:
+    """An episode's figures now: the fields of ``Episode`` its world gives (its tick,
+    score, metrics, subjects, alive and teams)."""
+    world, play = scoring.world, scoring.play
+    scores, means = scoring.scores()
     return {"ticks": world.tick, "score": sum(scores) / len(scores) if scores else 0.0,
             "metrics": means, "subjects": len(play.subjects),
             "alive": sum(1 for eid in play.subjects if world.alive(eid)),
-            "folder": str(stage.folder),
-            "teams": stage.teams() if stage.scenario.teams else {}}
+            "teams": scoring.teams() if scoring.scenario.teams else {}}

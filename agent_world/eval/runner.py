@@ -283,7 +283,8 @@ def write_results(result: Evaluation, out: Path) -> list[str]:
     summaries = summarise(result)
     scenario = result.scenario
     doc = {"scenario": {"name": scenario.name, "source": scenario.source,
-                        "score": scenario.score, "ticks": scenario.ticks},
+                        "score": scenario.score, "ticks": scenario.ticks,
+                        "definition": scenario.to_record()},
            "brains": result.brains, "seeds": result.seeds, "seconds": result.seconds,
            "summary": [{"brain": s.brain, "episodes": s.episodes,
                         "score": {"mean": s.score[0], "ci95": s.score[1]},

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -114,6 +115,23 @@ class Scenario:
 
     def describe_score(self) -> str:
         return " + ".join(f"{w:g} x {m}" for m, w in self.score.items())
+
+    def to_record(self) -> dict[str, Any]:
+        """The whole scenario as plain data: a results file keeps it, so that its episodes
+        can be verified without the scenario's file (``from_record``)."""
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_record(cls, record: Mapping[str, Any]) -> Scenario:
+        """The scenario ``to_record`` gave; ScenarioError if ``record`` is not one."""
+        try:
+            fields = dict(record)
+            fields["subjects"] = Subjects(**fields["subjects"])
+            fields["teams"] = {str(k): Subjects(**v) for k, v in fields["teams"].items()}
+            return cls(**fields)
+        except (TypeError, KeyError, AttributeError, ValueError) as exc:
+            raise ScenarioError(f"not a recorded scenario ({type(exc).__name__}: "
+                                f"{exc})") from None
 
 
 def built_in_names() -> list[str]:

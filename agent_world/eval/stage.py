@@ -7,9 +7,9 @@ The cast enters as ``spawn`` inputs (its goods as ``give`` inputs), so the world
 replays it exactly. After each tick the stage waits until every decision asked for has come
 back, so a brain's answers land at the same ticks however fast the machine is: the same seed
 and a deterministic brain give the same result on any machine. For the same reason brains
-have at least ``THINK_WAIT_S`` for each decision (``brains.deadline_ms``; a policy's sandbox
-call is stopped at 80% of it): a deadline there only stops a brain that hangs, never a
-correct one on a loaded machine.
+have at least ``THINK_WAIT_S`` for each decision (``decisions.brains.deadline_ms``; a
+policy's sandbox call is stopped at 80% of it): a deadline there only stops a brain that
+hangs, never a correct one on a loaded machine.
 """
 
 from __future__ import annotations
@@ -20,7 +20,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agent_world.agents.registry import load_brains
 from agent_world.app import Session
 from agent_world.config import Config
 from agent_world.core import components as c
@@ -28,8 +27,9 @@ from agent_world.core.world import World
 from agent_world.eval.diagnostics import Diagnostics
 from agent_world.eval.scenario import OBJECTIVE_EVERY, SUBJECT, Scenario, Subjects
 from agent_world.persistence import open_world
+from agent_world.userbrains.registry import load_brains
 
-__all__ = ["TEAM_METRICS", "THINK_WAIT_S", "Play", "Stage", "cast_of"]
+__all__ = ["TEAM_METRICS", "THINK_WAIT_S", "Play", "Scoring", "Stage", "cast_of"]
 
 THINK_WAIT_S = 30  # the longest one tick waits for its decisions (s), and brains' deadline
 TEAM_METRICS = ("captures", "kills", "deaths", "damage_dealt", "damage_taken",
@@ -68,98 +68,37 @@ class Play:
     # open offers and hoards, which agents can move, so the end's prices could be rigged.
     prices: dict[str, float] = field(default_factory=dict)
 
-
-class Stage:
-    """One scenario's world, from its opening (``__init__``: the folder, the session, the
-    cast's spawn inputs) through ``begin`` (the cast is in, with its goods) and ``tick`` to
-    ``close``. ``scores``/``score_of`` read the scenario's score at any tick."""
-
-    def __init__(self, scenario: Scenario, seed: int, out: Path, *, name: str, brain: str,
-                 brains: Mapping[str, str] | None = None, base: Config | None = None,
-                 brains_path: str | None = None,
-                 external: frozenset[str] = frozenset()) -> None:
-        """Open ``out/saves/<name>`` with the scenario's world. The subjects play ``brain``
-        (those named in ``brains`` the brain given there), the other teams their own;
-        ``external`` names brains no part of the session answers for (the RL environment
-        submits its agents' plans itself), so none is loaded for them."""
-        self.scenario = scenario
-        config = scenario.config(base or Config())
-        config = config.replace(
-            world={"name": name, "seed": seed},
-            paths={"saves": str(out / "saves"), "logs": str(out / "logs" / name)},
-            log={"echo": False}, web={"enabled": False},
-            # The stage waits for every decision, so a deadline is only a backstop for a
-            # brain that hangs: a loaded machine must not turn slow answers into faults.
-            brains={"deadline_ms": max(config.brains.deadline_ms, THINK_WAIT_S * 1000)})
-        chosen = dict(brains or {})
-        needed = ({brain, *chosen.values(), *scenario.other_brains()}
-                  - {"builtin", "llm"} - external)
-        classes = load_brains(config.brains, path=brains_path, llm=config.llm.enabled) \
-            if needed else {}
-        self.folder = out / "saves" / name
-        if self.folder.exists():
-            raise FileExistsError(f"{self.folder} exists already: an episode starts a new "
-                                  "world; give another --out or remove it")
-        opened = open_world(config, seed_given=True)
-        self.session = Session(config, opened.world, folder=opened.folder,
-                               resumed=opened.resumed, brains=classes)
-        self.world = self.session.world
-        self.diagnostics = Diagnostics(self.world)
-        self.session.loop.observers.append(self.diagnostics)
-        self.cast = cast_of(scenario)
-        self.play = Play(subjects=[], teams={}, start={})
-        for agent, (team, group) in self.cast.items():
-            data: dict[str, Any] = {
-                "kind": "agent", "name": agent,
-                "brain": chosen.get(agent, brain) if group.brain == SUBJECT else group.brain}
-            if group.personality:
-                data["personality"] = group.personality
-            if team:
-                data["team"] = team
-            self.world.inbox.submit("spawn", data, source="eval")
-
-    def begin(self) -> None:
-        """Two ticks: the cast is spawned, then given its goods; the wealth it starts with
-        is taken at the prices of that moment."""
-        world, play = self.world, self.play
-        self.tick()  # the cast is spawned
-        for name, eid in ((name, world.population.find(name)) for name in self.cast):
+    @classmethod
+    def of_cast(cls, world: World, cast: Mapping[str, tuple[str, Subjects]]) -> Play:
+        """Who of ``cast`` is in ``world`` (after the tick that spawned them), as what."""
+        play = cls(subjects=[], teams={}, start={})
+        for name, eid in ((name, world.population.find(name)) for name in cast):
             if eid is None:
                 continue
             play.ids[name] = eid
-            team, group = self.cast[name]
+            team, group = cast[name]
             if group.brain == SUBJECT:
                 play.subjects.append(eid)
             if team:
                 play.teams[eid] = team
-            for kind, qty in group.goods.items():
-                world.inbox.submit("give", {"target": eid, "item": kind, "qty": qty},
-                                   source="eval")
-        self.diagnostics.subjects = set(play.subjects)
-        self.tick()
-        play.prices = dict(world.market.prices)
-        play.start = {eid: wealth(world, eid, play.prices) for eid in play.ids.values()}
+        return play
 
-    def tick(self) -> None:
-        """One tick, then a wait until every decision asked in it has been answered (brains
-        think on threads), so that each lands at the same tick however fast the machine is.
+    def value_start(self, world: World) -> None:
+        """The wealth the cast starts with, at the prices of this moment (once it has its
+        goods)."""
+        self.prices = dict(world.market.prices)
+        self.start = {eid: wealth(world, eid, self.prices) for eid in self.ids.values()}
 
-        The tick is the loop's own (``tick_once``: observers, persistence, the thinkers
-        between ticks); a stage has no angel and no console, so nothing holds or pauses
-        its loop."""
-        session = self.session
-        session.loop.tick_once()
-        waited = time.perf_counter()
-        while (any(part.thinking() for part in session.thinking_parts())
-               and time.perf_counter() - waited < THINK_WAIT_S):
-            time.sleep(WAIT_POLL_S)
 
-    def run(self) -> None:
-        """Tick until the scenario ends (``end.ticks``, or sooner: ``early_end``)."""
-        while self.world.tick < self.scenario.ticks:
-            self.tick()
-            if self.early_end() is not None:
-                break
+class Scoring:
+    """A scenario's score and end conditions on a world its cast plays in: what a stage
+    reads while it runs, and what a replay of its save folder reads to verify it
+    (``eval.verify``)."""
+
+    def __init__(self, scenario: Scenario, world: World, play: Play) -> None:
+        self.scenario = scenario
+        self.world = world
+        self.play = play
 
     def early_end(self) -> str | None:
         """Why the scenario ends before its ``end.ticks`` now: ``subjects_dead``,
@@ -226,6 +165,92 @@ class Stage:
             for metric in TEAM_METRICS:
                 group[metric] = group.get(metric, 0.0) + figures[metric]
         return out
+
+
+class Stage(Scoring):
+    """One scenario's world, from its opening (``__init__``: the folder, the session, the
+    cast's spawn inputs) through ``begin`` (the cast is in, with its goods) and ``tick`` to
+    ``close``. ``scores``/``score_of`` read the scenario's score at any tick."""
+
+    def __init__(self, scenario: Scenario, seed: int, out: Path, *, name: str, brain: str,
+                 brains: Mapping[str, str] | None = None, base: Config | None = None,
+                 brains_path: str | None = None,
+                 external: frozenset[str] = frozenset()) -> None:
+        """Open ``out/saves/<name>`` with the scenario's world. The subjects play ``brain``
+        (those named in ``brains`` the brain given there), the other teams their own;
+        ``external`` names brains no part of the session answers for (the RL environment
+        submits its agents' plans itself), so none is loaded for them."""
+        config = scenario.config(base or Config())
+        config = config.replace(
+            world={"name": name, "seed": seed},
+            paths={"saves": str(out / "saves"), "logs": str(out / "logs" / name)},
+            log={"echo": False}, web={"enabled": False},
+            # The stage waits for every decision, so a deadline is only a backstop for a
+            # brain that hangs: a loaded machine must not turn slow answers into faults.
+            decisions={"brains": {
+                **config.decisions.brains,
+                "deadline_ms": max(config.decisions.of("brains").deadline_ms,
+                                   THINK_WAIT_S * 1000)}})
+        chosen = dict(brains or {})
+        needed = ({brain, *chosen.values(), *scenario.other_brains()}
+                  - {"builtin", "llm"} - external)
+        classes = load_brains(config.brains, path=brains_path, llm=config.llm.enabled) \
+            if needed else {}
+        self.folder = out / "saves" / name
+        if self.folder.exists():
+            raise FileExistsError(f"{self.folder} exists already: an episode starts a new "
+                                  "world; give another --out or remove it")
+        opened = open_world(config, seed_given=True)
+        self.session = Session(config, opened.world, folder=opened.folder,
+                               resumed=opened.resumed, brains=classes)
+        super().__init__(scenario, self.session.world, Play(subjects=[], teams={}, start={}))
+        self.diagnostics = Diagnostics(self.world)
+        self.session.loop.observers.append(self.diagnostics)
+        self.cast = cast_of(scenario)
+        for agent, (team, group) in self.cast.items():
+            data: dict[str, Any] = {
+                "kind": "agent", "name": agent,
+                "brain": chosen.get(agent, brain) if group.brain == SUBJECT else group.brain}
+            if group.personality:
+                data["personality"] = group.personality
+            if team:
+                data["team"] = team
+            self.world.inbox.submit("spawn", data, source="eval")
+
+    def begin(self) -> None:
+        """Two ticks: the cast is spawned, then given its goods; the wealth it starts with
+        is taken at the prices of that moment."""
+        world = self.world
+        self.tick()  # the cast is spawned
+        self.play = play = Play.of_cast(world, self.cast)
+        for name, eid in play.ids.items():
+            for kind, qty in self.cast[name][1].goods.items():
+                world.inbox.submit("give", {"target": eid, "item": kind, "qty": qty},
+                                   source="eval")
+        self.diagnostics.subjects = set(play.subjects)
+        self.tick()
+        play.value_start(world)
+
+    def tick(self) -> None:
+        """One tick, then a wait until every decision asked in it has been answered (brains
+        think on threads), so that each lands at the same tick however fast the machine is.
+
+        The tick is the loop's own (``tick_once``: observers, persistence, the thinkers
+        between ticks); a stage has no angel and no console, so nothing holds or pauses
+        its loop."""
+        session = self.session
+        session.loop.tick_once()
+        waited = time.perf_counter()
+        while (any(part.thinking() for part in session.thinking_parts())
+               and time.perf_counter() - waited < THINK_WAIT_S):
+            time.sleep(WAIT_POLL_S)
+
+    def run(self) -> None:
+        """Tick until the scenario ends (``end.ticks``, or sooner: ``early_end``)."""
+        while self.world.tick < self.scenario.ticks:
+            self.tick()
+            if self.early_end() is not None:
+                break
 
     def close(self) -> None:
         """The final snapshot, the brains' workers, the world's lock (``Session.close``)."""

@@ -13,11 +13,11 @@ from __future__ import annotations
 import dataclasses
 
 from agent_world.config import LLMConfig
+from agent_world.decisions.metrics import Metrics
 from agent_world.llm.breaker import CircuitBreaker
 from agent_world.llm.budget import Budget
 from agent_world.llm.prices import Price, configured_price
 from agent_world.llm.redact import Redactor
-from agent_world.thinking.metrics import Metrics
 from agent_world.types import Clock, LLMResponse, ProviderError
 
 __all__ = ["ENDPOINT_FAILURES", "Gates", "LLMUnavailable"]

@@ -1,4 +1,4 @@
-"""Building providers and managers from the configuration."""
+"""Building providers, and LLM agents' answerer, from the configuration."""
 
 from __future__ import annotations
 
@@ -7,17 +7,17 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from agent_world.config import LLMConfig
+from agent_world.config import KindPace, LLMConfig
 from agent_world.core.world import World
+from agent_world.llm.answerer import LLMAgents, ProviderFactory
 from agent_world.llm.anthropic_api import AnthropicProvider
 from agent_world.llm.gates import Gates
 from agent_world.llm.local import LocalModel, LocalProvider, find_model_file
-from agent_world.llm.manager import LLMManager, ProviderFactory
 from agent_world.llm.openai_api import OpenAIProvider
 from agent_world.llm.redact import Redactor
 from agent_world.types import Clock, LLMProvider
 
-__all__ = ["build_manager", "provider_factory", "provider_identity"]
+__all__ = ["build_agents", "provider_factory", "provider_identity"]
 
 
 def provider_identity(cfg: LLMConfig) -> dict[str, Any]:
@@ -77,13 +77,13 @@ def provider_factory(cfg: LLMConfig, redactor: Redactor) -> ProviderFactory:
     raise ValueError(f"llm.provider {cfg.provider!r} makes no provider")
 
 
-def build_manager(cfg: LLMConfig, world: World, *, clock: Clock | None = None,
-                  memories: Path | None = None, report: Callable[[str], None] = print,
-                  note: Callable[[str], None] = lambda _t: None,
-                  factory: ProviderFactory | None = None,
-                  redactor: Redactor | None = None,
-                  prompt_log: Path | None = None, gates: Gates | None = None) -> LLMManager:
-    """The manager for a configured provider (``factory`` replaces the configured one).
+def build_agents(cfg: LLMConfig, world: World, *, settings: KindPace,
+                 clock: Clock | None = None,
+                 memories: Path | None = None, report: Callable[[str], None] = print,
+                 factory: ProviderFactory | None = None,
+                 redactor: Redactor | None = None,
+                 prompt_log: Path | None = None, gates: Gates | None = None) -> LLMAgents:
+    """LLM agents' answerer for a configured provider (``factory`` replaces the configured one).
     ``redactor`` is shared with the rest of the session; the key is added to it.
     ``prompt_log``: where every prompt and answer is written (``llm.log_prompts``).
     ``gates``: the session's, when others (the angel) call the same LLM."""
@@ -93,6 +93,7 @@ def build_manager(cfg: LLMConfig, world: World, *, clock: Clock | None = None,
         key = cfg.api_key()
         if key:
             redactor.add(key)
-    return LLMManager(cfg, world, provider_factory=made, identity=provider_identity(cfg),
-                      redactor=redactor, clock=clock, memories=memories, report=report,
-                      note=note, prompt_log=prompt_log, gates=gates)
+    return LLMAgents(cfg, world, settings=settings, provider_factory=made,
+                     identity=provider_identity(cfg),
+                     redactor=redactor, clock=clock, memories=memories, report=report,
+                     prompt_log=prompt_log, gates=gates)

@@ -23,7 +23,7 @@ from agent_world.llm.retry import ProviderPause, RetryPolicy, call_with_retries
 from agent_world.types import LLMProvider, LLMRequest, LLMResponse, MonotonicClock, ProviderError
 
 if TYPE_CHECKING:
-    from agent_world.llm.manager import ProviderFactory
+    from agent_world.llm.answerer import ProviderFactory
 
 __all__ = ["ProviderTextModel"]
 

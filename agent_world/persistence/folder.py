@@ -16,6 +16,8 @@ See docs/save-format.md for the formats.
 from __future__ import annotations
 
 import datetime
+import gzip
+import hashlib
 import os
 import re
 import shutil
@@ -289,6 +291,19 @@ class SaveFolder:
                     ranges.setdefault(key, {})["gz" if m.group(3) else "plain"] = p
         return [Chunk(start, end, files.get("plain"), files.get("gz"))
                 for (start, end), files in sorted(ranges.items())]
+
+    def log_digest(self) -> str:
+        """A digest of the event log's content (its lines, whatever files and compression
+        hold them): what a published result records, so that a changed byte is noticed."""
+        digest = hashlib.blake2b(digest_size=16)
+        for chunk in self.chunks():
+            path = chunk.plain or chunk.gz  # a plain file is the authority while both exist
+            assert path is not None
+            opener = gzip.open if path is chunk.gz else open
+            with opener(path, "rb") as f:
+                while block := f.read(1 << 20):
+                    digest.update(block)
+        return digest.hexdigest()
 
     def set_aside(self) -> list[Path]:
         """Event-log files kept aside after damage (``*.damaged``, ``*.orphaned``): not part

@@ -190,7 +190,8 @@ class PolicyChecker(RunnerOwner):
         # budget accepts.
         self.runner: PolicyRunner = runner if runner is not None else PolicyRunner(
             config.sandbox, steps=brains.policy_steps, memory_bytes=brains.policy_memory_bytes,
-            timeout_s=brains.deadline_ms / 1000 * config.sandbox.replay_slack)
+            timeout_s=config.decisions.of("brains").deadline_ms / 1000
+            * config.sandbox.replay_slack)
         self._samples: list[Sample] | None = None
 
     def samples(self) -> list[Sample]:
@@ -230,15 +231,16 @@ class PolicyChecker(RunnerOwner):
     def _too_slow(self, runs: Sequence[DryRun]) -> str:
         """Why the slowest dry run would time out in a world ("" if none would)."""
         slowest = max(runs, key=lambda run: run.outcome.cpu_ms)
-        allowed_ms = decision_timeout_s(self.config.brains.deadline_ms) * 1000
+        allowed_ms = decision_timeout_s(self.config.decisions.of("brains").deadline_ms) * 1000
         limit_ms = allowed_ms / SLOW_SHARE
         if slowest.outcome.cpu_ms <= limit_ms:
             return ""
         return (f"too slow: dry run {slowest.number} ({slowest.who}) took "
                 f"{slowest.outcome.cpu_ms:.0f} ms of CPU; a world stops a decision after "
-                f"{allowed_ms:.0f} ms (80% of brains.deadline_ms) and a policy must take under "
-                f"a fifth of that ({limit_ms:.0f} ms) so that a busy machine does not stop it: "
-                "do less work per decision (or raise brains.deadline_ms)")
+                f"{allowed_ms:.0f} ms (80% of decisions.brains.deadline_ms) and a policy must "
+                f"take under a fifth of that ({limit_ms:.0f} ms) so that a busy machine does not "
+                "stop it: "
+                "do less work per decision (or raise decisions.brains.deadline_ms)")
 
     def dry_runs(self, policy: Policy, samples: Sequence[Sample]) -> list[DryRun]:
         """``decide`` on every sample's observations, round by round, each agent's memory

@@ -28,7 +28,7 @@ from agent_world.commands.parsing import AGENT_NAME
 from agent_world.config import RemoteConfig
 from agent_world.core.inputs import MAX_PLAN
 from agent_world.ratelimit import TokenBucket
-from agent_world.remote.manager import RemoteBrains
+from agent_world.remote.answerer import RemoteBrains
 from agent_world.remote.protocol import (
     PROTOCOL,
     Auth,
@@ -140,18 +140,18 @@ class AgentsEndpoint:
         self.token = token  # the web server's: an external agent always needs it
         session.redactor.add(self.token)  # never in a log line or an input, if it leaks
         self.max_message = max_message
-        self.brains = RemoteBrains(cfg, session.world, report=session.report_problem,
-                                   note=session.note)
+        self.brains = RemoteBrains(cfg, session.world,
+                                   settings=session.config.decisions.of("remote"))
         self.console = Console(session, source="remote", refuse=only_spawn)
         self.connections: set[Connection] = set()
         self._serial = 0
-        session.add_thinker(self.brains, "remote")
+        session.attach_kind("remote", self.brains)
 
     async def close(self) -> None:
         for conn in list(self.connections):
             await conn.close("the world is stopping", WSCloseCode.GOING_AWAY)
         self.brains.close()
-        self.session.remove_thinker(self.brains, "remote")
+        self.session.detach_kind("remote", self.brains)
         self.console.close()
 
     def _authorized(self, token: str) -> bool:
@@ -194,7 +194,7 @@ class AgentsEndpoint:
             conn.send({"type": "welcome", "protocol": PROTOCOL, "client": conn.name,
                        "world": self.session.config.world.name, "tick": world.tick,
                        "tick_rate": self.session.config.world.tick_rate,
-                       "deadline_ms": self.cfg.deadline_ms, "max_actions": MAX_PLAN,
+                       "deadline_ms": self.brains.deadline_ms, "max_actions": MAX_PLAN,
                        "max_agents": self.cfg.max_agents_per_client,
                        "messages_per_s": self.cfg.messages_per_s})
             async for msg in ws:

@@ -26,7 +26,6 @@ from gymnasium.utils import seeding
 from numpy.typing import NDArray
 from pettingzoo import ParallelEnv as _ParallelEnv
 
-from agent_world.agents.registry import brain_refusal, load_brains
 from agent_world.config import Config, load_config
 from agent_world.contract.observation import observe
 from agent_world.contract.plan import PlanInput
@@ -37,6 +36,7 @@ from agent_world.eval.stage import Stage, cast_of
 from agent_world.rl.actions import DIRECTIONS, DURATIVE, Choice, action_table, mask_of, plan_of
 from agent_world.rl.layout import Layout, LayoutError
 from agent_world.rl.observations import View, empty_observation, encode, observation_space
+from agent_world.userbrains.registry import brain_refusal, load_brains
 
 __all__ = ["BRAIN", "SOURCE", "AgentWorldEnv"]
 

@@ -34,7 +34,7 @@ import orjson
 
 from agent_world.config import Config
 from agent_world.eval.episode import Episode
-from agent_world.eval.runner import STOP_GRACE_S, Stopper, confidence, evaluate
+from agent_world.eval.runner import STOP_GRACE_S, Stopper, confidence, evaluate, write_results
 from agent_world.eval.scenario import Scenario
 from agent_world.policies import PolicyChecker
 from agent_world.runs import RunFolder, RunInUse
@@ -302,6 +302,8 @@ class Trainer:
             workers=self.workers, base=self.base.replace(brains={"policies": str(folder)}),
             progress=io.StringIO(), on_episode=lambda e: self._episode(name, e),
             cancelled=self.stop.is_set, stopper=self.stopper)
+        if evaluation.episodes:  # beside its episodes, for python main.py verify
+            write_results(evaluation, folder / "episodes")
         if not evaluation.episodes:
             version.status = "failed"
             version.reason = ("stopped" if evaluation.cancelled else

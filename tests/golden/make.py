@@ -35,11 +35,11 @@ from typing import Any
 
 import orjson
 
-from agent_world.agents.registry import load_brains
 from agent_world.app import Session
 from agent_world.config import Config
 from agent_world.persistence import open_world
 from agent_world.sandbox import Sandbox
+from agent_world.userbrains.registry import load_brains
 from tests.golden.check import GOLDEN, INDEX, continued_by_replay, continued_by_resume
 from tests.llm_server import FakeLLMServer
 
@@ -112,8 +112,9 @@ def make_llm_abilities(root: Path, name: str) -> tuple[Config, int]:
         server.ability_text = "Here it is:\n```python\n" + GUST + "```\n"
         config = _base(root, name).replace(
             llm={"provider": "openai", "base_url": server.base_url, "model": "test-model",
-                 "api_key_env": KEY_ENV, "agents": 3, "workers": 2, "max_concurrent": 2,
-                 "request_timeout_s": 5.0, "min_gap_ticks": 5, "think_interval_ticks": 40},
+                 "api_key_env": KEY_ENV, "agents": 3, "max_concurrent": 2,
+                 "request_timeout_s": 5.0},
+            decisions={"llm": {"workers": 2, "min_gap_ticks": 5, "think_interval_ticks": 40}},
             angel={"generator": "auto"})
         sandbox = Sandbox(config, wait=True)
         opened = open_world(config, setup=sandbox.install)
@@ -147,8 +148,9 @@ def make_teams_crafting_brains(root: Path, name: str) -> tuple[Config, int]:
         world={"capture_points": 2, "objects_per_1000_tiles": 40},
         game={"recipes": {"club": "wood*2", "spear": "club + stone"}, "craft_ticks": 10,
               "capture_radius": 2, "capture_ticks": 20},
-        brains={"path": str(EXAMPLES), "registered": {"forager": "forager:Forager"},
-                "min_gap_ticks": 2, "think_interval_ticks": 10, "deadline_ms": 500})
+        brains={"path": str(EXAMPLES), "registered": {"forager": "forager:Forager"}},
+        decisions={"brains": {"min_gap_ticks": 2, "think_interval_ticks": 10,
+                              "deadline_ms": 500}})
     opened = open_world(config)
     session = Session(config, opened.world, folder=opened.folder,
                       brains=load_brains(config.brains))

@@ -1,4 +1,4 @@
-"""The worker process of ``brains.processes``: ``python -m agent_world.agents.procchild
+"""The worker process of ``brains.processes``: ``python -m agent_world.userbrains.procchild
 READ_FD WRITE_FD MODULE:CLASS PATH_JSON``.
 
 It imports the brain class, then answers requests on its pipe until the pipe closes: the

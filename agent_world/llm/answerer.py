@@ -1,41 +1,52 @@
-"""The LLM manager: the thinking layer (``agent_world.thinking``) with the LLM as the brain.
+"""LLM agents: the decision pipeline's answerer with a model as the brain.
 
 On the main thread it builds each request's prompt from the agent's ``Observation`` and
-memory (or answers it from the response cache); worker threads call the provider within a
-deadline, check the answer and submit it as a ``plan`` input. The circuit breaker and the
-hourly budget say when no request can be made. Replay and resume never build a manager, so
-they never call a model.
+memory (or answers it from the response cache); on the pipeline's worker threads, each with
+its own event loop and provider (one HTTP session per loop), it calls the provider within a
+deadline, checks the answer and replies with a decision or a fault. The circuit breaker
+and the hourly budget say when no request can be made. Replay and resume never build a
+pipeline, so they never call a model.
 """
 
 from __future__ import annotations
 
+import asyncio
+import dataclasses
+import random
 import threading
+import traceback
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from agent_world.config import LLMConfig
-from agent_world.contract.answer import DecisionError, decide_from_text
+from agent_world.config import KindPace, LLMConfig
+from agent_world.contract.answer import DecisionError, TextDecision, decide_from_text
 from agent_world.contract.observation import observe
 from agent_world.core import components as c
 from agent_world.core.world import World
+from agent_world.decisions.answerer import Answer, Answering, Fault, Pace, Reply
+from agent_world.decisions.metrics import Metrics, percentile
+from agent_world.decisions.mind import Mind
+from agent_world.decisions.requests import Job, Outcome
 from agent_world.llm.brainllm import BrainLLM
 from agent_world.llm.cache import ResponseCache, cache_key
-from agent_world.llm.gates import Gates
+from agent_world.llm.gates import Gates, LLMUnavailable
 from agent_world.llm.http import estimate_tokens
 from agent_world.llm.memory import MemoryBook
 from agent_world.llm.promptlog import PromptLog
 from agent_world.llm.prompts import PROMPT_VERSION, PromptBuilder, WorldFacts
 from agent_world.llm.redact import Redactor
-from agent_world.llm.retry import ProviderPause, RetryPolicy
-from agent_world.llm.worker import Worker, plan_input
-from agent_world.thinking.manager import ThinkingManager
-from agent_world.thinking.metrics import percentile
-from agent_world.thinking.mind import Mind
-from agent_world.thinking.requests import Job, Outcome
-from agent_world.types import Clock, LLMProvider, LLMResponse, TickReport
+from agent_world.llm.retry import ProviderPause, RetryPolicy, call_with_retries
+from agent_world.types import (
+    Clock,
+    LLMProvider,
+    LLMRequest,
+    LLMResponse,
+    ProviderError,
+    TickReport,
+)
 
-__all__ = ["LLMManager", "ProviderFactory"]
+__all__ = ["MAX_RAW_CHARS", "LLMAgents", "ProviderFactory"]
 
 ProviderFactory = Callable[[], LLMProvider]
 """Makes one provider; called once in each worker thread (one HTTP session per loop)."""
@@ -44,25 +55,49 @@ MEMORY_SAVE_TICKS = 600
 TYPICAL_NEW_TOKENS = 350  # a decision's own part of the prompt, as measured (llm_cost bench)
 TYPICAL_ANSWER_TOKENS = 60
 CACHE_MIN_TOKENS = 1024  # providers cache prefixes from this length on (OpenAI)
+MAX_RAW_CHARS = 2000  # of a model's answer, kept with its plan input
 
 
-class LLMManager(ThinkingManager):
+class InvalidAnswer(Exception):
+    def __init__(self, kind: str, message: str, response: LLMResponse) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.response = response
+
+
+class _Caller:
+    """One worker thread's way to the model: its own event loop and provider (one HTTP
+    session per loop), made on its first call."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self.provider: LLMProvider | None = None
+        self.rng = random.Random()  # backoff jitter only: never reaches the world
+
+
+class LLMAgents(Answering):
+    """The answerer of agents with ``brain: llm``, and what only they have: prompts, the
+    response cache, memories, the gates' figures, the cost estimate and /debug's view."""
+
     source = "llm"
     label = "LLM"
 
-    def __init__(self, cfg: LLMConfig, world: World, *, provider_factory: ProviderFactory,
+    def __init__(self, cfg: LLMConfig, world: World, *, settings: KindPace,
+                 provider_factory: ProviderFactory,
                  identity: dict[str, Any], redactor: Redactor, clock: Clock | None = None,
                  memories: Path | None = None, report: Callable[[str], None] = print,
-                 note: Callable[[str], None] = lambda _text: None,
                  prompt_log: Path | None = None, gates: Gates | None = None) -> None:
-        """``gates``: the session's, shared with the angel (new ones when not given); their
-        figures are this manager's."""
-        super().__init__(world, brains=frozenset({"llm"}), interval=cfg.think_interval_ticks,
-                         min_gap=cfg.min_gap_ticks,
-                         round_size=min(cfg.workers, cfg.max_concurrent), clock=clock,
-                         report=report, note=note,
-                         per_agent_hour=cfg.decisions_per_agent_hour,
-                         per_hour=cfg.decisions_per_hour)
+        """``settings``: ``decisions.llm`` over ``decisions``. ``gates``: the session's,
+        shared with the angel (new ones when not given); their figures are this kind's."""
+        super().__init__(pace=Pace(interval=settings.think_interval_ticks,
+                                   min_gap=settings.min_gap_ticks,
+                                   round_size=min(settings.workers, cfg.max_concurrent),
+                                   workers=settings.workers,
+                                   per_agent_hour=settings.decisions_per_agent_hour,
+                                   per_hour=settings.decisions_per_hour),
+                         brains=frozenset({"llm"}), clock=clock)
+        self.world = world
+        self.report = report
         self.cfg = cfg
         self.redact = redactor
         self.identity = identity
@@ -80,32 +115,35 @@ class LLMManager(ThinkingManager):
         # the angel's.
         if gates is None:
             gates = Gates.from_config(cfg, clock=self.clock, redact=redactor,
-                                      metrics=self.metrics)
+                                      metrics=Metrics(self.clock))
         self.gates = gates
-        self.metrics = gates.metrics
+        self.own_metrics = gates.metrics
         self.breaker = self.gates.breaker
         self.budget = self.gates.budget
         self.price = self.gates.price
         self.cache = ResponseCache(cfg.cache_size)
         self.concurrency = threading.BoundedSemaphore(cfg.max_concurrent)
         self.memory = MemoryBook(cfg.memory_window)
-        if memories is not None:
-            self.memory.load(memories, self.minds)
         self._factory = provider_factory
-        self.workers = [Worker(self, i, provider_factory) for i in range(cfg.workers)]
-        for w in self.workers:
-            w.start()
+        # Each worker's event loop and provider. Not a threading.local: a forked child (the
+        # state hash's) clears other threads' locals, and closing a loop there would remove
+        # the parent's sockets from the epoll set the two processes share.
+        self._callers: dict[threading.Thread, _Caller] = {}
+        self._callers_lock = threading.Lock()
+
+    def bind(self, pipeline: Any) -> None:
+        super().bind(pipeline)
+        if self.memories_dir is not None:
+            self.memory.load(self.memories_dir, self.minds)
 
     def __repr__(self) -> str:
-        return (f"LLMManager({self.identity.get('provider')} {self.identity.get('model')}, "
+        return (f"LLMAgents({self.identity.get('provider')} {self.identity.get('model')}, "
                 f"{len(self.minds)} agents)")
 
-    # -- the thinking layer's hooks (main thread) ----------------------------------------------
+    # -- the pipeline's hooks (main thread) --------------------------------------------------
 
     def on_events(self, tick: int, report: TickReport) -> None:
         self.memory.on_events(tick, report.events, self.minds)
-
-    def after_tick(self, tick: int) -> None:
         if self.memories_dir is not None and tick % MEMORY_SAVE_TICKS == 0:
             self.save_memories()
 
@@ -131,7 +169,7 @@ class LLMManager(ThinkingManager):
             self.prompts.set_abilities(catalog)
 
     def prepare(self, eid: int, mind: Mind, rid: int, reasons: tuple[str, ...],
-                priority: int) -> Job | None:
+                priority: int) -> Job | Answer:
         world = self.world
         self._sync_abilities()
         agent = world.store.get(eid, c.Agent)
@@ -148,21 +186,157 @@ class LLMManager(ThinkingManager):
         mind.last_prompt, mind.last_observation = prompt, seen
         key = cache_key(self.identity, request, PROMPT_VERSION)
         hit = self.cache.get(key)
-        if hit is not None and self._apply_cached(eid, rid, reasons, hit):
-            self.metrics.request()
-            return None
+        if hit is not None:
+            try:
+                decision = decide_from_text(hit.text, max_actions=self.cfg.plan_actions)
+            except DecisionError:
+                pass  # asked again
+            else:
+                self.metrics.request()
+                return _answer(decision, hit, cached=True)
         return Job(rid=rid, agent=eid, tick=world.tick, priority=priority, reasons=reasons,
                    payload=request, key=key)
 
-    def _apply_cached(self, eid: int, rid: int, reasons: tuple[str, ...],
-                      hit: LLMResponse) -> bool:
+    # -- answering (the pipeline's worker threads) -------------------------------------------
+
+    def answer(self, job: Job, reply: Reply) -> None:
+        me = threading.current_thread()
+        with self._callers_lock:
+            here = self._callers.get(me)
+            if here is None:
+                here = self._callers[me] = _Caller()
+        result: Answer | Fault
         try:
-            decision = decide_from_text(hit.text, max_actions=self.cfg.plan_actions)
-        except DecisionError:
-            return False
-        plan_input(eid, rid, self.world.tick, reasons, decision, hit,
-                   cached=True).submit(self.world_inbox)
-        return True
+            if here.provider is None:
+                here.provider = self._factory()
+            with self.concurrency:
+                result = here.loop.run_until_complete(self._process(here, job))
+        except ProviderError as exc:  # the provider could not even be made
+            self.gates.breaker.stop(f"{exc.kind}: {self.redact(str(exc))}")
+            result = self._failed(job, exc)
+        except Exception:  # a bug: say so loudly, count it, keep the worker alive
+            self.metrics.error("internal")
+            self.report(self.redact(f"LLM worker bug (the agent falls back; please report "
+                                    f"it):\n{traceback.format_exc()}"))
+            result = Fault(kind="internal", error="internal error")
+        reply(result)
+
+    def thread_done(self) -> None:
+        with self._callers_lock:
+            here = self._callers.pop(threading.current_thread(), None)
+        if here is None:
+            return
+        if here.provider is not None:
+            here.loop.run_until_complete(here.provider.aclose())
+        here.loop.close()
+
+    async def _process(self, here: _Caller, job: Job) -> Answer | Fault:
+        try:
+            self.gates.admit()
+        except LLMUnavailable as exc:
+            return Fault(kind=exc.kind, error=str(exc))
+        self.metrics.request()
+        flying = self.cache.claim(job.key)
+        if flying is not None:  # the same call is in flight: share its answer
+            shared = await asyncio.wrap_future(flying)
+            if shared is not None:
+                self.gates.succeeded()
+                decision = decide_from_text(shared.text, max_actions=self.cfg.plan_actions)
+                return self._deliver(job, decision, shared, cached=True)
+        try:
+            response, decision = await self._ask(here, job)
+        except ProviderError as exc:
+            if flying is None:
+                self.cache.release(job.key, None)
+            return self._failed(job, exc)
+        except InvalidAnswer as exc:
+            if flying is None:
+                self.cache.release(job.key, None)
+            self.gates.succeeded()  # the endpoint works; the model erred
+            self.metrics.error(exc.kind)
+            self._log(job, exc.response, error=f"{exc.kind}: {exc}")
+            return Fault(kind=exc.kind, error=self.redact(str(exc)),
+                         raw=self.redact(exc.response.text[:300]), usage=exc.response.usage,
+                         latency_s=exc.response.latency_s)
+        self.gates.succeeded()
+        if flying is None:
+            self.cache.put(job.key, response)
+            self.cache.release(job.key, response)
+        return self._deliver(job, decision, response, cached=False)
+
+    async def _ask(self, here: _Caller, job: Job) -> tuple[LLMResponse, TextDecision]:
+        """Call (with transport retries inside one deadline), then validate; one more try
+        for a malformed, empty, cut-off or schema-breaking answer."""
+        request: LLMRequest = job.payload
+        deadline = self.clock.now() + self.cfg.request_timeout_s
+        second_chance = True
+        metrics = self.metrics
+
+        def on_retry(exc: ProviderError, _wait: float) -> None:
+            metrics.retry(exc.kind)
+            metrics.call()
+
+        while True:
+            metrics.call()
+            try:
+                assert here.provider is not None
+                response = await call_with_retries(
+                    here.provider, request, deadline=deadline, clock=self.clock,
+                    policy=self.policy, rng=here.rng, pause=self.pause, on_retry=on_retry)
+            except ProviderError as exc:
+                if (exc.kind in ("malformed", "empty") and second_chance
+                        and self.clock.now() < deadline):
+                    second_chance = False
+                    metrics.retry(exc.kind)
+                    continue
+                raise
+            response = self.gates.answered(response)
+            try:
+                if response.finish_reason == "length":
+                    raise InvalidAnswer("length", "the answer was cut off at max_tokens "
+                                        "before the JSON was complete; keep the thought "
+                                        "short", response)
+                try:
+                    return response, decide_from_text(response.text,
+                                                      max_actions=self.cfg.plan_actions)
+                except DecisionError as exc:
+                    raise InvalidAnswer("schema", str(exc), response) from None
+            except InvalidAnswer as exc:
+                if not second_chance or self.clock.now() >= deadline:
+                    raise
+                second_chance = False
+                metrics.retry(exc.kind)
+                request = dataclasses.replace(
+                    request, temperature=0.0,
+                    max_tokens=request.max_tokens * 2 if exc.kind == "length"
+                    else request.max_tokens)
+
+    def _log(self, job: Job, response: LLMResponse | None, *, error: str = "",
+             cached: bool = False) -> None:
+        """The call in the prompt log (``llm.log_prompts``), if one is kept."""
+        log = self.prompt_log
+        if log is None:
+            return
+        extra: dict[str, Any] = {"cached": cached} if cached else {}
+        if response is not None:
+            extra |= {"model": response.model, "usage": response.usage.to_dict(),
+                      "latency_ms": round(response.latency_s * 1000, 1)}
+        log.record(tick=job.tick, agent=job.agent, request=job.rid,
+                   system=job.payload.system, prompt=job.payload.prompt,
+                   answer=response.text if response is not None else None, error=error,
+                   **extra)
+
+    def _deliver(self, job: Job, decision: TextDecision, response: LLMResponse, *,
+                 cached: bool) -> Answer:
+        self._log(job, response, cached=cached)
+        return _answer(decision, response, cached=cached)
+
+    def _failed(self, job: Job, exc: ProviderError) -> Fault:
+        message = self.gates.failed(exc)
+        self._log(job, None, error=f"{exc.kind}: {message}")
+        too_long = exc.kind == "bad_request" and (
+            exc.status == 413 or "context" in message.lower() or "too long" in message.lower())
+        return Fault(kind=exc.kind, error=message, too_long=too_long)
 
     def on_decided(self, eid: int, tick: int, actions: str, thought: str) -> None:
         self.memory.note(eid, tick, f"I decided: {actions}" + (f" ({thought})" if thought
@@ -173,12 +347,11 @@ class LLMManager(ThinkingManager):
         agents on users' brains that ask this LLM, such as an ``LLMBrain``), may spend in an
         hour, in words (for the start-up banner). The budget (``llm.tokens_per_hour``,
         ``llm.cost_per_hour``) caps them all together."""
-        cfg = self.cfg
+        cfg, pace = self.cfg, self.pace
         hourly = 3600 * self.world.config.world.tick_rate
-        per_agent = (cfg.decisions_per_agent_hour
-                     or hourly / max(cfg.min_gap_ticks, 1))
-        if cfg.decisions_per_hour:
-            per_agent = min(per_agent, cfg.decisions_per_hour / max(agents, 1))
+        per_agent = pace.per_agent_hour or hourly / max(pace.min_gap, 1)
+        if pace.per_hour:
+            per_agent = min(per_agent, pace.per_hour / max(agents, 1))
         shared = estimate_tokens(self.prompts.system_for("trader"))
         new, answer = TYPICAL_NEW_TOKENS, TYPICAL_ANSWER_TOKENS
         cached = shared if shared >= CACHE_MIN_TOKENS else 0
@@ -210,12 +383,13 @@ class LLMManager(ThinkingManager):
             head = f"{said}~${spend:.2f}/hour"
         return f"{head}: {callers} x ${one:.5f} ({tokens}; {self.price.describe()})"
 
-    def on_failed(self, tick: int, outcome: Outcome, mind: Mind) -> None:
+    def on_failed(self, tick: int, outcome: Outcome, mind: Mind) -> bool:
         mind.trim_next = outcome.too_long
         if outcome.error_kind in ("schema", "length"):
             mind.last_error = outcome.error  # the model can fix its own mistakes
             self.memory.note(outcome.agent, tick, f"my answer was invalid: {outcome.error}",
                              "invalid answer")
+        return True
 
     def for_brains(self) -> BrainLLM:
         """The LLM as users' brains call it (``Brain.llm``): within this manager's budget
@@ -259,7 +433,7 @@ class LLMManager(ThinkingManager):
                 f" new) + {figures['answer_tokens_per_decision']} answer"),
             "calls/agent, last hour": (round(figures["calls_last_hour"]
                                              / max(1, len(self.minds)), 1)),
-            "main thread p99": f"{percentile(list(self.main_ms), 0.99):.2f} ms",
+            "main thread p99": f"{percentile(list(self.pipeline.main_ms), 0.99):.2f} ms",
             **({"prompt log": f"{self.prompt_log.path} ({self.prompt_log.lines} calls"
                 + (f", {self.prompt_log.failed} not written" if self.prompt_log.failed
                    else "") + ")"} if self.prompt_log is not None else {}),
@@ -281,7 +455,7 @@ class LLMManager(ThinkingManager):
         lines = [f"state: {status}",
                  f"last prompt: ~{mind.last_prompt_tokens} tokens; last call: {spent}; "
                  f"{mind.decisions} decisions, {mind.errors} errors"]
-        lines.extend(self.last_lines(mind, "error"))
+        lines.extend(self.pipeline.last_lines(mind, "error"))
         summary = self.memory.of(agent_id).summary()
         if summary:
             lines.append(f"memory: {summary}")
@@ -308,14 +482,24 @@ class LLMManager(ThinkingManager):
         names = {eid: self.world.name_of(eid) for eid in self.minds}
         self.memory.save(self.memories_dir, names, wait=wait)
 
-    def close(self, timeout: float = 2.0) -> None:
-        """Stop taking work; workers finish or are abandoned (daemon threads: a hung
-        endpoint cannot hold up the shutdown). Answers that arrive later are dropped."""
-        if not self.stop_workers(timeout):
-            return
+    def stopped(self) -> None:
+        """After the workers stopped (answers that arrive later are dropped): the
+        provider factory's shared parts, and the memories saved."""
         close = getattr(self._factory, "close", None)
         if callable(close):
             close()
         if self.memories_dir is not None:
             self.save_memories(wait=True)
         self.memory.close()
+
+
+def _answer(decision: TextDecision, response: LLMResponse, *, cached: bool) -> Answer:
+    """An LLM decision as the pipeline takes it: the model, its usage, the raw answer and
+    the model's "ask me again" hint travel with it for inspection (the core ignores them)."""
+    return Answer(
+        actions=decision.actions, thought=decision.thought, latency_s=response.latency_s,
+        usage=response.usage, cached=cached,
+        by={"model": response.model, "usage": response.usage.to_dict(),
+            "raw": response.text[:MAX_RAW_CHARS], "cached": cached,
+            **({"ask_again_s": decision.ask_again_s} if decision.ask_again_s is not None
+               else {})})

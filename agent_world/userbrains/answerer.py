@@ -1,17 +1,18 @@
-"""Users' brains on the thinking path (``agent_world.thinking``): the same triggers, queue,
-coalescing, fallback, world-log lines and figures as LLM agents, with a user's ``Brain``
-answering on worker threads.
+"""Users' brains on the decision pipeline (``agent_world.decisions``): the same triggers,
+queue, coalescing, deadline, fallback, world-log lines and figures as LLM agents, with a
+user's ``Brain`` (a Python class, a sandboxed policy, or either in brain processes)
+answering on the pipeline's worker threads.
 
 The main thread builds each request's ``Observation`` and the hooks due (events that name
 the agent, how its last decided action ended); a worker makes the agent's brain on first
 use (``on_spawn``), delivers the hooks, calls ``decide`` and checks the answer with
-``as_plan``. A valid answer within ``brains.deadline_ms`` becomes a ``plan`` input (source
+``as_plan``. A valid answer within ``decisions.brains.deadline_ms`` becomes a ``plan`` input (source
 ``brain``), applied at the next tick and logged, so replay never needs the user's code.
 An exception, an invalid answer or a late one leaves the agent on its built-in brain for
 that decision. A ``decide`` that never returns cannot be stopped (threads cannot be
-killed): its request is given up at the deadline, its agent thinks no more with its brain
-until it returns, and a new worker thread takes the stuck one's place (at most
-``MAX_STUCK`` extra threads; a stuck one that comes back leaves if the pool is full).
+killed): the pipeline gives its request up at the deadline, its agent thinks no more with
+its brain until it returns, and a new worker thread takes the stuck one's place. A
+``reflect`` past the deadline is counted here, and its worker replaced the same way.
 """
 
 from __future__ import annotations
@@ -20,14 +21,12 @@ import contextlib
 import queue
 import threading
 import time
-import traceback
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
-from agent_world.agents.procpool import BrainProcesses
-from agent_world.config import BrainsConfig
+from agent_world.config import BrainsConfig, KindPace
 from agent_world.contract.brains import (
     MAX_TRACE,
     MAX_TRACE_LINE,
@@ -39,57 +38,63 @@ from agent_world.contract.brains import (
 from agent_world.contract.decision import DecisionError, as_plan, from_json
 from agent_world.contract.llmbrain import LLMBrain
 from agent_world.contract.observation import observe
-from agent_world.contract.plan import PlanInput
 from agent_world.contract.schema import action_schemas
 from agent_world.core import components as c
 from agent_world.core import events as ev
 from agent_world.core.actions import Action
 from agent_world.core.inputs import MAX_PLAN
 from agent_world.core.world import World
+from agent_world.decisions.answerer import Answer, Answering, Fault, Pace, Reply
+from agent_world.decisions.metrics import percentile
+from agent_world.decisions.mind import Mind
+from agent_world.decisions.requests import Job, Outcome
 from agent_world.policies.brain import PolicyBrain
 from agent_world.policies.runner import PolicyRunner, decision_timeout_s
-from agent_world.thinking.manager import ThinkingManager
-from agent_world.thinking.metrics import percentile
-from agent_world.thinking.mind import Mind
-from agent_world.thinking.requests import Job, Outcome
 from agent_world.types import ENTITY_KEYS, Clock, TickReport
+from agent_world.userbrains.procpool import BrainProcesses
 
 if TYPE_CHECKING:
     from agent_world.llm.brainllm import BrainLLM
 
-__all__ = ["MAX_HOOKS", "MAX_STUCK", "UserBrains"]
+__all__ = ["MAX_HOOKS", "UserBrains"]
 
 MAX_HOOKS = 50  # events kept for one agent's next decision (the newest)
-MAX_STUCK = 8  # worker threads that may hang in a brain before no more are started
-POLL_S = 0.2
 LLM_SLACK_MS = 1000  # an LLMBrain's deadline beyond one call's llm.request_timeout_s
 
 
 @dataclass(frozen=True, slots=True)
 class Running:
-    """A brain call under way on a worker: whose, since when, until when."""
+    """A brain call under way on a worker: whose, since when, until when, on which thread."""
 
     agent: int
     brain: str
     started: float
     deadline_s: float
     reflecting: bool = False
+    thread: threading.Thread | None = None
 
 
-class UserBrains(ThinkingManager):
+class UserBrains(Answering):
+    """The answerer of agents whose brain is a registered one (``brains.registered``) or
+    a policy, and what only they have: the brains themselves, their processes and the
+    policies' sandbox, fault counts per brain, reasoning traces."""
+
     source = "brain"
     label = "brain"
 
     def __init__(self, cfg: BrainsConfig, world: World, classes: Mapping[str, type[Brain]],
-                 *, clock: Clock | None = None, report: Callable[[str], None] = print,
-                 note: Callable[[str], None] = lambda _text: None,
+                 *, settings: KindPace, clock: Clock | None = None,
                  llm: BrainLLM | None = None) -> None:
-        """``llm`` is the configured LLM, given to every brain as ``brain.llm`` (None: the
-        world has none, and no registered brain is an ``LLMBrain``)."""
-        super().__init__(world, brains=frozenset(classes), interval=cfg.think_interval_ticks,
-                         min_gap=cfg.min_gap_ticks, round_size=cfg.workers, clock=clock,
-                         report=report, note=note)
+        """``settings``: ``decisions.brains`` over ``decisions``. ``llm`` is the configured
+        LLM, given to every brain as ``brain.llm`` (None: the world has none, and no
+        registered brain is an ``LLMBrain``)."""
+        super().__init__(pace=Pace(interval=settings.think_interval_ticks,
+                                   min_gap=settings.min_gap_ticks, round_size=settings.workers,
+                                   workers=settings.workers),
+                         brains=frozenset(classes), clock=clock)
+        self.world = world
         self.cfg = cfg
+        self.settings = settings
         self.classes = dict(classes)
         self.llm = llm
         self.deadlines = {name: self._deadline_ms(cls) / 1000 for name, cls in classes.items()}
@@ -115,13 +120,9 @@ class UserBrains(ThinkingManager):
             self.policies = PolicyRunner(
                 world.config.sandbox, steps=cfg.policy_steps,
                 memory_bytes=cfg.policy_memory_bytes,
-                timeout_s=decision_timeout_s(cfg.deadline_ms))
-        self._expired: set[int] = set()
+                timeout_s=decision_timeout_s(settings.deadline_ms))
+        self._expired: set[int] = set()  # reflections given up at their deadline
         self._deaths: queue.SimpleQueue[int] = queue.SimpleQueue()
-        self.replaced = 0  # workers started in place of stuck ones, in all
-        self._stuck = 0  # workers inside a decision given up on, now
-        for _ in range(cfg.workers):
-            self._start_worker()
 
     def names(self) -> list[str]:
         """The brains' names: the registered ones, then the policies (``policy:NAME``)."""
@@ -132,16 +133,9 @@ class UserBrains(ThinkingManager):
             return cls.deadline_ms
         if issubclass(cls, LLMBrain) and self.llm is not None:
             return self.llm.cfg.request_timeout_s * 1000 + LLM_SLACK_MS
-        return self.cfg.deadline_ms
+        return self.settings.deadline_ms
 
-    def _start_worker(self) -> None:
-        worker = threading.Thread(target=self._work, name=f"brain-{len(self.workers)}",
-                                  daemon=True)
-        with self._lock:
-            self.workers.append(worker)
-        worker.start()
-
-    # -- the thinking layer's hooks (main thread) ----------------------------------------------
+    # -- the pipeline's hooks (main thread) ----------------------------------------------------
 
     def on_events(self, tick: int, report: TickReport) -> None:
         watching = bool(self.minds)  # none (every policy registered, none used): cheap
@@ -159,10 +153,10 @@ class UserBrains(ThinkingManager):
                     due = self._hooks.setdefault(named, [])
                     due.append(("event", {"tick": tick, **event}))
                     del due[:-MAX_HOOKS]
-        self._give_up_late()
+        self._give_up_late_reflections()
 
     def prepare(self, eid: int, mind: Mind, rid: int, reasons: tuple[str, ...],
-                priority: int) -> Job | None:
+                priority: int) -> Job | Answer:
         world = self.world
         name = world.store.get(eid, c.Agent).brain
         if self.policies is not None and issubclass(self.classes[name], PolicyBrain):
@@ -174,16 +168,20 @@ class UserBrains(ThinkingManager):
         last = self._last_action.pop(eid, None)
         if last is not None:
             hooks.append(("result", (last, obs.me.last_result or "ok")))
+        # A brain in processes is held to its deadline there (its process is replaced).
         return Job(rid=rid, agent=eid, tick=world.tick, priority=priority, reasons=reasons,
-                   payload=(name, obs, tuple(hooks)))
+                   payload=(name, obs, tuple(hooks)),
+                   deadline_s=None if name in self.pools else self.deadlines[name])
 
     def on_decided(self, eid: int, tick: int, actions: str, thought: str) -> None:
         self._last_action[eid] = actions.rsplit(", ", 1)[-1].split("(", 1)[0]
 
-    def on_failed(self, tick: int, outcome: Outcome, mind: Mind) -> None:
+    def on_failed(self, tick: int, outcome: Outcome, mind: Mind) -> bool:
+        """Counted per brain and kind; one world-log line for each (the rest are counted)."""
         key = (self._brain_of(outcome.agent), outcome.error_kind)
         with self._lock:
-            self.faults[key] = self.faults.get(key, 0) + 1
+            n = self.faults[key] = self.faults.get(key, 0) + 1
+        return n <= 1
 
     def _count_fault(self, brain: str, kind: str, agent: int, error: str) -> None:
         """A fault outside a decision (in ``reflect``): counted, and said once per brain
@@ -191,93 +189,62 @@ class UserBrains(ThinkingManager):
         with self._lock:
             n = self.faults[(brain, kind)] = self.faults.get((brain, kind), 0) + 1
         if n == 1:
-            self.note(f"{self.label:<8} {brain} (agent #{agent}): {kind}: {error}")
-
-    def should_note(self, outcome: Outcome) -> bool:
-        """One world-log line per brain and kind of fault (the rest are counted)."""
-        with self._lock:
-            return self.faults.get((self._brain_of(outcome.agent), outcome.error_kind),
-                                   0) <= 1
+            self.pipeline.note(f"{self.label:<8} {brain} (agent #{agent}): {kind}: {error}")
 
     def _brain_of(self, eid: int) -> str:
         agent = self.world.store.try_get(eid, c.Agent)
         return agent.brain if agent is not None else "?"
 
-    def _give_up_late(self) -> None:
-        """Requests past the deadline are answered as timed out now (their agents fall back
-        at once); a worker stuck in one is replaced."""
+    def late(self, job: Job, waited_s: float) -> Fault:
+        name = job.payload[0]
+        deadline_s = self.deadlines[name]
+        return Fault(kind="timeout", latency_s=waited_s, where=f"brain {name}: decide()",
+                     error=f"{name}.decide() took over {deadline_s * 1000:.0f} ms (the "
+                           "brain's deadline_ms, else decisions.brains.deadline_ms)")
+
+    def _give_up_late_reflections(self) -> None:
+        """A ``reflect`` past the deadline is counted (its decision was applied already)
+        and said once; the worker stuck in it is replaced."""
         now = time.perf_counter()
         late = []
         with self._lock:
-            for rid, call in self._running.items():
-                if rid not in self._expired and now - call.started > call.deadline_s:
-                    self._expired.add(rid)
-                    late.append((rid, call, now - call.started))
-        for rid, call, waited in late:
-            agent, brain = call.agent, call.brain
-            method = "reflect" if call.reflecting else "decide"
-            error = (f"{brain}.{method}() took over {call.deadline_s * 1000:.0f} ms (the "
-                     "brain's deadline_ms, else brains.deadline_ms)")
-            if call.reflecting:  # its decision was applied already: count it, say it once
-                self._count_fault(brain, "reflect timeout", agent, error)
-            else:
-                self.outcomes.put(Outcome(rid=rid, agent=agent, ok=False,
-                                          error_kind="timeout", error=error,
-                                          latency_s=waited))
-            with self._lock:
-                self._stuck += 1
-                working = len(self.workers) - self._stuck
-                room = len(self.workers) < self.cfg.workers + MAX_STUCK
-            if working < self.cfg.workers and room:
-                self.replaced += 1
-                self._start_worker()
-                self.report(f"brain {brain}: decide() has not returned after "
-                            f"{waited:.1f} s (agent #{agent}); a new worker thread takes the "
-                            "stuck one's place")
+            for key, call in self._running.items():
+                if (call.reflecting and key not in self._expired
+                        and now - call.started > call.deadline_s):
+                    self._expired.add(key)
+                    late.append((call, now - call.started))
+        for call, waited in late:
+            self._count_fault(call.brain, "reflect timeout", call.agent,
+                              f"{call.brain}.reflect() took over "
+                              f"{call.deadline_s * 1000:.0f} ms (the brain's deadline_ms, "
+                              "else decisions.brains.deadline_ms)")
+            if call.thread is not None:
+                self.pipeline.worker_stuck(call.thread, where=f"brain {call.brain}: reflect()",
+                                           agent=call.agent, waited_s=waited)
 
-    # -- worker threads ------------------------------------------------------------------------
+    # -- answering (the pipeline's worker threads) --------------------------------------------
 
-    def _work(self) -> None:
-        try:
-            self._serve()
-        finally:
-            if self.llm is not None:
-                self.llm.close_thread()
+    def between_jobs(self) -> None:
+        self._deliver_deaths()
 
-    def _serve(self) -> None:
-        while not self._closed:
-            self._deliver_deaths()
-            job = self.queue.get(timeout=POLL_S)
-            if job is None:
-                continue
-            given_up = False
-            try:
-                outcome = self._decide(job)
-                if outcome is None:
-                    given_up = True
-                else:
-                    self.outcomes.put(outcome)
-                    # Before the agent's next request can be taken: calls never overlap.
-                    given_up = outcome.ok and self._reflect_if_due(job)
-            except Exception:  # a bug of ours, not the user's: say so, keep the worker
-                self.report(f"brain worker bug (the agent falls back; please report it):\n"
-                            f"{traceback.format_exc()}")
-                self.outcomes.put(Outcome(rid=job.rid, agent=job.agent, ok=False,
-                                          error_kind="internal", error="internal error"))
-            finally:
-                self.queue.done(job.agent)
-            if given_up and self._spare():
-                return  # back from a call given up on, and another took its place
+    def thread_done(self) -> None:
+        if self.llm is not None:
+            self.llm.close_thread()
 
-    def _spare(self) -> bool:
-        """A worker back from a decision given up on: leave if the pool is full without
-        it (the one started in its place stays)."""
-        with self._lock:
-            self._stuck -= 1
-            if len(self.workers) - self._stuck > self.cfg.workers:
-                self.workers.remove(threading.current_thread())
-                return True
-            return False
+    def answer(self, job: Job, reply: Reply) -> None:
+        name = job.payload[0]
+        pool = self.pools.get(name)
+        started = reply.started
+        result = (self._decide_in_process(job, pool, started) if pool is not None
+                  else self._decide(job, started))
+        if not reply(result):
+            return  # given up at its deadline already: the late decision is dropped
+        if isinstance(result, Fault):
+            self.metrics.error(result.kind)
+            return
+        self.metrics.answered(result.latency_s)
+        # Before the agent's next request can be taken: calls never overlap.
+        self._reflect_if_due(job)
 
     def _deliver_deaths(self) -> None:
         while True:
@@ -301,14 +268,11 @@ class UserBrains(ThinkingManager):
                 with contextlib.suppress(Exception):
                     brain.on_death()
 
-    def _decide(self, job: Job) -> Outcome | None:
+    def _decide(self, job: Job, started: float) -> Answer | Fault:
         name, obs, hooks = job.payload
-        started = time.perf_counter()
-        pool = self.pools.get(name)
-        if pool is not None:
-            return self._decide_in_process(job, pool, started)
         with self._lock:
-            self._running[job.rid] = Running(job.agent, name, started, self.deadlines[name])
+            self._running[job.rid] = Running(job.agent, name, started, self.deadlines[name],
+                                             thread=threading.current_thread())
             brain = self._brains.get(job.agent)
         try:
             if brain is None:
@@ -336,15 +300,10 @@ class UserBrains(ThinkingManager):
             if trace:
                 with self._lock:
                     self._traces[job.agent] = (job.tick, trace)
-        with self._lock:
-            expired = job.rid in self._expired
-            self._expired.discard(job.rid)
-        if expired:
-            return None  # already answered as timed out; the late decision is dropped
-        return self._submit(job, name, actions, reasoning, started, trace)
+        return self._answer(name, actions, reasoning, started, trace)
 
     def _decide_in_process(self, job: Job, pool: BrainProcesses,
-                           started: float) -> Outcome | None:
+                           started: float) -> Answer | Fault:
         """The decision from the brain's process; its answer is checked again here."""
         name, obs, hooks = job.payload
         with self._lock:
@@ -363,39 +322,33 @@ class UserBrains(ThinkingManager):
                 kind, payload = "invalid", str(exc)
         if kind != "ok":
             return self._fault(job, started, kind, str(payload)[:300])
-        return self._submit(job, name, actions, reasoning, started, trace)
+        return self._answer(name, actions, reasoning, started, trace)
 
-    def _submit(self, job: Job, name: str, actions: tuple[Action, ...], reasoning: str,
-                started: float, trace: list[str]) -> Outcome:
-        """A valid decision, as a plan input for the next tick."""
-        elapsed = time.perf_counter() - started
-        self.metrics.answered(elapsed)
-        PlanInput(agent=job.agent, actions=actions, source=self.source, thought=reasoning,
-                  request=job.rid, reasons=job.reasons, latency_s=elapsed, asked_tick=job.tick,
-                  by={"brain": name, **({"trace": trace} if trace else {})}
-                  ).submit(self.world_inbox)
-        return Outcome(rid=job.rid, agent=job.agent, ok=True,
-                       decision=", ".join(str(a) for a in actions), thought=reasoning,
-                       latency_s=elapsed)
+    @staticmethod
+    def _answer(name: str, actions: tuple[Action, ...], reasoning: str, started: float,
+                trace: list[str]) -> Answer:
+        return Answer(actions=actions, thought=reasoning,
+                      latency_s=time.perf_counter() - started,
+                      by={"brain": name, **({"trace": trace} if trace else {})})
 
-    def _reflect_if_due(self, job: Job) -> bool:
+    def _reflect_if_due(self, job: Job) -> None:
         """``reflect()`` after a decision (already on its way to the world), once
-        ``reflect_every_ticks`` have passed since the last; True if it was given up on at
-        the deadline (this worker was replaced meanwhile)."""
+        ``reflect_every_ticks`` have passed since the last."""
         name, obs, _hooks = job.payload
         tick = obs.tick
         with self._lock:
             brain = self._brains.get(job.agent)
         if brain is None or not brain.reflect_every_ticks:
-            return False
+            return
         last = self._reflected.setdefault(job.agent, tick)
         if tick - last < brain.reflect_every_ticks:
-            return False
+            return
         self._reflected[job.agent] = tick
         key = -job.rid
         with self._lock:
             self._running[key] = Running(job.agent, name, time.perf_counter(),
-                                         self.deadlines[name], reflecting=True)
+                                         self.deadlines[name], reflecting=True,
+                                         thread=threading.current_thread())
         try:
             brain.reflect()
         except Exception as exc:  # the user's code
@@ -404,24 +357,16 @@ class UserBrains(ThinkingManager):
         finally:
             with self._lock:
                 self._running.pop(key, None)
-                given_up = key in self._expired
                 self._expired.discard(key)
             trace = take_trace(brain)
             if trace:
                 with self._lock:
                     self._traces[job.agent] = (tick, self._traces.get(job.agent, (tick, []))[1]
                                                + trace)
-        return given_up
 
-    def _fault(self, job: Job, started: float, kind: str, error: str) -> Outcome | None:
-        with self._lock:
-            expired = job.rid in self._expired
-            self._expired.discard(job.rid)
-        if expired:
-            return None
-        self.metrics.error(kind)
-        return Outcome(rid=job.rid, agent=job.agent, ok=False, error_kind=kind, error=error,
-                       latency_s=time.perf_counter() - started)
+    @staticmethod
+    def _fault(job: Job, started: float, kind: str, error: str) -> Fault:
+        return Fault(kind=kind, error=error, latency_s=time.perf_counter() - started)
 
     # -- figures and lifecycle -------------------------------------------------------------------
 
@@ -442,10 +387,10 @@ class UserBrains(ThinkingManager):
             "queue": self.queue.depth,
             "p50": f"{figures['p50_ms']:g} ms",
             "p95": f"{figures['p95_ms']:g} ms",
-            "deadline": f"{self.cfg.deadline_ms} ms",
-            "main thread p99": f"{percentile(list(self.main_ms), 0.99):.2f} ms",
-            "workers": f"{len(self.workers)} ({self._stuck} stuck in a brain; "
-                       f"{self.replaced} started in place of stuck ones)",
+            "deadline": f"{self.settings.deadline_ms} ms",
+            "main thread p99": f"{percentile(list(self.pipeline.main_ms), 0.99):.2f} ms",
+            "workers": f"{len(self.pipeline.workers)} ({self.pipeline.stuck} stuck in a "
+                       f"brain; {self.pipeline.replaced} started in place of stuck ones)",
             **({"processes": ", ".join(
                 f"{name} {len(pool.slots)} ({pool.restarts} restarted)"
                 for name, pool in sorted(self.pools.items()))} if self.pools else {}),
@@ -467,7 +412,7 @@ class UserBrains(ThinkingManager):
             return []
         lines = [f"brain {self._brain_of(eid)}: {self.state_of(eid)}; "
                  f"{mind.decisions} decisions, {mind.errors} faults"]
-        lines.extend(self.last_lines(mind))
+        lines.extend(self.pipeline.last_lines(mind))
         with self._lock:
             tick, trace = self._traces.get(eid, (0, []))
             brain = self._brains.get(eid)
@@ -478,9 +423,8 @@ class UserBrains(ThinkingManager):
             lines.extend(f"  {line}" for line in trace)
         return lines
 
-    def close(self, timeout: float = 2.0) -> None:
-        if self.stop_workers(timeout):
-            for pool in self.pools.values():
-                pool.close()
-            if self.policies is not None:
-                self.policies.close()
+    def stopped(self) -> None:
+        for pool in self.pools.values():
+            pool.close()
+        if self.policies is not None:
+            self.policies.close()

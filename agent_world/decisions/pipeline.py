@@ -1,20 +1,22 @@
-"""Thinking off the tick: the one way any brain that is not built in decides.
+"""The decision pipeline: the one way any brain that is not built in decides, off the tick.
 
-A ``ThinkingManager`` is a ``TickObserver`` that the session runs after each tick, while the
-loop waits for the next one (so its work never lengthens a tick, and the world is still as
-the tick left it). On the main thread it keeps a
-``Mind`` for each agent it serves, looks at what happened to it (``triggers``: attacked,
-spoken to, an offer, a plan finished, the interval), and asks for a decision when it should:
-the request goes to a queue (urgent first; one per agent, a newer one replacing a queued
-one; at most one in flight), worker threads take it, and a decision comes back only as a
-``plan`` input through the world's inbox, applied at the first tick after it is ready. A
-failure of any kind leaves the agent on its built-in brain, counted and logged once per
-agent. The world never waits: replay and resume read the ``plan`` inputs from the log and
-never build a manager.
+A ``Pipeline`` is a ``TickObserver`` that the session runs after each tick, while the loop
+waits for the next one (so its work never lengthens a tick, and the world is still as the
+tick left it). On the main thread it keeps a ``Mind`` for each agent its kind serves,
+looks at what happened to it (``triggers``: attacked, spoken to, an offer, a plan finished,
+the interval), paces the unprompted asks, and asks for a decision when it should: the
+request goes to a queue (urgent first; one per agent, a newer one replacing a queued one;
+at most one in flight), and its answerer answers it (on the pipeline's worker threads, or
+later from elsewhere). A decision comes back only as a ``plan`` input through the world's
+inbox, built here (``PlanInput``) and applied at the first tick after it is ready. A
+request not answered by its deadline is given up, and a worker stuck in it replaced. A
+failure of any kind leaves the agent on its built-in brain, counted (a ``decision_fault``
+input, when the world keeps agent metrics) and logged once per agent. The world never
+waits: replay and resume read the ``plan`` inputs from the log and never build a pipeline.
 
-What differs between brains (the LLM, a user's code) is how a request is made and answered:
-a subclass builds the job (``prepare``), runs the workers that answer it, and may say when
-it cannot take requests at all (``unavailable``).
+What differs between kinds of brain (the LLM, a user's code, a remote client) is only how a
+request is made and answered: the ``Answerer`` (``answerer.py``). There is one pipeline
+class, composed with an answerer, never subclassed.
 """
 
 from __future__ import annotations
@@ -22,21 +24,24 @@ from __future__ import annotations
 import queue
 import threading
 import time
+import traceback
 from collections import Counter, deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, final
 
+from agent_world.contract.plan import PlanInput
 from agent_world.core import components as c
 from agent_world.core import events as ev
 from agent_world.core.inbox import Inbox
 from agent_world.core.world import World
-from agent_world.thinking.metrics import Metrics
-from agent_world.thinking.mind import APPLY_GRACE_TICKS, PRESSING, REACTIVE, Mind, triggers
-from agent_world.thinking.requests import NORMAL, URGENT, Job, Outcome, RequestQueue
-from agent_world.types import Clock, MonotonicClock, TickReport
+from agent_world.decisions.answerer import Answer, Answerer, Fault
+from agent_world.decisions.metrics import Metrics
+from agent_world.decisions.mind import APPLY_GRACE_TICKS, PRESSING, REACTIVE, Mind, triggers
+from agent_world.decisions.requests import NORMAL, URGENT, Job, Outcome, RequestQueue
+from agent_world.types import TickReport
 
-__all__ = ["TRIGGER_CHECK_TICKS", "Digest", "ThinkingManager", "describe_action"]
+__all__ = ["MAX_STUCK", "TRIGGER_CHECK_TICKS", "Digest", "Pipeline", "describe_action"]
 
 TRIGGER_CHECK_TICKS = 5
 QUIET_FAILURES = ("budget", "breaker")  # no request was made: nothing to count against it
@@ -45,6 +50,8 @@ PENDING_TICKS = 100  # a reaction that could not be asked for at once is kept th
 MAX_FAULT_TEXT = 200  # characters of a fault's error kept in its decision_fault input (the log)
 DIGEST_SECONDS = 60  # world time a world-log digest of decisions covers
 DIGEST_ACTIONS = 6  # actions named in a digest line, most frequent first
+MAX_STUCK = 8  # worker threads that may hang in an answer before no more are started
+POLL_S = 0.2  # a worker with nothing to do looks up this often (answerer.between_jobs)
 
 
 @dataclass(slots=True)
@@ -73,42 +80,64 @@ class Digest:
                 + " (log.everything logs each one)")
 
 
-class ThinkingManager:
-    """The main thread's share of thinking off the tick, for the agents whose brain is one
-    of ``brains``; plan inputs carry ``source``. ``label`` starts its world-log lines."""
+class _Call:
+    """A request given to the answerer, until it is answered, given up or withdrawn. Its
+    ``__call__`` is the ``Reply`` the answerer answers through."""
 
-    source = "thinking"
-    label = "brain"
+    __slots__ = ("job", "owner", "started", "state", "thread")
 
-    def __init__(self, world: World, *, brains: frozenset[str], interval: int, min_gap: int,
-                 round_size: int, clock: Clock | None = None,
+    def __init__(self, owner: Pipeline, job: Job, thread: threading.Thread | None) -> None:
+        self.owner = owner
+        self.job = job
+        self.started = time.perf_counter()
+        self.state = "open"  # open | answered | expired | withdrawn
+        self.thread = thread  # the worker inside ``answer`` (None: answered from elsewhere)
+
+    @property
+    def open(self) -> bool:
+        return self.state == "open"
+
+    def __call__(self, result: Answer | Fault) -> bool:
+        return self.owner._reply(self, result)
+
+    def withdraw(self) -> None:
+        self.owner._withdraw(self)
+
+
+@final
+class Pipeline:
+    """The main thread's share of deciding off the tick, and the worker threads, for the
+    agents whose brain is one of ``answerer.brains``, answered by ``answerer``."""
+
+    def __init__(self, world: World, answerer: Answerer, *,
                  report: Callable[[str], None] = print,
-                 note: Callable[[str], None] = lambda _text: None,
-                 per_agent_hour: float = 0, per_hour: float = 0) -> None:
-        """``per_agent_hour`` and ``per_hour`` pace unprompted decisions (an interval, a
-        plan that ended, a newcomer) per agent and for all together, per hour of world
-        time (0: no pace); an agent attacked, starving, spoken to or offered a trade asks
-        at once whatever its pace, and the decision counts against it."""
+                 note: Callable[[str], None] = lambda _text: None) -> None:
+        """``answerer.pace`` paces unprompted decisions (an interval, a plan that ended, a
+        newcomer) per agent and for all together, per hour of world time (0: no pace); an
+        agent attacked, starving, spoken to or offered a trade asks at once whatever its
+        pace, and the decision counts against it."""
+        pace = answerer.pace
         self.world = world
+        self.answerer = answerer
+        self.source = answerer.source
+        self.label = answerer.label
         ticks_per_hour = 3600 * world.config.world.tick_rate
-        self._agent_refill = per_agent_hour / ticks_per_hour  # decisions per tick
-        self._global_refill = per_hour / ticks_per_hour
-        self._global_burst = max(BURST, per_hour / 60)  # a minute's worth
+        self._agent_refill = pace.per_agent_hour / ticks_per_hour  # decisions per tick
+        self._global_refill = pace.per_hour / ticks_per_hour
+        self._global_burst = max(BURST, pace.per_hour / 60)  # a minute's worth
         self._global_allowance = self._global_burst
         self._global_tick = world.tick
         self.world_inbox: Inbox = world.inbox
-        self.brains = brains
-        self.interval = interval
-        self.min_gap = min_gap
-        self.clock = clock or MonotonicClock()
+        self.brains = brains = answerer.brains
+        self.interval = pace.interval
+        self.min_gap = pace.min_gap
         self.report = report
         self.note = note
-        self.metrics = Metrics(self.clock)
+        self.metrics: Metrics = answerer.own_metrics or Metrics(answerer.clock)
         self.queue = RequestQueue()
         self.outcomes: queue.SimpleQueue[Outcome] = queue.SimpleQueue()
         self.minds: dict[int, Mind] = {}
         self.main_ms: deque[float] = deque(maxlen=1000)  # on_tick's cost on the main thread
-        self.workers: list[threading.Thread] = []  # a subclass's, answering the queue
         self._closed = False
         # The world log is for notable events: a line per decision (78 in a user's first
         # seconds) drowned them. Decisions are summed up once a minute of world time, each
@@ -116,41 +145,42 @@ class ThinkingManager:
         self._each_decision = world.config.log.everything
         self._digest_ticks = max(1, round(DIGEST_SECONDS * world.config.world.tick_rate))
         self._digest = Digest(world.tick)
-        self._round = round_size  # requests that can be answered at once
+        self._round = pace.round_size  # requests that can be answered at once
         self._next_rid = 1
         self._available = True
+        self._lock = threading.Lock()
+        self._calls: dict[int, _Call] = {}  # rid -> a request the answerer has
+        self.pool_size = pace.workers
+        self.workers: list[threading.Thread] = []
+        self.replaced = 0  # workers started in place of stuck ones, in all
+        self.stuck = 0  # workers inside an answer given up on, now
+        self._stuck_threads: set[threading.Thread] = set()
         for eid, row in world.agents():
             if row.agent.brain in brains:
                 self.minds[eid] = Mind(eid)
         self._new_minds = set(self.minds)  # considered at the next tick, whatever its slot
+        answerer.bind(self)
+        for _ in range(self.pool_size):
+            self._start_worker()
 
-    # -- what a brain adds -------------------------------------------------------------------
+    # -- the agents it serves -------------------------------------------------------------------
 
-    def prepare(self, eid: int, mind: Mind, rid: int, reasons: tuple[str, ...],
-                priority: int) -> Job | None:
-        """The request for agent ``eid`` (main thread), or None when it was answered at once
-        (its plan input already submitted)."""
-        raise NotImplementedError
+    def serve(self, eid: int, *, interval: int = 0) -> Mind:
+        """Agent ``eid`` decides here from now on (looked at the next tick, whatever its
+        slot); ``interval``: its own ticks between unprompted decisions (0: the kind's)."""
+        mind = self.minds[eid] = Mind(eid, interval=interval)
+        self._new_minds.add(eid)
+        return mind
 
-    def unavailable(self) -> str:
-        """Why no request can be made now ('' when they can)."""
-        return ""
+    def forget(self, eid: int) -> None:
+        """Agent ``eid`` no longer decides here; a request of it still queued is dropped."""
+        self.minds.pop(eid, None)
+        self._new_minds.discard(eid)
+        self.queue.cancel(eid)
 
-    def on_events(self, tick: int, report: TickReport) -> None:
-        """After the minds were updated for spawns and deaths, before triggers run."""
-
-    def after_tick(self, tick: int) -> None:
-        """After every mind was considered."""
-
-    def on_decided(self, eid: int, tick: int, actions: str, thought: str) -> None:
-        """A plan of this brain was applied to agent ``eid``."""
-
-    def on_failed(self, tick: int, outcome: Outcome, mind: Mind) -> None:
-        """A request of agent ``outcome.agent`` failed (the agent falls back)."""
-
-    def should_note(self, outcome: Outcome) -> bool:
-        """Whether this failure gets a world-log line (every one, unless a brain says)."""
-        return True
+    def consider_now(self, eid: int) -> None:
+        """Look at agent ``eid`` at the next tick rather than in its slot of ticks."""
+        self._new_minds.add(eid)
 
     # -- the main thread's part, after every tick --------------------------------------------
 
@@ -180,7 +210,8 @@ class ThinkingManager:
                 del self.minds[eid]
                 self._new_minds.discard(eid)
                 self.queue.cancel(eid)
-        self.on_events(tick, report)
+        self.answerer.on_events(tick, report)
+        self._give_up_late()
         while True:
             try:
                 outcome = self.outcomes.get_nowait()
@@ -206,7 +237,8 @@ class ThinkingManager:
             if not world.alive(eid):
                 continue
             self._consider(eid, mind, available)
-        self.after_tick(tick)
+        if not self.pool_size:
+            self._dispatch()
         if tick - self._digest.since >= self._digest_ticks:
             self._flush_digest(tick)
 
@@ -276,8 +308,9 @@ class ThinkingManager:
 
     def _ask(self, eid: int, mind: Mind, reasons: tuple[str, ...], priority: int) -> None:
         rid = self._next_rid
-        job = self.prepare(eid, mind, rid, reasons, priority)
-        if job is None:
+        job = self.answerer.prepare(eid, mind, rid, reasons, priority)
+        if isinstance(job, Answer):  # known at once: on its way to the world already
+            self._plan(eid, rid, self.world.tick, reasons, job).submit(self.world_inbox)
             mind.status = "applying"
             mind.answered_tick = self.world.tick
         else:
@@ -314,7 +347,7 @@ class ThinkingManager:
         mind.last_error = ""
         mind.decisions += 1
         self.metrics.count("applied")
-        self.on_decided(eid, tick, actions, thought)
+        self.answerer.on_decided(eid, tick, actions, thought)
         self._digest.add(eid, [str(a.get("name", "?")) for a in data.get("actions", [])
                                if isinstance(a, dict)])
         if self._each_decision:
@@ -342,17 +375,17 @@ class ThinkingManager:
             self.world_inbox.submit("decision_fault", {
                 "agent": outcome.agent, "kind": outcome.error_kind, "source": self.source,
                 "error": str(outcome.error)[:MAX_FAULT_TEXT]}, source=self.source)
-        self.on_failed(tick, outcome, mind)
+        noted = self.answerer.on_failed(tick, outcome, mind)
         text = f"{outcome.error_kind}: {outcome.error}"
         mind.notes.append(text)
         del mind.notes[:-3]
-        if self.should_note(outcome):
+        if noted:
             self.note(f"{self.label:<8} {self.world.name_of(outcome.agent)}#"
                       f"{outcome.agent} falls back to its built-in brain: {text}")
 
     def _check_available(self) -> bool:
         """Say so once when agents fall back for want of a brain, and once when it is back."""
-        reason = self.unavailable()
+        reason = self.answerer.unavailable()
         available = not reason
         if available != self._available:
             self._available = available
@@ -363,6 +396,155 @@ class ThinkingManager:
                             "meanwhile.")
         return available
 
+    # -- requests and answers (any thread) -----------------------------------------------------
+
+    def _dispatch(self) -> None:
+        """With no worker threads, requests go to the answerer on the main thread after the
+        tick, urgent first (the answerer sends them on; the answers come later)."""
+        while (job := self.queue.get(timeout=0)) is not None:
+            call = self._open(job, None)
+            self.answerer.answer(job, call)
+
+    def _open(self, job: Job, thread: threading.Thread | None) -> _Call:
+        call = _Call(self, job, thread)
+        with self._lock:
+            self._calls[job.rid] = call
+        return call
+
+    def _reply(self, call: _Call, result: Answer | Fault) -> bool:
+        job = call.job
+        with self._lock:
+            if call.state != "open":
+                return False  # given up at its deadline, or withdrawn: dropped
+            call.state = "answered"
+            if call.thread is None:  # nothing runs on it any more
+                del self._calls[job.rid]
+        if call.thread is None:
+            self.queue.done(job.agent)
+        if isinstance(result, Answer):
+            self._plan(job.agent, job.rid, job.tick, job.reasons, result).submit(
+                self.world_inbox)
+            self.outcomes.put(Outcome(
+                rid=job.rid, agent=job.agent, ok=True,
+                decision=", ".join(str(a) for a in result.actions), thought=result.thought,
+                usage=result.usage, latency_s=result.latency_s, cached=result.cached))
+        else:
+            self.outcomes.put(Outcome(
+                rid=job.rid, agent=job.agent, ok=False, error_kind=result.kind,
+                error=result.error, raw=result.raw, usage=result.usage,
+                latency_s=result.latency_s, too_long=result.too_long))
+        return True
+
+    def _plan(self, agent: int, rid: int, asked_tick: int, reasons: tuple[str, ...],
+              answer: Answer) -> PlanInput:
+        """The decision as the world takes it, whoever answered (the one place a brain's
+        plan input is made)."""
+        return PlanInput(agent=agent, actions=answer.actions, source=self.source,
+                         thought=answer.thought, request=rid, reasons=reasons,
+                         latency_s=answer.latency_s, asked_tick=asked_tick, by=answer.by)
+
+    def _withdraw(self, call: _Call) -> None:
+        with self._lock:
+            if call.state != "open":
+                return
+            call.state = "withdrawn"
+            if call.thread is None:
+                del self._calls[call.job.rid]
+        if call.thread is None:
+            self.queue.done(call.job.agent)
+
+    def _give_up_late(self) -> None:
+        """Requests past their deadline are answered as faults now (their agents fall back
+        at once; a late answer is dropped), and a worker stuck in one is replaced."""
+        now = time.perf_counter()
+        with self._lock:
+            late = [call for call in self._calls.values()
+                    if call.state == "open" and call.job.deadline_s is not None
+                    and now - call.started > call.job.deadline_s]
+            for call in late:
+                call.state = "expired"
+                if call.thread is None:
+                    del self._calls[call.job.rid]
+        for call in late:
+            job, waited = call.job, now - call.started
+            if call.thread is None:
+                self.queue.done(job.agent)
+            fault = self.answerer.late(job, waited)
+            self.outcomes.put(Outcome(rid=job.rid, agent=job.agent, ok=False,
+                                      error_kind=fault.kind, error=fault.error,
+                                      latency_s=waited))
+            if call.thread is not None:
+                self.worker_stuck(call.thread, where=fault.where or self.label,
+                                  agent=job.agent, waited_s=waited)
+
+    def worker_stuck(self, thread: threading.Thread, *, where: str, agent: int,
+                     waited_s: float) -> None:
+        """``thread`` is inside a call given up on (threads cannot be killed): a new worker
+        takes its place while the pool has room (at most ``MAX_STUCK`` extra threads)."""
+        with self._lock:
+            if thread in self._stuck_threads:
+                return
+            self._stuck_threads.add(thread)
+            self.stuck += 1
+            working = len(self.workers) - self.stuck
+            room = len(self.workers) < self.pool_size + MAX_STUCK
+        if working < self.pool_size and room and not self._closed:
+            self.replaced += 1
+            self._start_worker()
+            self.report(f"{where} has not returned after {waited_s:.1f} s (agent #{agent}); "
+                        "a new worker thread takes the stuck one's place")
+
+    # -- worker threads ------------------------------------------------------------------------
+
+    def _start_worker(self) -> None:
+        with self._lock:
+            worker = threading.Thread(target=self._work,
+                                      name=f"{self.source}-worker-{len(self.workers)}",
+                                      daemon=True)
+            self.workers.append(worker)
+        worker.start()
+
+    def _work(self) -> None:
+        try:
+            while not self._closed:
+                self.answerer.between_jobs()
+                job = self.queue.get(timeout=POLL_S)
+                if job is not None and self._serve(job):
+                    return  # back from a call given up on, and another took its place
+        finally:
+            self.answerer.thread_done()
+
+    def _serve(self, job: Job) -> bool:
+        """Answer one job on this worker; True if the worker leaves the pool after it."""
+        call = self._open(job, threading.current_thread())
+        try:
+            self.answerer.answer(job, call)
+        except Exception:  # a bug of ours, not a brain's: say so, keep the worker
+            self.report(f"{self.label} worker bug (the agent falls back; please report "
+                        f"it):\n{traceback.format_exc()}")
+            call(Fault(kind="internal", error="internal error"))
+        finally:
+            # Only now: an answerer's work after its reply (a brain's reflection) never
+            # overlaps the agent's next request.
+            with self._lock:
+                self._calls.pop(job.rid, None)
+            self.queue.done(job.agent)
+        return self._spare()
+
+    def _spare(self) -> bool:
+        """A worker back from a call given up on leaves if the pool is full without it (the
+        one started in its place stays)."""
+        me = threading.current_thread()
+        with self._lock:
+            if me not in self._stuck_threads:
+                return False
+            self._stuck_threads.discard(me)
+            self.stuck -= 1
+            if len(self.workers) - self.stuck > self.pool_size:
+                self.workers.remove(me)
+                return True
+            return False
+
     def stop_workers(self, timeout: float) -> bool:
         """Stop taking work and give the workers ``timeout`` in all to finish; one in the
         middle of an answer finishes or is abandoned (daemon threads: a brain or an
@@ -372,12 +554,23 @@ class ThinkingManager:
         self._closed = True
         self._flush_digest(self.world.tick)  # the decisions of the last, unfinished minute
         self.queue.close()
-        workers = list(self.workers)
+        with self._lock:
+            workers = list(self.workers)
         for worker in workers:
             worker.join(timeout / max(1, len(workers)))
         return True
 
+    def close(self, timeout: float = 2.0) -> None:
+        """Stop the workers, then let the answerer release what it holds."""
+        if self.stop_workers(timeout):
+            self.answerer.stopped()
+
     # -- figures -----------------------------------------------------------------------------
+
+    @property
+    def requests_made(self) -> int:
+        """Requests made since the pipeline started (each answered, failed or replaced)."""
+        return self._next_rid - 1
 
     @property
     def in_flight(self) -> int:

@@ -9,7 +9,7 @@ Each agent's brain lives in one process (chosen by the agent's id), so its state
 from one decision to the next. A brain worker thread hands the process the observation and
 the hooks due, and waits for the answer at most until the deadline; the answer comes back
 as plain data (decisions as dicts, the trace) and is checked again here, since nothing from
-the process is trusted. Each process is a fresh interpreter (``agent_world.agents.procchild``)
+the process is trusted. Each process is a fresh interpreter (``agent_world.userbrains.procchild``)
 on two pipes of its own, never a fork of this threaded process.
 """
 
@@ -57,7 +57,7 @@ class _Slot:
             path = orjson.dumps([p for p in sys.path if p]).decode()
             try:
                 self.process = subprocess.Popen(
-                    [sys.executable, "-m", "agent_world.agents.procchild", str(child_reads),
+                    [sys.executable, "-m", "agent_world.userbrains.procchild", str(child_reads),
                      str(child_writes), self.spec, path],
                     pass_fds=(child_reads, child_writes), stdin=subprocess.DEVNULL,
                     stdout=sys.stderr.fileno() if _has_fileno(sys.stderr) else None,

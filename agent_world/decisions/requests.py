@@ -29,6 +29,7 @@ class Job:
     reasons: tuple[str, ...]
     payload: Any  # what the brain decides from: the LLM's prompt, a user brain's observation
     key: str = ""  # identifies identical requests (the LLM's response cache)
+    deadline_s: float | None = None  # given up this long after it went out (None: never)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -1,12 +1,12 @@
-"""External agents on the thinking path (``agent_world.thinking``): the same triggers, queue,
-coalescing, deadline, fallback, world-log lines and figures as LLM agents and users' brains,
-with a program on the far side of a WebSocket answering.
+"""External agents on the decision pipeline (``agent_world.decisions``): the same triggers,
+queue, coalescing, deadline, fallback, world-log lines and figures as LLM agents and users'
+brains, with a program on the far side of a WebSocket answering.
 
 A client *claims* an agent (a built-in one, or one it spawned with ``brain=remote``). When
 the agent should decide, the observation goes to the client as an ``observe`` message with a
 request id; the client's ``decide`` for that request, checked by ``as_plan`` like any
 brain's answer, becomes a ``plan`` input (source ``remote``), applied at the next tick and
-logged, so replay never needs the client. No answer within ``remote.deadline_ms``, or an
+logged, so replay never needs the client. No answer within ``decisions.remote.deadline_ms``, or an
 invalid one, leaves the agent on its built-in brain for that decision. A disconnect or a
 death releases the agent.
 
@@ -22,22 +22,20 @@ from __future__ import annotations
 
 import time
 from collections import deque
-from collections.abc import Callable
 from typing import Any, Protocol
 
-from agent_world.config import RemoteConfig
+from agent_world.config import KindPace, RemoteConfig
 from agent_world.contract.decision import DecisionError, as_plan, from_json
 from agent_world.contract.observation import observe
-from agent_world.contract.plan import PlanInput
 from agent_world.core import components as c
 from agent_world.core import events as ev
 from agent_world.core.inputs import MAX_PLAN
 from agent_world.core.world import World
+from agent_world.decisions.answerer import Answer, Answering, Fault, Pace, Reply
+from agent_world.decisions.metrics import percentile
+from agent_world.decisions.mind import Mind
+from agent_world.decisions.requests import Job, Outcome
 from agent_world.remote.protocol import Decide, ProtocolError
-from agent_world.thinking.manager import ThinkingManager
-from agent_world.thinking.metrics import percentile
-from agent_world.thinking.mind import Mind
-from agent_world.thinking.requests import Job, Outcome
 from agent_world.types import ENTITY_KEYS, Clock, TickReport
 
 __all__ = ["CLAIMABLE", "Link", "RemoteBrains"]
@@ -58,21 +56,29 @@ class Link(Protocol):
         """Queue a message for the client (never blocks)."""
 
 
-class RemoteBrains(ThinkingManager):
+class RemoteBrains(Answering):
+    """The answerer of agents that clients claimed, and what only they have: the clients'
+    links and claims, the spawns they asked for, their fault counts. Its requests go out
+    on the main thread after each tick (the clients are the workers); each answer arrives
+    later as a client's ``decide``."""
+
     source = "remote"
     label = "remote"
 
-    def __init__(self, cfg: RemoteConfig, world: World, *, clock: Clock | None = None,
-                 report: Callable[[str], None] = print,
-                 note: Callable[[str], None] = lambda _text: None) -> None:
-        super().__init__(world, brains=frozenset(), interval=cfg.think_interval_ticks,
-                         min_gap=cfg.min_gap_ticks, round_size=UNBOUNDED, clock=clock,
-                         report=report, note=note)
+    def __init__(self, cfg: RemoteConfig, world: World, *, settings: KindPace,
+                 clock: Clock | None = None) -> None:
+        """``settings``: ``decisions.remote`` over ``decisions``."""
+        # No agent is remote until a client claims it (``Pipeline.serve``).
+        super().__init__(pace=Pace(interval=settings.think_interval_ticks,
+                                   min_gap=settings.min_gap_ticks, round_size=UNBOUNDED,
+                                   workers=0), clock=clock)
+        self.world = world
         self.cfg = cfg
-        self.deadline_s = cfg.deadline_ms / 1000
+        self.deadline_ms = settings.deadline_ms
+        self.deadline_s = settings.deadline_ms / 1000
         self.claims: dict[int, Link] = {}
         self.links: dict[Link, set[int]] = {}
-        self._pending: dict[int, tuple[int, float]] = {}  # agent -> (request, sent at)
+        self._replies: dict[int, Reply] = {}  # agent -> its request sent to its client
         self._events: dict[int, list[dict[str, Any]]] = {}
         # name (lower) -> who asked, the interval it asked for, the tick it asked at
         self._spawning: dict[str, tuple[Link, int | None, int]] = {}
@@ -98,7 +104,7 @@ class RemoteBrains(ThinkingManager):
         # (``_spawned``), or a client could spawn and hang up to escape its cap.
 
     def _interval(self, every_ticks: int | None) -> int:
-        return max(every_ticks, self.cfg.min_gap_ticks) if every_ticks else 0
+        return max(every_ticks, self.pace.min_gap) if every_ticks else 0
 
     def claim(self, link: Link, agent: int, every_ticks: int | None) -> dict[str, Any]:
         """Give ``agent`` to ``link``: the ``claimed`` message; ProtocolError why not."""
@@ -123,11 +129,10 @@ class RemoteBrains(ThinkingManager):
                                 "let the ones you spawned die")
         self.links.setdefault(link, set()).add(agent)
         self.claims[agent] = link
-        mind = self.minds[agent] = Mind(agent, interval=self._interval(every_ticks))
-        self._new_minds.add(agent)
-        self.note(f"remote   {link.name} claims {world.name_of(agent)}#{agent}")
+        mind = self.pipeline.serve(agent, interval=self._interval(every_ticks))
+        self.pipeline.note(f"remote   {link.name} claims {world.name_of(agent)}#{agent}")
         return {"type": "claimed", "agent": agent, "name": row.name, "tick": world.tick,
-                "every_ticks": mind.interval or self.interval}
+                "every_ticks": mind.interval or self.pace.interval}
 
     def expect_spawn(self, link: Link, name: str, every_ticks: int | None) -> None:
         """``name`` is being spawned for ``link``: claim it when it appears."""
@@ -176,14 +181,14 @@ class RemoteBrains(ThinkingManager):
         link = self.claims.pop(agent, None)
         if link is not None:
             self.links.get(link, set()).discard(agent)
-        self.minds.pop(agent, None)
-        self._new_minds.discard(agent)
+        self.pipeline.forget(agent)
         self._events.pop(agent, None)
-        self.queue.cancel(agent)
-        if self._pending.pop(agent, None) is not None:
-            self.queue.done(agent)
+        reply = self._replies.pop(agent, None)
+        if reply is not None:
+            reply.withdraw()
         if link is not None:
-            self.note(f"remote   {link.name} lets go of {self.world.name_of(agent)}#{agent}")
+            self.pipeline.note(f"remote   {link.name} lets go of "
+                               f"{self.world.name_of(agent)}#{agent}")
 
     # -- decisions in --------------------------------------------------------------------------
 
@@ -193,34 +198,27 @@ class RemoteBrains(ThinkingManager):
         agent, rid = msg.agent, msg.request
         if self.claims.get(agent) is not link:
             raise ProtocolError(f"decide: agent #{agent} is not yours; claim it first")
-        pending = self._pending.get(agent)
-        if pending is None or pending[0] != rid:
+        reply = self._replies.get(agent)
+        if reply is None or reply.job.rid != rid or not reply.open:
             return {"type": "rejected", "agent": agent, "request": rid,
                     "reason": "no open request with that id (it was answered, or given up "
-                              f"at the {self.cfg.deadline_ms} ms deadline); answer the "
+                              f"at the {self.deadline_ms} ms deadline); answer the "
                               "newest observe"}
-        del self._pending[agent]
-        self.queue.done(agent)
-        elapsed = time.perf_counter() - pending[1]
+        del self._replies[agent]
+        elapsed = time.perf_counter() - reply.started
         try:
             actions, reasoning = as_plan(from_json(msg.decision), max_actions=MAX_PLAN)
         except DecisionError as exc:
             self.metrics.error("invalid")
-            self.outcomes.put(Outcome(rid=rid, agent=agent, ok=False, error_kind="invalid",
-                                      error=str(exc), latency_s=elapsed))
+            reply(Fault(kind="invalid", error=str(exc), latency_s=elapsed))
             return {"type": "rejected", "agent": agent, "request": rid, "reason": str(exc)}
         self.metrics.answered(elapsed)
-        PlanInput(agent=agent, actions=actions, source=self.source, thought=reasoning,
-                  request=rid, reasons=self.minds[agent].reasons, latency_s=elapsed,
-                  asked_tick=self.minds[agent].asked_tick, by={"client": link.name}
-                  ).submit(self.world_inbox)
-        self.outcomes.put(Outcome(rid=rid, agent=agent, ok=True,
-                                  decision=", ".join(str(a) for a in actions),
-                                  thought=reasoning, latency_s=elapsed))
+        reply(Answer(actions=actions, thought=reasoning, latency_s=elapsed,
+                     by={"client": link.name}))
         return {"type": "accepted", "agent": agent, "request": rid,
                 "applies_at_tick": self.world.tick + 1}
 
-    # -- the thinking layer's hooks --------------------------------------------------------------
+    # -- the pipeline's hooks --------------------------------------------------------------------
 
     def on_events(self, tick: int, report: TickReport) -> None:
         refused = []
@@ -245,7 +243,6 @@ class RemoteBrains(ThinkingManager):
                     due.append(dict(event))
                     del due[:-MAX_EVENTS]
         self._unspawned(tick, refused)
-        self._expire()
 
     def _unspawned(self, tick: int, refused: list[str]) -> None:
         """Spawns asked before this tick that did not happen in it: the world refused them
@@ -273,48 +270,42 @@ class RemoteBrains(ThinkingManager):
         except ProtocolError as exc:
             link.send({"type": "error", "message": str(exc)})
 
-    def _expire(self) -> None:
-        now = time.perf_counter()
-        late = [(agent, rid, now - sent) for agent, (rid, sent) in self._pending.items()
-                if now - sent > self.deadline_s]
-        for agent, rid, waited in late:
-            del self._pending[agent]
-            self.queue.done(agent)
-            self.metrics.error("timeout")
-            self.outcomes.put(Outcome(
-                rid=rid, agent=agent, ok=False, error_kind="timeout",
-                error=f"no answer within {self.cfg.deadline_ms} ms (remote.deadline_ms)",
-                latency_s=waited))
-            self.claims[agent].send({"type": "expired", "agent": agent, "request": rid,
-                                     "reason": f"no answer within {self.cfg.deadline_ms} ms; "
-                                               "the agent uses its built-in brain for it"})
+    def late(self, job: Job, waited_s: float) -> Fault:
+        """No answer by the deadline: the client hears it was given up."""
+        self._replies.pop(job.agent, None)
+        self.metrics.error("timeout")
+        self.claims[job.agent].send({
+            "type": "expired", "agent": job.agent, "request": job.rid,
+            "reason": f"no answer within {self.deadline_ms} ms; the agent uses its "
+                      "built-in brain for it"})
+        return Fault(kind="timeout", latency_s=waited_s,
+                     error=f"no answer within {self.deadline_ms} ms "
+                           "(decisions.remote.deadline_ms)")
 
     def prepare(self, eid: int, mind: Mind, rid: int, reasons: tuple[str, ...],
-                priority: int) -> Job | None:
+                priority: int) -> Job | Answer:
         world = self.world
         message = {"type": "observe", "agent": eid, "request": rid, "tick": world.tick,
-                   "reasons": list(reasons), "deadline_ms": self.cfg.deadline_ms,
+                   "reasons": list(reasons), "deadline_ms": self.deadline_ms,
                    "observation": observe(world, eid).to_dict(),
                    "events": self._events.pop(eid, [])}
         return Job(rid=rid, agent=eid, tick=world.tick, priority=priority, reasons=reasons,
-                   payload=message)
+                   payload=message, deadline_s=self.deadline_s)
 
-    def after_tick(self, tick: int) -> None:
-        """Send what was asked this tick (urgent first): the clients are the workers."""
-        while (job := self.queue.get(timeout=0)) is not None:
-            link = self.claims.get(job.agent)
-            if link is None:
-                self.queue.done(job.agent)
-                continue
-            self._pending[job.agent] = (job.rid, time.perf_counter())
-            link.send(job.payload)
+    def answer(self, job: Job, reply: Reply) -> None:
+        """Send the request to the agent's client (main thread, after the tick, urgent
+        first); its ``decide`` answers it later."""
+        link = self.claims.get(job.agent)
+        if link is None:
+            reply.withdraw()
+            return
+        self._replies[job.agent] = reply
+        link.send(job.payload)
 
-    def on_failed(self, tick: int, outcome: Outcome, mind: Mind) -> None:
+    def on_failed(self, tick: int, outcome: Outcome, mind: Mind) -> bool:
+        """Counted per kind; one world-log line for each (the rest are counted)."""
         self.faults[outcome.error_kind] = self.faults.get(outcome.error_kind, 0) + 1
-
-    def should_note(self, outcome: Outcome) -> bool:
-        """One world-log line per kind of fault (the rest are counted)."""
-        return self.faults.get(outcome.error_kind, 0) <= 1
+        return self.faults[outcome.error_kind] <= 1
 
     # -- figures -------------------------------------------------------------------------------
 
@@ -327,15 +318,15 @@ class RemoteBrains(ThinkingManager):
             "refused (token)": self.refused_auth,
             "closed (flooding)": self.closed_flooding,
             "agents": len(self.claims),
-            "observations": self._next_rid - 1,
+            "observations": self.pipeline.requests_made,
             "decisions applied": m.applied,
             "fallbacks": m.fallbacks,
             "faults": dict(sorted(self.faults.items())) or "none",
-            "waiting for an answer": len(self._pending),
+            "waiting for an answer": sum(1 for r in self._replies.values() if r.open),
             "p50": f"{figures['p50_ms']:g} ms",
             "p95": f"{figures['p95_ms']:g} ms",
-            "deadline": f"{self.cfg.deadline_ms} ms",
-            "main thread p99": f"{percentile(list(self.main_ms), 0.99):.2f} ms",
+            "deadline": f"{self.deadline_ms} ms",
+            "main thread p99": f"{percentile(list(self.pipeline.main_ms), 0.99):.2f} ms",
         }
 
     def describe_entity(self, eid: int) -> list[str]:
@@ -344,14 +335,15 @@ class RemoteBrains(ThinkingManager):
         mind = self.minds.get(eid)
         if link is None or mind is None:
             return []
-        waiting = (f"; waiting for request {self._pending[eid][0]}" if eid in self._pending
+        reply = self._replies.get(eid)
+        waiting = (f"; waiting for request {reply.job.rid}" if reply is not None and reply.open
                    else "")
         lines = [f"played by {link.name}: {self.state_of(eid)}{waiting}; {mind.decisions} "
                  f"decisions, {mind.errors} faults"]
-        lines.extend(self.last_lines(mind))
+        lines.extend(self.pipeline.last_lines(mind))
         return lines
 
     def close(self, timeout: float = 0.0) -> None:
         for link in list(self.links):
             self.disconnect(link)
-        self.stop_workers(timeout)
+        self.pipeline.close(timeout)
