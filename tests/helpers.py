@@ -92,7 +92,7 @@ def chebyshev(a: tuple[int, int], b: tuple[int, int]) -> int:
 def ground(w: World, x: int, y: int) -> dict[str, int]:
     """Item kind -> quantity lying on tile (x, y)."""
     out: dict[str, int] = {}
-    for iid in w.items_grid.at(x, y):
+    for iid in w.ground.items.at(x, y):
         item = w.store.get(iid, c.Item)
         out[item.kind] = out.get(item.kind, 0) + item.qty
     return out

@@ -213,7 +213,7 @@ def test_each_effect_kind_changes_the_world_as_documented() -> None:
     assert w.store.get(caster, c.Inventory).items["apple"] == 5
     assert w.store.get(caster, c.Needs).hunger == 20.0
     assert w.store.get(target, c.Combat).last_attacker == caster
-    assert w.objects_grid.at(6, 6)
+    assert w.ground.objects.at(6, 6)
     assert w.abilities.statuses_of(caster, w.tick) == {"regen": 10}
     assert len(of_type(events, "ability")[0]["effects"]) == 8
 

@@ -87,8 +87,8 @@ def test_food_is_bought_by_those_who_need_it(decisions, hunger, food, answer) ->
     seller = add_agent(w, "Sel", 5, 5, items={"apple": 4})
     me = add_agent(w, "Me", 6, 5, personality="cautious", items=food, gold=20, hunger=hunger)
     give_plan(w, seller, STAY)
-    price = round(w.prices["apple"] * 1.1)
-    w.add_offer(seller, me, {"apple": 1}, {"gold": max(1, price)})
+    price = round(w.market.prices["apple"] * 1.1)
+    w.market.open(w.tick, seller, me, {"apple": 1}, {"gold": max(1, price)})
     run(w, 20)
     answers = [a.name for e, _p, a in decisions
                if e == me and a is not None and a.name.startswith("trade_")]
@@ -100,7 +100,7 @@ def test_an_offer_from_someone_who_walked_off_is_declined_not_undone(decisions) 
     seller = add_agent(w, "Sel", 2, 2, items={"apple": 4})
     me = add_agent(w, "Me", 12, 12, personality="cautious", gold=20, hunger=70.0)
     give_plan(w, seller, STAY)
-    w.add_offer(seller, me, {"apple": 1}, {"gold": 2})
+    w.market.open(w.tick, seller, me, {"apple": 1}, {"gold": 2})
     events = run(w, 20)
     assert of_type(events, "trade_declined") and not of_type(events, "trade_undone")
 

@@ -170,7 +170,7 @@ def _metric_farming(world: World, tick: int, names: dict[str, int]) -> None:
                                      "personality": "cautious"})
         return
     if tick == 2:
-        names.update({n: world.find_agent(n) or 0 for n in ("Rua", "Rob", "Farmer")})
+        names.update({n: world.population.find(n) or 0 for n in ("Rua", "Rob", "Farmer")})
         world.inbox.submit("give", {"target": names["Farmer"], "item": "berries", "qty": 5})
         world.inbox.submit("give", {"target": names["Farmer"], "item": "gold", "qty": 9})
         return
@@ -178,7 +178,7 @@ def _metric_farming(world: World, tick: int, names: dict[str, int]) -> None:
     if tick % 10 == 0 and world.alive(farmer):
         inv = world.store.get(farmer, c.Inventory)
         pos = world.store.get(farmer, c.Position)
-        here = sorted(world.items_grid.at(pos.x, pos.y))
+        here = sorted(world.ground.items.at(pos.x, pos.y))
         if inv.count("berries"):
             action = {"name": "drop", "args": {"item": "berries", "qty": inv.count("berries")}}
         elif inv.gold:

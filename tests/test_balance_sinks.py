@@ -24,7 +24,7 @@ def _reasons(events):
 
 
 def _gold_balances(w: World) -> None:
-    assert w.total_gold() == w.ledger["gold_created"] - w.ledger["gold_destroyed"]
+    assert w.total_gold() == w.market.ledger["gold_created"] - w.market.ledger["gold_destroyed"]
 
 
 # -- carrying capacity -------------------------------------------------------------------------
@@ -64,7 +64,7 @@ def test_a_trade_that_would_overload_the_buyer_is_undone() -> None:
     seller = add_agent(w, "Sel", 5, 5, items={"stone": 2})
     buyer = add_agent(w, "Buy", 6, 5, items={"iron": 2}, gold=10)  # 8 of 10
     give_plan(w, seller, STAY)
-    oid = w.add_offer(seller, buyer, {"stone": 1}, {"gold": 4})
+    oid = w.market.open(w.tick, seller, buyer, {"stone": 1}, {"gold": 4})
     give_plan(w, buyer, act("trade_accept", offer=oid))
     events = run(w, 1)
     [undone] = of_type(events, "trade_undone")
@@ -147,7 +147,7 @@ def test_goods_left_on_the_ground_are_lost_but_gold_stays() -> None:
     assert stones <= 3
     assert ground(w, 3, 3) == {"gold": 7}
     assert w.counters["goods_lost"] == 10 - stones
-    assert w.ground_goods.get("stone", 0) == stones
+    assert w.ground.goods.get("stone", 0) == stones
 
 
 def test_without_spoilage_nothing_rots() -> None:
@@ -173,7 +173,7 @@ def test_gold_upkeep_takes_a_share_of_what_is_above_the_free_purse() -> None:
     assert w.store.get(poor, c.Inventory).gold == 20
     left = w.store.get(rich, c.Inventory).gold - 20
     assert 1000 * math.exp(-1) * 0.85 < left < 1000 * math.exp(-1) * 1.15
-    assert w.counters["upkeep_gold"] == 1000 - left == w.ledger["gold_destroyed"]
+    assert w.counters["upkeep_gold"] == 1000 - left == w.market.ledger["gold_destroyed"]
     _gold_balances(w)
 
 
@@ -182,13 +182,13 @@ def test_the_market_takes_its_fee_from_the_gold_paid() -> None:
     seller = add_agent(w, "Sel", 5, 5, items={"herb": 1})
     buyer = add_agent(w, "Buy", 6, 5, gold=30)
     give_plan(w, seller, STAY)
-    oid = w.add_offer(seller, buyer, {"herb": 1}, {"gold": 20})
+    oid = w.market.open(w.tick, seller, buyer, {"herb": 1}, {"gold": 20})
     give_plan(w, buyer, act("trade_accept", offer=oid))
     [trade] = of_type(run(w, 1), "trade")
     assert trade["fee"] == 2
     assert goods_of(w, seller) == {"gold": 18}
     assert goods_of(w, buyer) == {"herb": 1, "gold": 10}
-    assert w.counters["market_fees"] == 2 and w.ledger["gold_destroyed"] == 2
+    assert w.counters["market_fees"] == 2 and w.market.ledger["gold_destroyed"] == 2
     _gold_balances(w)
 
 

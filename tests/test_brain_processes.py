@@ -75,7 +75,7 @@ def test_brains_in_processes_decide_keep_their_state_and_replay_without_them(
         run(session, 5000, each_decided)
         assert each_decided() and not brains.faults, brains.stats()
         assert brains.stats()["processes"] == "counter 2 (0 restarted)"
-        ada = session.world.find_agent("Proca")
+        ada = session.world.population.find("Proca")
         assert ada is not None
         trace = "\n".join(brains.describe_entity(ada))
         assert "reasoning trace" in trace and f"pid {__import__('os').getpid()}" not in trace
@@ -108,7 +108,7 @@ def test_a_hanging_or_crashing_brain_process_is_replaced_and_the_world_runs_on(
     assert brains is not None
     try:
         run(session, 2, lambda: False)  # the spawns apply
-        han = session.world.find_agent("Hangsy")
+        han = session.world.population.find("Hangsy")
         assert han is not None
 
         def recovered() -> bool:

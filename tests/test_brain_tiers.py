@@ -60,7 +60,7 @@ def test_reflection_runs_on_schedule_and_the_trace_reaches_debug_and_the_log(
     session = session_with(config, ("Refla", "reflects"))
     brains = session.brains
     assert brains is not None
-    eid = session.world.find_agent("Refla")
+    eid = session.world.population.find("Refla")
     try:
         run(session, 4000, lambda: ("reflects", "reflect exception") in brains.faults
             and brains.metrics.applied >= 6)
@@ -68,7 +68,7 @@ def test_reflection_runs_on_schedule_and_the_trace_reaches_debug_and_the_log(
         assert brain.reflections >= 2 and len(brain.memory) > 0
         assert brains.faults == {("reflects", "reflect exception"): 1}
         assert brains.metrics.fallbacks == 0  # a reflection's fault costs no decision
-        eid = session.world.find_agent("Refla")
+        eid = session.world.population.find("Refla")
         assert eid is not None
         debug = brains.describe_entity(eid)
         assert any(line.startswith("reasoning trace (asked at t=") for line in debug), debug

@@ -182,7 +182,7 @@ def test_agents_accept_good_offers_and_decline_bad_ones(decisions, give, want, a
     seller = add_agent(w, "Seller", 5, 5, items={"meat": 2, "berries": 1})
     me = add_agent(w, "Me", 6, 5, personality="gatherer", gold=25)
     give_plan(w, seller, act("idle", ticks=100))
-    oid = w.add_offer(seller, me, give, want)
+    oid = w.market.open(w.tick, seller, me, give, want)
     events = run(w, 15)
     assert _choices(decisions, me)[0].name == answer
     if answer == "trade_accept":

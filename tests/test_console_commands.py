@@ -68,8 +68,8 @@ class Harness:
         w = self.world
         for y in range(2, w.terrain.height - 2):
             for x in range(2, w.terrain.width - 2):
-                if (not w.terrain.is_blocked(x, y) and not w.items_grid.at(x, y)
-                        and not w.agents_grid.at(x, y) and not w.objects_grid.at(x, y)):
+                if (not w.terrain.is_blocked(x, y) and not w.ground.items.at(x, y)
+                        and not w.agents_grid.at(x, y) and not w.ground.objects.at(x, y)):
                     return x, y
         raise AssertionError("no free tile")
 
@@ -184,9 +184,9 @@ def test_spawn_agent_with_name_personality_and_gold_at_a_tile(h: Harness) -> Non
     x, y = h.free_tile()
     reply = h.one(f"/spawn agent Zed {x} {y} personality=trader brain=builtin gold=10")
     assert reply.startswith(f"spawning agent 'Zed' at ({x}, {y})")
-    assert h.world.find_agent("zed") is None, "nothing changes before the next tick"
+    assert h.world.population.find("zed") is None, "nothing changes before the next tick"
     h.step()
-    eid = h.world.find_agent("Zed")
+    eid = h.world.population.find("Zed")
     assert eid is not None
     agent = h.world.store.get(eid, c.Agent)
     assert (agent.name, agent.personality, agent.brain) == ("Zed", "trader", "builtin")
@@ -212,7 +212,7 @@ def test_spawn_item_and_object(h: Harness) -> None:
     x, y = h.free_tile()
     h.one(f"/spawn apple {x} {y} qty=3")
     h.step()
-    [stack] = h.world.items_grid.at(x, y)
+    [stack] = h.world.ground.items.at(x, y)
     item = h.world.store.get(stack, c.Item)
     assert (item.kind, item.qty) == ("apple", 3)
     x2, y2 = x + 1, y
@@ -241,7 +241,7 @@ def test_kill_by_name_and_by_id(h: Harness) -> None:
     assert h.one(f"/kill {name}") == f"{name}#{eid} dies and drops what it carries at tick " \
                                       f"{h.world.tick + 1} (paused: /step applies it)"
     h.step()
-    assert h.world.find_agent(name) is None and eid not in h.world.store
+    assert h.world.population.find(name) is None and eid not in h.world.store
     death = [e for _t, e in h.console.recent.events if e["type"] == "death"][-1]
     assert death["cause"] == "struck down by the operator"
     item = h.world.store.query(c.Item)[0][0]

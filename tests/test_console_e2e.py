@@ -114,7 +114,7 @@ def free_tile(config_path: Path) -> tuple[int, int]:
     try:
         for y in range(5, world.terrain.height):
             for x in range(5, world.terrain.width):
-                if not world.terrain.is_blocked(x, y) and not world.objects_grid.at(x, y):
+                if not world.terrain.is_blocked(x, y) and not world.ground.objects.at(x, y):
                     return x, y
     finally:
         world.close()

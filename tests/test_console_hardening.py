@@ -91,7 +91,7 @@ def test_an_overlong_line_is_discarded_whole_with_one_error(
     assert lines[0].startswith(f"error: a line of {length + 25:,} bytes was discarded whole")
     assert lines[1].startswith("paused at tick")
     assert session.world.inbox.pending() == 0  # nothing was submitted
-    assert session.world.find_agent("Injected") is None
+    assert session.world.population.find("Injected") is None
     assert console.errors == 1
 
 
@@ -127,7 +127,7 @@ def test_an_overlong_line_split_across_reads_of_a_real_pipe(session: Session) ->
     _console, lines = _run_pipe(session, r)
     writer.join()
     assert [line.split(" ")[0] for line in lines] == ["error:", "paused"]
-    assert session.world.find_agent("Injected") is None
+    assert session.world.population.find("Injected") is None
 
 
 # -- floods are bounded -------------------------------------------------------------------------
@@ -274,7 +274,7 @@ def test_cast_orders_an_agent_to_use_an_ability(ability_session: Session) -> Non
     world = ability_session.world
     console = Console(ability_session)
     caster, target = _two_agents(world)
-    world.store.get(world.find_agent(caster), c.Needs).energy = 100.0  # type: ignore[arg-type]
+    world.store.get(world.population.find(caster), c.Needs).energy = 100.0  # type: ignore[arg-type]
     reply = asyncio.run(console.execute(f"/cast {caster} heal {target}"))
     assert reply[0].startswith(f"{caster}#") and "casts heal on" in reply[0], reply
     ability_session.loop.pause()
@@ -282,10 +282,10 @@ def test_cast_orders_an_agent_to_use_an_ability(ability_session: Session) -> Non
     inputs = [i for r in reports for i in r.inputs if i.type == "plan"]
     assert inputs and inputs[0].data["actions"][0] == {
         "name": "use_ability",
-        "args": {"ability": "heal", "target": world.find_agent(target)}}
+        "args": {"ability": "heal", "target": world.population.find(target)}}
     events = [e for r in reports for e in r.events
               if e["type"] in ("ability", "action_failed")
-              and e.get("agent") == world.find_agent(caster)]
+              and e.get("agent") == world.population.find(caster)]
     assert events, "the cast was carried out or refused with a reason"
 
 

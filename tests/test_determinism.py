@@ -42,7 +42,7 @@ def test_same_inputs_give_same_hashes(make_world) -> None:
     for w in worlds:
         for _ in range(50):
             w.step()
-        victim = next(iter(w.names.values()))
+        victim = next(iter(w.population.names.values()))
         w.inbox.submit("spawn", {"kind": "agent", "name": "Visitor", "personality": "trader"})
         w.inbox.submit("give", {"target": victim, "item": "sword", "qty": 1})
         w.inbox.submit("spawn", {"kind": "apple", "qty": 3})

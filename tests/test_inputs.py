@@ -32,8 +32,8 @@ def test_spawn_agent_with_everything_given() -> None:
     agent = w.store.get(eid, c.Agent)
     assert (agent.name, agent.personality, agent.brain, agent.born) == ("Zed", "trader", "llm", 1)
     assert w.store.get(eid, c.Inventory).gold == 12
-    assert w.find_agent("zed") == eid
-    assert w.ledger["gold_created"] == 12
+    assert w.population.find("zed") == eid
+    assert w.market.ledger["gold_created"] == 12
     assert [i.type for i in report.inputs] == ["spawn"]
 
 
@@ -50,14 +50,14 @@ def test_spawn_item_puts_goods_on_the_tile_and_books_new_gold() -> None:
     _submit(w, "spawn", {"kind": "herb", "qty": 3, "x": 2, "y": 3})
     _submit(w, "spawn", {"kind": "gold", "qty": 9, "x": 2, "y": 3})
     assert ground(w, 2, 3) == {"herb": 3, "gold": 9}
-    assert w.ledger["gold_created"] == 9
+    assert w.market.ledger["gold_created"] == 9
     assert w.total_gold() == 9
 
 
 def test_spawn_blocking_object_blocks_its_tile() -> None:
     w = small_world()
     _submit(w, "spawn", {"kind": "rock", "x": 8, "y": 8})
-    [oid] = w.objects_grid.at(8, 8)
+    [oid] = w.ground.objects.at(8, 8)
     assert w.store.get(oid, c.StaticObject).kind == "rock"
     assert w.terrain.is_blocked(8, 8)
 
@@ -90,7 +90,7 @@ def test_give_adds_goods_and_books_new_gold() -> None:
     events = _submit(w, "give", {"target": a, "item": "apple", "qty": 2}).events
     events += _submit(w, "give", {"target": a, "item": "gold", "qty": 7}).events
     assert goods_of(w, a) == {"apple": 3, "gold": 7}
-    assert w.ledger["gold_created"] == 7
+    assert w.market.ledger["gold_created"] == 7
     assert [(e["item"], e["qty"]) for e in of_type(events, "given")] == [("apple", 2),
                                                                        ("gold", 7)]
 
@@ -214,7 +214,7 @@ def test_spawning_an_agent_with_negative_gold_is_rejected() -> None:
     w = _scene()
     report = _submit(w, "spawn", {"kind": "agent", "name": "Debtor", "gold": -50})
     assert of_type(report.events, "input_rejected")
-    assert w.find_agent("Debtor") is None
+    assert w.population.find("Debtor") is None
 
 
 def test_spawning_zero_items_is_rejected() -> None:

@@ -90,7 +90,7 @@ def test_picking_up_what_another_dropped_is_a_noticed_theft() -> None:
     thief = add_agent(w, "Thief", 8, 5)
     give_plan(w, owner, act("drop", item="spear"))
     run(w, 1)
-    [iid] = w.items_grid.at(5, 5)
+    [iid] = w.ground.items.at(5, 5)
     assert w.store.get(iid, c.Item).owner == owner
     give_plan(w, thief, act("pickup", target=iid))
     events = run(w, 10)
@@ -106,7 +106,7 @@ def test_picking_up_your_own_drop_is_not_theft() -> None:
     a = add_agent(w, "Ann", 5, 5, items={"wood": 2})
     give_plan(w, a, act("drop", item="wood", qty=2))
     run(w, 1)
-    [iid] = w.items_grid.at(5, 5)
+    [iid] = w.ground.items.at(5, 5)
     give_plan(w, a, act("pickup", target=iid))
     events = run(w, 1)
     assert goods_of(w, a) == {"wood": 2}
@@ -124,7 +124,7 @@ def test_drop_puts_goods_on_the_tile_owned_by_the_dropper_and_merges_stacks() ->
     events = run(w, 2)
     assert goods_of(w, a) == {"stone": 2}
     assert ground(w, 5, 5) == {"stone": 3}
-    [iid] = w.items_grid.at(5, 5)
+    [iid] = w.ground.items.at(5, 5)
     assert w.store.get(iid, c.Item).owner == a
     assert [(e["item"], e["qty"]) for e in of_type(events, "drop")] == [("stone", 2), ("stone", 1)]
 
@@ -141,13 +141,13 @@ def test_dropping_more_than_carried_fails_and_changes_nothing() -> None:
 def test_dropped_gold_lies_on_the_ground_and_is_not_new_gold() -> None:
     w = small_world()
     a = add_agent(w, "Ann", 5, 5, gold=10)
-    total, ledger = w.total_gold(), dict(w.ledger)
+    total, ledger = w.total_gold(), dict(w.market.ledger)
     give_plan(w, a, act("drop", item="gold", qty=4))
     run(w, 1)
     assert w.store.get(a, c.Inventory).gold == 6
     assert ground(w, 5, 5) == {"gold": 4}
     assert w.total_gold() == total
-    assert w.ledger == ledger
+    assert w.market.ledger == ledger
 
 
 # -- eat -------------------------------------------------------------------------------------
@@ -376,9 +376,9 @@ def test_trade_offer_opens_an_offer_that_expires_later() -> None:
     events = run(w, 1)
     [ev] = of_type(events, "trade_offer")
     oid = ev["offer"]
-    assert w.offers[oid] == {"id": oid, "from": a, "to": b, "give": {"wood": 2},
+    assert w.market.offers[oid] == {"id": oid, "from": a, "to": b, "give": {"wood": 2},
                              "want": {"gold": 5}, "expires": 41}
-    assert w.offers_to == {b: [oid]}
+    assert w.market.offers_to == {b: [oid]}
     assert _social(w, a).last_offer == 1
     assert goods_of(w, a) == {"wood": 3}  # nothing changes hands yet
 
@@ -388,7 +388,7 @@ def test_offering_what_you_do_not_have_fails() -> None:
     a, b = _pair(w, {"items": {"wood": 1}}, {"gold": 10})
     give_plan(w, a, act("trade_offer", target=b, give={"wood": 2}, want={"gold": 5}))
     assert _reasons(run(w, 1)) == ["cannot offer 2 wood (has 1)"]
-    assert w.offers == {}
+    assert w.market.offers == {}
 
 
 def test_a_second_offer_to_the_same_agent_waits_for_the_first_answer() -> None:
@@ -399,7 +399,7 @@ def test_a_second_offer_to_the_same_agent_waits_for_the_first_answer() -> None:
     events = run(w, 2)
     assert len(of_type(events, "trade_offer")) == 1
     assert _reasons(events) == [f"already waiting for Bob#{b} to answer"]
-    assert len(w.offers) == 1
+    assert len(w.market.offers) == 1
 
 
 def test_accepting_swaps_the_goods_and_builds_goodwill() -> None:
@@ -413,8 +413,8 @@ def test_accepting_swaps_the_goods_and_builds_goodwill() -> None:
     assert (ev["agent"], ev["target"], ev["offer"]) == (a, b, oid)
     assert goods_of(w, a) == {"wood": 1, "gold": 5}
     assert goods_of(w, b) == {"wood": 2, "gold": 5, "apple": 1}
-    assert w.offers == {}
-    assert w.offers_to == {}
+    assert w.market.offers == {}
+    assert w.market.offers_to == {}
     for x, y in ((a, b), (b, a)):
         assert _social(w, x).relationships[y] == pytest.approx(0.1)
         assert _social(w, x).reputation == pytest.approx(0.02)
@@ -434,7 +434,7 @@ def test_a_trade_falls_through_when_the_sender_no_longer_has_the_goods() -> None
     assert (undone["agent"], undone["target"], undone["offer"]) == (b, a, oid)
     assert goods_of(w, a) == {"wood": 2}
     assert goods_of(w, b) == {"gold": 10}
-    assert w.offers == {}
+    assert w.market.offers == {}
 
 
 def test_a_trade_falls_through_when_the_receiver_cannot_pay() -> None:
@@ -457,7 +457,7 @@ def test_accepting_fails_when_the_sender_walked_away() -> None:
     run(w, 20)
     give_plan(w, b, act("trade_accept", offer=oid))
     assert _undone(run(w, 1)) == [f"Ann#{a} is no longer near"]
-    assert w.offers == {}
+    assert w.market.offers == {}
     assert goods_of(w, b) == {"gold": 10}
 
 
@@ -470,7 +470,7 @@ def test_only_the_addressee_can_accept_or_decline() -> None:
     give_plan(w, c3, act("trade_accept", offer=oid), act("trade_decline", offer=oid))
     events = run(w, 2)
     assert _reasons(events) == [f"no open offer {oid} to you"] * 2
-    assert oid in w.offers
+    assert oid in w.market.offers
 
 
 def test_declining_closes_the_offer_and_moves_nothing() -> None:
@@ -482,7 +482,7 @@ def test_declining_closes_the_offer_and_moves_nothing() -> None:
     events = run(w, 1)
     [ev] = of_type(events, "trade_declined")
     assert (ev["agent"], ev["target"], ev["offer"]) == (b, a, oid)
-    assert w.offers == {}
+    assert w.market.offers == {}
     assert goods_of(w, a) == {"wood": 3}
     assert goods_of(w, b) == {"gold": 10}
 

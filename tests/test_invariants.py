@@ -12,7 +12,7 @@ from agent_world.core.world import World
 def check_invariants(w: World) -> None:
     store, terrain = w.store, w.terrain
     agents = w.agents()
-    assert sorted(w.names.values()) == [eid for eid, _ in agents]
+    assert sorted(w.population.names.values()) == [eid for eid, _ in agents]
     for eid, (agent, pos, needs, inv, intent, _cb, perc, social, memory) in agents:
         where = f"tick {w.tick}: {agent.name}#{eid}"
         assert 0 < needs.health <= needs.max_health, f"{where} health {needs.health}"
@@ -36,21 +36,21 @@ def check_invariants(w: World) -> None:
     for eid, (item, pos) in store.query(c.Item, c.Position):
         assert item.qty >= 1 and item.kind in ITEMS, f"item #{eid}: {item}"
         assert terrain.in_bounds(pos.x, pos.y)
-        assert eid in w.items_grid
+        assert eid in w.ground.items
         on_ground[item.kind] = on_ground.get(item.kind, 0) + item.qty
-    assert {k: v for k, v in w.ground_goods.items() if v} == on_ground
+    assert {k: v for k, v in w.ground.goods.items() if v} == on_ground
     for eid, (obj, pos) in store.query(c.StaticObject, c.Position):
         assert 0 <= obj.stock <= OBJECTS[obj.kind].max_stock, f"object #{eid}: {obj}"
         assert terrain.tiles[pos.y * terrain.width + pos.x] == GRASS
-        assert eid in w.objects_grid
-    gold = w.ledger["gold_created"] - w.ledger["gold_destroyed"]
+        assert eid in w.ground.objects
+    gold = w.market.ledger["gold_created"] - w.market.ledger["gold_destroyed"]
     assert w.total_gold() == gold, f"tick {w.tick}: gold {w.total_gold()} != ledger {gold}"
-    for oid, offer in w.offers.items():
+    for oid, offer in w.market.offers.items():
         assert w.is_agent(offer["from"]) and w.is_agent(offer["to"]), f"offer {oid}"
-        assert oid in w.offers_to[offer["to"]]
+        assert oid in w.market.offers_to[offer["to"]]
         assert offer["expires"] > w.tick
-    assert sum(len(v) for v in w.offers_to.values()) == len(w.offers)
-    assert all(p > 0 for p in w.prices.values())
+    assert sum(len(v) for v in w.market.offers_to.values()) == len(w.market.offers)
+    assert all(p > 0 for p in w.market.prices.values())
 
 
 def test_invariants_hold_for_800_ticks(make_world) -> None:
@@ -73,11 +73,11 @@ def test_invariants_hold_with_operator_inputs(make_world) -> None:
             w.inbox.submit("spawn", {"kind": "agent"})
         if t % 53 == 0:
             w.inbox.submit("spawn", {"kind": "gold", "qty": 25})
-        if t % 71 == 0 and w.names:
-            target = sorted(w.names.values())[0]
+        if t % 71 == 0 and w.population.names:
+            target = sorted(w.population.names.values())[0]
             w.inbox.submit("give", {"target": target, "item": "gold", "qty": 7})
-        if t % 97 == 0 and w.names:
-            w.inbox.submit("kill", {"target": sorted(w.names.values())[-1]})
+        if t % 97 == 0 and w.population.names:
+            w.inbox.submit("kill", {"target": sorted(w.population.names.values())[-1]})
         w.step()
         check_invariants(w)
     assert w.counters.get("deaths", 0) >= 4

@@ -23,9 +23,9 @@ def test_death_drops_every_carried_good_including_gold_where_the_agent_stood() -
     total = w.total_gold()
     [death] = of_type(run(w, 1), "death")
     assert a not in w.store
-    assert w.find_agent("Ann") is None
+    assert w.population.find("Ann") is None
     assert ground(w, 7, 8) == {"apple": 2, "club": 1, "gold": 13}
-    assert all(w.store.get(i, c.Item).owner == NO_ONE for i in w.items_grid.at(7, 8))
+    assert all(w.store.get(i, c.Item).owner == NO_ONE for i in w.ground.items.at(7, 8))
     assert death["dropped"] == {"apple": 2, "club": 1, "gold": 13}
     assert (death["x"], death["y"], death["cause"], death["killer"]) == (7, 8, "wounds", NO_ONE)
     assert w.total_gold() == total
@@ -39,7 +39,7 @@ def test_goods_dropped_at_death_merge_with_a_stack_already_there() -> None:
     give_plan(w, a, act("idle", ticks=100))
     run(w, 1)
     assert ground(w, 3, 3) == {"apple": 5}
-    assert len(w.items_grid.at(3, 3)) == 1
+    assert len(w.ground.items.at(3, 3)) == 1
 
 
 def test_starving_to_death_is_reported_as_starvation() -> None:
@@ -94,13 +94,13 @@ def test_death_cancels_offers_made_by_and_to_the_dead() -> None:
     d = add_agent(w, "Dee", 7, 5, gold=5)
     for eid in (a, b, d):
         give_plan(w, eid, act("idle", ticks=100))
-    w.add_offer(a, b, {"wood": 1}, {"gold": 1})
-    w.add_offer(d, a, {"gold": 1}, {"wood": 1})
-    kept = w.add_offer(d, b, {"gold": 1}, {"wood": 1})
+    w.market.open(w.tick, a, b, {"wood": 1}, {"gold": 1})
+    w.market.open(w.tick, d, a, {"gold": 1}, {"wood": 1})
+    kept = w.market.open(w.tick, d, b, {"gold": 1}, {"wood": 1})
     w.store.get(a, c.Needs).health = -1.0
     run(w, 1)
-    assert list(w.offers) == [kept]
-    assert w.offers_to == {b: [kept]}
+    assert list(w.market.offers) == [kept]
+    assert w.market.offers_to == {b: [kept]}
 
 
 def test_kill_input_names_the_cause_and_drops_the_goods() -> None:
@@ -119,7 +119,7 @@ def test_anyone_may_pick_up_what_the_dead_left_without_theft() -> None:
     for eid in (a, b):
         give_plan(w, eid, act("idle", ticks=100))
     run(w, 1)
-    [iid] = w.items_grid.at(4, 4)
+    [iid] = w.ground.items.at(4, 4)
     give_plan(w, b, act("pickup", target=iid))
     events = run(w, 6)
     assert goods_of(w, b) == {"sword": 1}
@@ -162,11 +162,11 @@ def test_the_personality_counts_follow_deaths_arrivals_and_a_reload() -> None:
         for eid in victims:
             w.inbox.submit("kill", {"target": eid})
         run(w, 12)
-        assert w.personalities == counted(w), step
+        assert w.population.personalities == counted(w), step
     assert w.counters["immigrants"] >= 4
     loaded = World.from_state(orjson.loads(w.state_bytes()), w.config)
-    assert loaded.personalities == counted(loaded) == counted(w)
+    assert loaded.population.personalities == counted(loaded) == counted(w)
     for eid, _row in list(w.agents()):
         w.inbox.submit("kill", {"target": eid})
     w.step()
-    assert w.personalities == counted(w)  # no personality left at a count of 0
+    assert w.population.personalities == counted(w)  # no personality left at a count of 0

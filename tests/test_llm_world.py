@@ -116,7 +116,7 @@ def test_an_agent_spawned_with_brain_llm_joins_in(tmp_path: Path,
         session.world.inbox.submit("spawn", {"kind": "agent", "name": "Newbie",
                                              "brain": "llm"})
         run_until(session, 3000, lambda: _applied(session) >= 1)
-        newbie = session.world.find_agent("Newbie")
+        newbie = session.world.population.find("Newbie")
         assert newbie is not None and session.llm is not None
         assert list(session.llm.minds) == [newbie]
         assert session.world.store.get(newbie, c.Intent).plan_source == "llm"

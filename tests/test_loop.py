@@ -486,7 +486,7 @@ def test_stopping_applies_inputs_already_accepted() -> None:
         await task
 
     asyncio.run(scenario())
-    assert world.find_agent("Last") is not None
+    assert world.population.find("Last") is not None
     assert world.inbox.pending() == 0
 
 

@@ -241,7 +241,7 @@ def test_a_stack_counts_the_units_carried_before_and_gives_them_first() -> None:
     dead = add_agent(world, "Ann", 3, 3, items={"apple": 2}, gold=5, health=-1.0)
     give_plan(world, dead, act("idle", ticks=100))
     run(world, 1)
-    [stack] = [i for i in world.items_grid.at(3, 3) if world.store.get(i, c.Item).kind ==
+    [stack] = [i for i in world.ground.items.at(3, 3) if world.store.get(i, c.Item).kind ==
                "apple"]
     assert world.store.get(stack, c.Item).qty == 6  # it merged, as stacks always have
     assert world.store.get(stack, c.SecondHand).qty == 2
@@ -251,7 +251,7 @@ def test_a_stack_counts_the_units_carried_before_and_gives_them_first() -> None:
     assert (pickup["qty"], pickup["second_hand"]) == (6, 2)
     figures = world.metrics.of(finder)
     assert figures["food_gathered"] == 4  # the four the world put there
-    gold = next(i for i in world.items_grid.at(3, 3))
+    gold = next(i for i in world.ground.items.at(3, 3))
     give_plan(world, finder, act("pickup", target=gold))
     [pickup] = [e for e in run(world, 1) if e["type"] == "pickup"]
     assert pickup["item"] == "gold" and pickup["second_hand"] == pickup["qty"] > 0
@@ -266,7 +266,7 @@ def test_a_partial_pickup_takes_the_units_carried_before_first() -> None:
     dead = add_agent(world, "Ann", 4, 4, items={"apple": 2}, health=-1.0)
     give_plan(world, dead, act("idle", ticks=100))
     run(world, 1)
-    [stack] = world.items_grid.at(4, 4)
+    [stack] = world.ground.items.at(4, 4)
     assert world.store.get(stack, c.SecondHand).qty == 2
     first, second = add_agent(world, "Fay", 4, 4), add_agent(world, "Gus", 4, 4)
     give_plan(world, first, act("pickup", target=stack))
@@ -290,7 +290,7 @@ def test_marks_and_points_taken_are_state_saved_loaded_and_hashed(tmp_path: Path
     give_plan(world, dropper, act("drop", item="apple", qty=2))
     run(world, 10)
     state = json.loads(world.state_bytes())
-    assert state["metrics"]["captured"] == {"red": sorted(world.capture_points)}
+    assert state["metrics"]["captured"] == {"red": sorted(world.ground.capture_points)}
     assert [r["SecondHand"] for r in state["entities"] if "SecondHand" in r] == [{"qty": 2}]
     path = tmp_path / "state.json"
     path.write_bytes(world.state_bytes())

@@ -74,9 +74,9 @@ def test_resting_two_tiles_from_a_shelter_gets_no_bonus() -> None:
 def test_near_shelter_counts_only_shelters() -> None:
     w = small_world()
     w.spawn_object("berry_bush", 6, 5)
-    assert not w.near_shelter(5, 5)
+    assert not w.ground.near_shelter(5, 5)
     w.spawn_object("shelter", 4, 5)
-    assert w.near_shelter(5, 5)
+    assert w.ground.near_shelter(5, 5)
 
 
 def test_resting_diagonally_next_to_a_shelter_gets_the_shelter_bonus() -> None:

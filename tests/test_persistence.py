@@ -123,7 +123,7 @@ def test_resume_replays_logged_inputs_after_the_snapshot(tmp_path: Path) -> None
     (root / "world_state.json").write_bytes(older)
     opened = open_world(cfg)
     assert opened.replayed_ticks == 80
-    assert opened.world.find_agent("Late") is not None
+    assert opened.world.population.find("Late") is not None
     assert opened.world.state_hash() == session.world.state_hash()
 
 

@@ -338,7 +338,7 @@ def test_policy_agents_decide_off_the_tick_and_replay_without_the_policies(
         assert brains.metrics.applied >= 30 and brains.metrics.fallbacks == 0, brains.stats()
         stats = brains.stats()
         assert "policy sandbox" in stats and stats["faults"] == "none"
-        counter = session.world.find_agent("Coun")
+        counter = session.world.population.find("Coun")
         assert counter is not None
         debug = "\n".join(brains.describe_entity(counter))
         assert "policy counter v1" in debug and "in 1 of 20000 steps" in debug, debug
@@ -402,9 +402,9 @@ def test_faulty_policies_fall_back_count_their_faults_and_never_stop_the_world(
         assert brains.metrics.applied == 0 and session.world.tick >= 120
         world = session.world
         for name, _brain in spawns:
-            eid = world.find_agent(name)
+            eid = world.population.find(name)
             assert eid is not None and world.metrics.of(eid)["decision_faults"] >= 2
-        spin = world.find_agent("Spin")
+        spin = world.population.find("Spin")
         assert spin is not None
         debug = "\n".join(brains.describe_entity(spin))
         assert "last fault" in debug and "step budget of 20000 steps spent" in debug, debug

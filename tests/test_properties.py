@@ -150,7 +150,7 @@ def test_a_trade_conserves_goods_and_swaps_exactly_what_was_agreed(
     before_a, before_b = goods_of(w, a), goods_of(w, b)
     before = _totals(w, a, b)
     give_plan(w, a, act("idle", ticks=100))
-    oid = w.add_offer(a, b, give, want)
+    oid = w.market.open(w.tick, a, b, give, want)
     give_plan(w, b, act("trade_accept", offer=oid))
     events = run(w, 1)
     assert _totals(w, a, b) == before
@@ -167,7 +167,7 @@ def test_a_trade_conserves_goods_and_swaps_exactly_what_was_agreed(
         assert goods_of(w, a) == {k: v for k, v in expected_a.items() if v}
     else:
         assert (goods_of(w, a), goods_of(w, b)) == (before_a, before_b)
-    assert w.offers == {}
+    assert w.market.offers == {}
 
 
 # -- parse_action ----------------------------------------------------------------------------

@@ -443,7 +443,7 @@ def test_claims_that_cannot_be_had_are_refused(tmp_path: Path) -> None:
             s.world.inbox.submit("spawn", {"kind": "agent", "name": "Uma",
                                            "brain": "forager"}, source="console")
             await s.step(1)
-            lex, uma = s.world.find_agent("Lex"), s.world.find_agent("Uma")
+            lex, uma = s.world.population.find("Lex"), s.world.population.find("Uma")
             assert lex is not None and uma is not None
             ws, _welcome = await connect(s)
             rival, _welcome = await connect(s)
@@ -492,9 +492,9 @@ def test_spawn_makes_an_agent_claimed_at_the_next_tick(tmp_path: Path) -> None:
                                    "personality": "gatherer", "every_ticks": 10})
             assert reply["type"] == "spawning" and reply["name"] == "Zed", reply
             assert "brain=remote" in reply["reply"]
-            assert s.world.find_agent("Zed") is None  # not before the tick
+            assert s.world.population.find("Zed") is None  # not before the tick
             claimed, _ = await step_until(s, ws, is_("claimed"), ticks=1)
-            zed = s.world.find_agent("Zed")
+            zed = s.world.population.find("Zed")
             assert zed is not None
             assert claimed == {"type": "claimed", "agent": zed, "name": "Zed", "tick": 1,
                                "every_ticks": 10}
@@ -514,7 +514,7 @@ def test_spawn_makes_an_agent_claimed_at_the_next_tick(tmp_path: Path) -> None:
                 reply = await ask(ws, {"type": "spawn", **spawn})
                 assert reply["type"] == "error", (spawn, reply)
                 assert reply["message"].startswith("spawn: ") and named in reply["message"]
-            assert s.world.find_agent("Zed") == zed
+            assert s.world.population.find("Zed") == zed
             await ws.close()
     asyncio.run(go())
 
@@ -766,7 +766,7 @@ def test_the_python_example_client_plays(tmp_path: Path) -> None:
                     await s.step(1)
                     await asyncio.sleep(0.01)
                 pyra = spawning.result()
-                assert pyra == s.world.find_agent("Pyra")
+                assert pyra == s.world.population.find("Pyra")
                 assert client.agents == {builtin: s.world.name_of(builtin), pyra: "Pyra"}
                 with pytest.raises(client_mod.RemoteError, match="not a usable name"):
                     await client.spawn("9lives")
@@ -936,7 +936,7 @@ def test_the_node_example_client_plays(tmp_path: Path) -> None:
                 stdout=subprocess.PIPE, stderr=subprocess.PIPE)
             out, err = await drive(s, proc)
             assert proc.returncode == 0, (out, err)
-            nod = s.world.find_agent("Nod")
+            nod = s.world.population.find("Nod")
             assert nod is not None and s.world.store.get(nod, c.Agent).brain == "remote"
             decisions = [line for line in out.splitlines() if line.startswith("t=")]
             assert len(decisions) == 3 and all(f"Nod#{nod}: " in d for d in decisions), out

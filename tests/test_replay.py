@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parent.parent
 def _agents(cfg: Config) -> list[int]:
     world = World.create(cfg)
     try:
-        return sorted(world.names.values())
+        return sorted(world.population.names.values())
     finally:
         world.close()
 
@@ -129,7 +129,7 @@ def test_fork_starts_a_new_world_and_leaves_the_original_untouched(tmp_path: Pat
     assert SaveFolder(branch).history()[0][0] == 120
     assert run_replay(branch, fork_cfg, to=None, playback=None) == 0
     resumed = open_world(fork_cfg)
-    assert resumed.world.tick == 170 and resumed.world.find_agent("Forked") is not None
+    assert resumed.world.tick == 170 and resumed.world.population.find("Forked") is not None
     assert min(r["tick"] for r in records(branch)) == 120
 
 

@@ -52,7 +52,7 @@ def _index(env: Any, label: str) -> int:
 
 def _me(env: Any, name: str) -> Any:
     """The agent's own part of its observation now."""
-    return observe(env.world, env.world.find_agent(name)).me
+    return observe(env.world, env.world.population.find(name)).me
 
 
 def _masked_random(env: Any, observations: dict[str, Any], seed: int) -> dict[str, int]:
@@ -115,7 +115,8 @@ def test_an_episode_through_the_env_is_a_save_folder_that_replays(tmp_path: Path
         carried_on += sum(1 for info in infos.values() if info.get("carried_on"))
         steps += 1
         if steps == 3:  # the world counts the agents' actions as their decisions
-            assert 1 <= env.world.metrics.of(env.world.find_agent("Subject1"))["decisions"] <= 3
+            subject = env.world.population.find("Subject1")
+            assert 1 <= env.world.metrics.of(subject)["decisions"] <= 3
     assert steps == 12 and env.stage is None  # the episode's end closed its world
     folder = env.folder
     assert folder == tmp_path / "saves" / "market-rl-5"
@@ -251,7 +252,7 @@ def test_an_agent_that_dies_is_terminated_and_leaves(envs: list[Any]) -> None:
     env = rl.parallel_env("survival", ticks=SHORT, agents=2)
     envs.append(env)
     env.reset(seed=6)
-    victim = env.world.find_agent("Subject2")
+    victim = env.world.population.find("Subject2")
     env.world.inbox.submit("kill", {"target": victim}, source="test")
     idle = _index(env, "idle")
     obs, _rewards, terms, truncs, _infos = env.step(dict.fromkeys(env.agents, idle))
@@ -268,7 +269,7 @@ def test_team_capture_ends_when_a_team_is_wiped_out(envs: list[Any]) -> None:
     envs.append(env)
     env.reset(seed=2)
     for name in ("Blue1", "Blue2", "Blue3", "Blue4", "Blue5"):
-        env.world.inbox.submit("kill", {"target": env.world.find_agent(name)}, source="test")
+        env.world.inbox.submit("kill", {"target": env.world.population.find(name)}, source="test")
     _obs, _r, terms, truncs, infos = env.step(dict.fromkeys(env.agents, _index(env, "idle")))
     assert all(terms.values()) and not any(truncs.values())
     assert {info["end"] for info in infos.values()} == {"team_eliminated"}
@@ -318,7 +319,7 @@ def test_a_direction_walks_and_a_craft_crafts(envs: list[Any]) -> None:
     for _ in range(3):  # craft_ticks is 20: two steps and a bit
         env.step({"Subject1": craft})
     assert _me(env, "Subject1").items.get("club", 0) >= 1
-    assert env.world.metrics.of(env.world.find_agent("Subject1"))["crafted"] >= 1
+    assert env.world.metrics.of(env.world.population.find("Subject1"))["crafted"] >= 1
 
 
 def test_the_observation_is_the_documented_one_in_numbers(envs: list[Any]) -> None:
@@ -326,7 +327,7 @@ def test_the_observation_is_the_documented_one_in_numbers(envs: list[Any]) -> No
     envs.append(env)
     observations, _ = env.reset(seed=9)
     seen = observations["Subject1"]
-    obs = observe(env.world, env.world.find_agent("Subject1"))
+    obs = observe(env.world, env.world.population.find("Subject1"))
     width, height = env.layout.width, env.layout.height
     assert seen["me"][0] == pytest.approx(obs.me.x / (width - 1))
     assert seen["me"][1] == pytest.approx(obs.me.y / (height - 1))

@@ -36,8 +36,8 @@ def test_the_default_world_has_no_hazards_recipes_points_or_teams() -> None:
     world = World.create(Config(), seed=5)
     for _ in range(300):
         world.step()
-    assert not world.hazard_tiles and not world.capture_points and not world.recipes
-    assert not world.team_members
+    assert not world.ground.hazard_tiles and not world.ground.capture_points and not world.recipes
+    assert not world.population.teams
     assert "teams" not in json.loads(world.state_bytes())
     facts = WorldFacts.of(world)
     assert facts.scene == ()
@@ -85,9 +85,9 @@ def test_a_tile_stops_hurting_only_when_its_last_hazard_is_gone() -> None:
     tile = 4 * world.terrain.width + 4
     world.remove_entity(bush)
     world.remove_entity(first)
-    assert tile in world.hazard_tiles
+    assert tile in world.ground.hazard_tiles
     world.remove_entity(second)
-    assert tile not in world.hazard_tiles
+    assert tile not in world.ground.hazard_tiles
 
 
 def test_routes_go_round_hazards_when_the_way_round_is_short() -> None:
@@ -120,18 +120,18 @@ def test_hazards_are_placed_in_clumps_on_a_new_map_and_kept_in_its_state() -> No
     config = Config().replace(world={"hazard_tiles_per_1000_tiles": 40})
     world = World.create(config, seed=3)
     area = world.terrain.width * world.terrain.height
-    assert len(world.hazard_tiles) == round(area * 40 / 1000)
+    assert len(world.ground.hazard_tiles) == round(area * 40 / 1000)
     assert all(not world.terrain.is_blocked(t % world.terrain.width, t // world.terrain.width)
-               for t in world.hazard_tiles)
+               for t in world.ground.hazard_tiles)
     copy = World.from_state(json.loads(world.state_bytes()))
-    assert copy.hazard_tiles == world.hazard_tiles
+    assert copy.ground.hazard_tiles == world.ground.hazard_tiles
     assert copy.state_hash() == world.state_hash()
     seen_any = False
     for eid, _row in world.agents():
         seen = observe(world, eid)
         tiles = [[o.x, o.y] for o in seen.objects if o.kind == "hazard"]
         assert seen.prompt_view().get("scenario", {}).get("hazards", []) == tiles
-        assert all(y * world.terrain.width + x in world.hazard_tiles for x, y in tiles)
+        assert all(y * world.terrain.width + x in world.ground.hazard_tiles for x, y in tiles)
         seen_any = seen_any or bool(tiles)
     assert seen_any
     world.close()
@@ -299,7 +299,7 @@ def test_a_team_name_is_checked_and_travels_with_the_spawn_input() -> None:
     events = run(world, 1)
     spawned = of_type(events, "spawn")[0]
     assert spawned["team"] == "red"
-    assert world.team_members == {"red": {spawned["agent"]}}
+    assert world.population.teams == {"red": {spawned["agent"]}}
 
 
 def test_teams_are_state_they_save_load_hash_and_go_on_alike() -> None:
@@ -314,8 +314,8 @@ def test_teams_are_state_they_save_load_hash_and_go_on_alike() -> None:
     state = json.loads(world.state_bytes())
     copy = World.from_state(state)
     assert copy.state_hash() == world.state_hash()
-    assert copy.team_members == world.team_members
-    assert copy.capture_points == world.capture_points
+    assert copy.population.teams == world.population.teams
+    assert copy.ground.capture_points == world.ground.capture_points
     for _ in range(500):
         world.step()
         copy.step()
@@ -393,7 +393,7 @@ def test_the_console_spawns_team_agents_and_names_a_bad_team(tmp_path: Path) -> 
         said = asyncio.run(console.execute("/spawn agent Ada team=Red"))
         assert "(team=red)" in said[0]
         session.loop.tick_once()
-        ada = session.world.find_agent("Ada")
+        ada = session.world.population.find("Ada")
         assert ada is not None and session.world.store.get(ada, c.Team).name == "red"
         bad = asyncio.run(console.execute("/spawn agent Bo team=red-team"))
         assert bad[0].startswith("error: team name 'red-team'") and len(bad) == 1

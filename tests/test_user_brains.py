@@ -112,7 +112,7 @@ def test_brains_decide_off_the_tick_and_a_replay_needs_none_of_their_code(
     try:
         run(session, 2000, lambda: brains.metrics.applied >= 6)
         assert brains.metrics.applied >= 6 and brains.metrics.fallbacks == 0
-        zed = session.world.find_agent("Zed")
+        zed = session.world.population.find("Zed")
         assert zed is not None and zed in brains.minds
         debug = brains.describe_entity(zed)
         assert debug[0].startswith("brain forager: ") and "wander(ticks=4)" in debug[1]
@@ -151,7 +151,7 @@ def test_faulty_brains_fall_back_and_never_stop_the_world(tmp_path: Path) -> Non
         assert kinds <= set(faults), faults
         assert brains.metrics.applied == 0 and brains.metrics.fallbacks >= 4
         assert session.world.tick >= ran  # ticked on throughout
-        han = session.world.find_agent("Han")
+        han = session.world.population.find("Han")
         assert han is not None and brains.minds[han].errors >= 1
     finally:
         session.close()

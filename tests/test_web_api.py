@@ -173,7 +173,7 @@ def test_commands_go_through_the_console_and_replay(tmp_path: Path) -> None:
             assert "unknown command" in unknown["reply"][0]
             stepped = await s.command("/step 5")
             assert stepped["tick"] == 5
-            zed = s.world.find_agent("Zed")
+            zed = s.world.population.find("Zed")
             assert zed is not None
             resumed = await s.command("/resume")
             assert "running" in resumed["reply"][0]
@@ -201,7 +201,7 @@ def _free_tile(s: Served) -> tuple[int, int]:
     for y in range(2, w.terrain.height - 2):
         for x in range(2, w.terrain.width - 2):
             if (not w.terrain.is_blocked(x, y) and not w.agents_grid.at(x, y)
-                    and not w.items_grid.at(x, y)):
+                    and not w.ground.items.at(x, y)):
                 return x, y
     raise AssertionError("no free tile")
 
@@ -396,7 +396,7 @@ def test_input_lines_read_the_same_from_memory_and_from_the_log(tmp_path: Path) 
             x, y = _free_tile(s)
             await s.command(f"/spawn agent Ada {x} {y}")
             await s.step(60)
-            ada = s.world.find_agent("Ada")
+            ada = s.world.population.find("Ada")
             await _on_disk(s)
             memory = (await s.get("/api/events?kind=input&source=web"))["events"]
             logged = (await s.get("/api/events?kind=input&source=web&since_tick=0"

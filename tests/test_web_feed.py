@@ -317,5 +317,5 @@ def test_frames_follow_every_change_the_world_makes_to_its_ground(tmp_path: Path
                     f"{layer} at tick {tick}")
     assert seen.get("pickup") and seen.get("harvest"), seen  # the ground did change
     feed.unwatch()
-    assert world.ground_changes is None  # nobody watches: the world keeps nothing
+    assert world.ground.changes is None  # nobody watches: the world keeps nothing
     world.close()

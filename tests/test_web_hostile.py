@@ -90,7 +90,7 @@ def test_a_rebinding_page_gets_nothing_even_with_the_token(tmp_path: Path) -> No
                 with pytest.raises(aiohttp.WSServerHandshakeError) as refused:
                     await s.http.ws_connect(s.url + path, headers=foreign)
                 assert refused.value.status == 403
-            assert s.session.loop.paused and s.world.find_agent("Evil") is None
+            assert s.session.loop.paused and s.world.population.find("Evil") is None
             # The names this server answers to: its address, and localhost on loopback.
             for host in (f"127.0.0.1:{port_of(s)}", f"localhost:{port_of(s)}", "localhost"):
                 async with s.http.get(s.url + "/api/state", headers={"Host": host}) as resp:
@@ -124,7 +124,7 @@ def test_every_write_needs_the_token_by_default_even_on_loopback(tmp_path: Path)
             _got, code = await ws_closed(agents)
             assert code == 4401
             await s.step(2)
-            assert s.world.find_agent("Intruder") is None
+            assert s.world.population.find("Intruder") is None
             # Reads stay open on loopback, and the feed needs no token here.
             async with s.bare.get(s.url + "/api/state") as resp:
                 assert resp.status == 200

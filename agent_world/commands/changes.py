@@ -60,7 +60,7 @@ def check_spawn_tile(world: World, kind: str, x: int, y: int) -> None:
                            "pick another tile or leave out X Y")
     spec = OBJECTS.get(kind)
     if spec is not None and spec.blocking:
-        if world.items_grid.at(x, y):
+        if world.ground.items.at(x, y):
             raise CommandError(f"({x}, {y}) has items on it and a {kind} would bury them; "
                                "pick a clear tile")
         if world.agents_grid.at(x, y):
@@ -85,7 +85,7 @@ async def spawn(console: Console, args: SpawnArgs) -> list[str]:
     if args.kind == "agent":
         if args.name is not None:
             key = args.name.lower()
-            if world.find_agent(args.name) is not None:
+            if world.population.find(args.name) is not None:
                 raise CommandError(f"an agent named {args.name!r} already lives; pick "
                                    "another name")
             if key in console.pending_names:

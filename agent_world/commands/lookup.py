@@ -37,7 +37,7 @@ def resolve(world: World, ref: EntityRef, *, agent: bool = False) -> int:
             raise CommandError(f"{world.label(eid)} is {kind_of(world, eid)}, not an agent")
         return eid
     assert ref.name is not None
-    found = world.find_agent(ref.name)
+    found = world.population.find(ref.name)
     if found is None:
         proper = {n.lower(): n for n in agent_names(world)}
         close = closest(ref.name.lower(), proper)

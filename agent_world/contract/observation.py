@@ -286,13 +286,13 @@ def observe(world: World, eid: int, custom: Mapping[str, Any] | None = None) -> 
               to_me=said.get("to") == eid, team=bool(said.get("team")))
         for said in perc.heard)
     offers = []
-    for oid in world.offers_to.get(eid, ()):
-        offer = world.offers[oid]
+    for offer in world.market.received(eid):
+        oid = offer["id"]
         offers.append(Offer(id=oid, sender=offer["from"], sender_name=world.name_of(offer["from"]),
                             gives=dict(offer["give"]), wants=dict(offer["want"]),
                             expires_in=offer["expires"] - tick))
     return Observation(
         tick=tick, me=me, agents=tuple(agents), items=tuple(items), objects=tuple(objects),
-        heard=heard, offers=tuple(offers), prices=dict(world.prices),
+        heard=heard, offers=tuple(offers), prices=dict(world.market.prices),
         memory=tuple(m["text"] for m in memory.recent),
         custom={**scene_view(world, eid, pos), **(custom or {})})

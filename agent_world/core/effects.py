@@ -314,9 +314,9 @@ class _Check:
         world = self.world
         if not world.terrain.in_bounds(x, y) or world.terrain.is_blocked(x, y):
             raise _Refused(f"tile ({x}, {y}) is {world.describe_tile(x, y)}")
-        if (x, y) in self.spawned or world.objects_grid.at(x, y):
+        if (x, y) in self.spawned or world.ground.objects.at(x, y):
             raise _Refused(f"tile ({x}, {y}) already holds an object")
-        if blocking and (world.agents_grid.at(x, y) or world.items_grid.at(x, y)):
+        if blocking and (world.agents_grid.at(x, y) or world.ground.items.at(x, y)):
             raise _Refused(f"tile ({x}, {y}) is occupied")
 
     def cap(self, what: str, value: float, cap: float, setting: str) -> None:
@@ -472,7 +472,7 @@ def _transfer(world: World, caster: int, e: Effect) -> str:
         return f"give {qty} {kind} to {world.label(dst)}"
     obj = store.try_get(src, c.StaticObject)
     if obj is not None:
-        world.deplete(src, obj, qty)
+        world.ground.deplete(src, obj, qty, world.tick)
         store.get(caster, c.Inventory).add(kind, qty)
         return f"take {qty} {kind} from {world.label(src)}"
     item = store.get(src, c.Item)
@@ -480,7 +480,7 @@ def _transfer(world: World, caster: int, e: Effect) -> str:
     if item.qty <= qty:
         world.remove_entity(src)  # keeps the ground tally
     else:
-        world.take_from_stack(src, item, qty)
+        world.ground.take(src, item, qty)
     store.get(caster, c.Inventory).add(kind, qty)
     return f"take {qty} {kind} from {label}"
 

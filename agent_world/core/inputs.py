@@ -123,7 +123,7 @@ def _give(world: World, data: Mapping[str, Any]) -> None:
         raise InputRejected(f"qty must be >= 1, got {qty}")
     world.store.get(eid, c.Inventory).add(kind, qty)
     if kind == "gold":
-        world.ledger["gold_created"] += qty
+        world.market.mint(qty)
     world.emit(ev.GIVEN, target=eid, target_name=world.name_of(eid), item=kind, qty=qty)
 
 

@@ -88,7 +88,7 @@ def capture(world: World, agent: int, *, radius: int | None = None) -> Scene:
         radius = max(world.rules.vision_radius, world.rules.hearing_radius) + (
             world.ability_rules.max_range + MARGIN)
     near = {agent}
-    for grid in (world.agents_grid, world.items_grid, world.objects_grid):
+    for grid in (world.agents_grid, world.ground.items, world.ground.objects):
         near.update(eid for _d2, eid in grid.near(pos.x, pos.y, radius))
     rows = tuple(orjson.loads(orjson.dumps({"id": eid, **world.store.components(eid)},
                                            option=orjson.OPT_NON_STR_KEYS))

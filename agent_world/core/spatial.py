@@ -25,6 +25,7 @@ append and remove, for the few hundred entries and departures of a 5,000-agent t
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Protocol, TypeVar
 
 __all__ = ["SpatialGrid"]
@@ -77,6 +78,10 @@ class SpatialGrid:
 
     def __contains__(self, eid: object) -> bool:
         return eid in self._pos
+
+    def __iter__(self) -> Iterator[int]:
+        """The ids it holds, in the order they came."""
+        return iter(self._pos)
 
     def _bucket(self, x: int, y: int) -> int:
         return (y // self.cell) * self.cols + (x // self.cell)

@@ -72,11 +72,11 @@ def scene_view(world: World, eid: int, pos: c.Position) -> dict[str, Any]:
     team = team_of(world, eid)
     if team:
         view["team"] = team
-        view["teammates"] = sorted(m for m in world.team_members.get(team, ()) if m != eid)
+        view["teammates"] = sorted(m for m in world.population.teams.get(team, ()) if m != eid)
     store = world.store
-    if world.capture_points:
+    if world.ground.capture_points:
         points = []
-        for point in sorted(world.capture_points):
+        for point in sorted(world.ground.capture_points):
             ppos = store.get(point, c.Position)
             state = world.teams.points.get(point, {})
             points.append({"id": point, "x": ppos.x, "y": ppos.y,

@@ -31,12 +31,15 @@ from agent_world.core.columns import AgentColumns
 from agent_world.core.components import NO_ONE
 from agent_world.core.ecs import EntityStore
 from agent_world.core.errors import WorldError
+from agent_world.core.ground import Ground
 from agent_world.core.inbox import Inbox
 from agent_world.core.inputs import apply_input
 from agent_world.core.items import GOLD, ITEMS, OBJECTS
+from agent_world.core.market import Market
 from agent_world.core.metrics import MetricsBook
 from agent_world.core.minds import Minds
 from agent_world.core.names import pick_name
+from agent_world.core.population import Population
 from agent_world.core.recipes import parse_recipes
 from agent_world.core.rules import missing_settings, ruleset, saved_rules_version
 from agent_world.core.schedule import Schedule
@@ -99,24 +102,13 @@ class World:
         self._agents_query = self.store.handle(*AGENT_TYPES, row=AgentRow._make)
         self.inbox = Inbox()
         self.agents_grid = SpatialGrid(terrain.width, terrain.height)
-        self.items_grid = SpatialGrid(terrain.width, terrain.height, static=True)
-        self.objects_grid = SpatialGrid(terrain.width, terrain.height, static=True)
-        # Derived indexes (rebuilt on load): tiles next to a shelter (-> how many shelters),
-        # and harvestable objects below full stock.
-        self.shelter_tiles: dict[int, int] = {}
-        self.regrowing: set[int] = set()
-        self.ground_goods: dict[str, int] = {}  # units lying on the ground, by kind
-        # The census of the current price period (state: it carries over ticks).
-        self.market_tally: dict[str, dict[str, Any]] = {"carried": {}, "wanted": {}}
-        self.prices: dict[str, float] = {k: v.value for k, v in ITEMS.items()}
-        self.offers: dict[int, dict[str, Any]] = {}
-        self.offers_to: dict[int, list[int]] = {}  # addressee -> open offer ids (derived)
-        self.offers_from: dict[int, list[int]] = {}  # sender -> open offer ids (derived)
-        self.next_offer = 1
-        self.ledger = {"gold_created": 0, "gold_destroyed": 0}
+        area = terrain.width * terrain.height
+        self.ground = Ground(terrain, self.store,
+                             capacity=area * self.settings.max_items_per_1000_tiles / 1000,
+                             regrow_ticks=config.game.object_regrow_ticks)
+        self.market = Market(config.game.offer_ttl_ticks)
         self.counters: dict[str, int] = {}
-        self.spawn_credit = 0.0
-        self.names: dict[str, int] = {}  # lower-case agent name -> id (derived)
+        self.population = Population()  # names, personalities, teams (derived)
         self.input_observers: list[Callable[[Sequence[Input]], None]] = []
         self.abilities = AbilityBook(config.abilities)
         self.minds = Minds()  # what built-in brains remember beyond their components
@@ -126,17 +118,8 @@ class World:
         except ValueError as exc:
             raise WorldError(str(exc)) from None
         self.teams = TeamBook()
-        # Derived indexes of the scenario mechanics (rebuilt on load).
-        self.hazard_tiles: set[int] = set()
-        self.capture_points: set[int] = set()
-        self.team_members: dict[str, set[int]] = {}
-        # Living agents by personality (derived): immigration reads it every tick at scale.
-        self.personalities: dict[str, int] = {}
         self.replaying = False  # true while a step's inputs come from a log
         self.schedule = Schedule()  # which agents have work this tick (derived)
-        # Ids of items and objects whose ground state (existence, position, quantity, stock)
-        # changed since a reader last took them; None (nothing kept) until someone asks.
-        self.ground_changes: set[int] | None = None
         self._events: list[Event] = []
         self._late_inputs: list[Input] = []
         self._row_index: dict[int, AgentRow] = {}
@@ -200,7 +183,7 @@ class World:
             # The first agents are of all ages, so that they do not all grow old at once.
             for _eid, row in self.agents():
                 row.agent.born = -self.rng.randint(0, self.rules.lifespan_ticks // 2)
-        for _ in range(int(self.max_ground_items() // 3)):
+        for _ in range(int(self.ground.capacity // 3)):
             self.spawn_random_item()
         for eid, row in self.agents():  # everyone sees the world as it was created
             self._perceive(eid, row.pos, row.perception)
@@ -216,7 +199,7 @@ class World:
             x, y = spot
             for _ in range(self.rng.randint(1, HAZARD_CLUMP)):
                 if (terrain.in_bounds(x, y) and not terrain.is_blocked(x, y)
-                        and y * w + x not in self.hazard_tiles):
+                        and y * w + x not in self.ground.hazard_tiles):
                     self.spawn_object("hazard", x, y)
                     placed += 1
                     if placed >= tiles:
@@ -294,7 +277,7 @@ class World:
             if name.strip().lstrip("#").isdigit():
                 raise WorldError(f"agent name {name!r} looks like an entity id; include a "
                                  "letter")
-            if name.lower() in self.names:
+            if self.population.find(name) is not None:
                 raise WorldError(f"an agent named {name!r} already lives; pick another name")
         if gold is not None and gold < 0:
             raise WorldError(f"gold must be >= 0, got {gold}")
@@ -310,12 +293,12 @@ class World:
             names = [p for p in PERSONALITIES if mix.get(p, 0) > 0] or list(PERSONALITIES)
             personality = self.rng.choices(names, [mix.get(p, 1.0) for p in names])[0]
         if name is None:
-            name = pick_name(self.rng, self.names)
+            name = pick_name(self.rng, self.population.names)
         x, y = self._place(x, y)
         r = self.rules
         if gold is None:
             gold = self.rng.randint(0, r.starting_gold_max)
-        self.ledger["gold_created"] += gold
+        self.market.mint(gold)
         items: dict[str, int] = {}
         if self.rng.random() < 0.7:
             items["berries"] = self.rng.randint(1, 3)
@@ -369,69 +352,10 @@ class World:
         if not self.terrain.in_bounds(x, y):
             raise WorldError(f"tile ({x}, {y}) is off the map")
         if kind == GOLD and source is not None:
-            self.ledger["gold_created"] += qty
-        self.ground_goods[kind] = self.ground_goods.get(kind, 0) + qty
+            self.market.mint(qty)
         # Version 1 of the metrics rules keeps no such count: its worlds hash as they did.
         second_hand = qty if carried and self.rules.metrics_version >= 2 else 0
-        for eid in self.items_grid.at(x, y):
-            item = self.store.get(eid, c.Item)
-            if item.kind == kind and item.owner == owner:
-                item.qty += qty
-                if second_hand:
-                    self._mark_second_hand(eid, second_hand)
-                self.ground_changed(eid)
-                return eid
-        pos = c.Position(x, y)
-        parts = (c.Item(kind=kind, qty=qty, owner=owner), pos)
-        eid = self.store.create(*parts, *((c.SecondHand(second_hand),) if second_hand else ()))
-        self.items_grid.insert(eid, pos)
-        self.ground_changed(eid)
-        return eid
-
-    def _mark_second_hand(self, eid: int, qty: int) -> None:
-        marked = self.store.try_get(eid, c.SecondHand)
-        if marked is None:
-            self.store.add(eid, c.SecondHand(qty))
-        else:
-            marked.qty += qty
-
-    def take_from_stack(self, eid: int, item: c.Item, qty: int) -> int:
-        """Take ``qty`` units off a ground stack, leaving some (the caller removes a stack
-        it empties). Units carried before go first: how many of them were taken."""
-        item.qty -= qty
-        self.ground_goods[item.kind] -= qty
-        self.ground_changed(eid)
-        return self.second_hand_taken(eid, qty)
-
-    def second_hand_taken(self, eid: int, qty: int) -> int:
-        """Of ``qty`` units taken off a stack, how many had been carried before (they go
-        first, so that goods dropped on a stack cannot be picked up as fresh ones)."""
-        marked = self.store.try_get(eid, c.SecondHand)
-        if marked is None:
-            return 0
-        taken = min(marked.qty, qty)
-        marked.qty -= taken
-        if not marked.qty:
-            self.store.remove(eid, c.SecondHand)
-        return taken
-
-    def deplete(self, eid: int, obj: c.StaticObject, qty: int) -> None:
-        """Take ``qty`` from an object's stock; it starts regrowing if it was full (or its
-        regrowth was due)."""
-        if obj.stock == OBJECTS[obj.kind].max_stock or obj.regrow_at <= self.tick:
-            obj.regrow_at = self.tick + self.rules.object_regrow_ticks
-        obj.stock -= qty
-        self.regrowing.add(eid)
-        self.ground_changed(eid)
-
-    def ground_changed(self, eid: int) -> None:
-        changes = self.ground_changes
-        if changes is not None:
-            changes.add(eid)
-
-    def track_ground_changes(self, on: bool) -> None:
-        """Start (an empty set) or stop (None) keeping ``ground_changes``."""
-        self.ground_changes = set() if on else None
+        return self.ground.put(kind, qty, x, y, owner=owner, second_hand=second_hand)
 
     def spawn_object(self, kind: str, x: int, y: int) -> int:
         spec = OBJECTS.get(kind)
@@ -439,28 +363,13 @@ class World:
             raise WorldError(f"unknown object kind {kind!r}; expected one of "
                              f"{', '.join(OBJECTS)}")
         self._check_tile(x, y)
-        if spec.blocking and (self.items_grid.at(x, y) or self.agents_grid.at(x, y)):
+        if spec.blocking and (self.ground.items.at(x, y) or self.agents_grid.at(x, y)):
             raise WorldError(f"tile ({x}, {y}) is not clear (an agent or items stand there) "
                              f"and a {kind} would block it; pick a clear tile")
         pos = c.Position(x, y)
         eid = self.store.create(c.StaticObject(kind=kind, stock=spec.max_stock), pos)
         self._index(eid)
         return eid
-
-    def _shelter_area(self, x: int, y: int, delta: int) -> None:
-        w = self.terrain.width
-        for ny in range(max(0, y - 1), min(self.terrain.height, y + 2)):
-            for nx in range(max(0, x - 1), min(w, x + 2)):
-                tile = ny * w + nx
-                count = self.shelter_tiles.get(tile, 0) + delta
-                if count:
-                    self.shelter_tiles[tile] = count
-                else:
-                    del self.shelter_tiles[tile]
-
-    def near_shelter(self, x: int, y: int) -> bool:
-        """A shelter on this tile or any of the eight around it."""
-        return y * self.terrain.width + x in self.shelter_tiles
 
     def spawn_random_item(self) -> int | None:
         spot = self.terrain.random_open_tile(self.rng)
@@ -476,40 +385,11 @@ class World:
         store = self.store
         if store.has(eid, c.Agent):
             self.agents_grid.remove(eid)
-            agent = store.get(eid, c.Agent)
-            self.names.pop(agent.name.lower(), None)
-            left = self.personalities[agent.personality] - 1
-            if left:
-                self.personalities[agent.personality] = left
-            else:
-                del self.personalities[agent.personality]
-            team = store.try_get(eid, c.Team)
-            if team is not None:
-                members = self.team_members[team.name]
-                members.discard(eid)
-                if not members:
-                    del self.team_members[team.name]
-        elif store.has(eid, c.Item):
-            self.items_grid.remove(eid)
-            item = store.get(eid, c.Item)
-            self.ground_goods[item.kind] -= item.qty
-        elif store.has(eid, c.StaticObject):
-            obj = store.get(eid, c.StaticObject)
-            pos = store.get(eid, c.Position)
-            self.objects_grid.remove(eid)
-            self.regrowing.discard(eid)
-            if OBJECTS[obj.kind].blocking:
-                self.terrain.unblock(pos.x, pos.y)
-            if obj.kind == "shelter":
-                self._shelter_area(pos.x, pos.y, -1)
-            elif obj.kind == "hazard" and not any(  # (this one has left the grid)
-                    store.get(other, c.StaticObject).kind == "hazard"
-                    for other in self.objects_grid.at(pos.x, pos.y)):
-                self.hazard_tiles.discard(pos.y * self.terrain.width + pos.x)
-            elif obj.kind == "capture_point":
-                self.capture_points.discard(eid)
-                self.teams.points.pop(eid, None)
-        self.ground_changed(eid)
+            self.population.remove(eid, store.get(eid, c.Agent), store.try_get(eid, c.Team))
+        else:
+            self.ground.unindex(eid)
+            self.teams.points.pop(eid, None)  # a capture point's owner and progress
+        self.ground.changed(eid)
         store.delete(eid)
 
     # -- queries -----------------------------------------------------------------------------
@@ -561,19 +441,11 @@ class World:
         agent = self.store.try_get(eid, c.Agent)
         return agent.name if agent else f"#{eid}"
 
-    def find_agent(self, name: str) -> int | None:
-        return self.names.get(name.lower())
-
     def describe_tile(self, x: int, y: int) -> str:
         if not self.terrain.in_bounds(x, y):
             return "off the map"
-        for eid in self.objects_grid.at(x, y):
-            return self.store.get(eid, c.StaticObject).kind
-        return self.terrain.tile_name(x, y)
-
-    def max_ground_items(self) -> float:
-        area = self.terrain.width * self.terrain.height
-        return area * self.settings.max_items_per_1000_tiles / 1000
+        obj = self.ground.object_at(x, y)
+        return obj.kind if obj is not None else self.terrain.tile_name(x, y)
 
     def total_gold(self) -> int:
         """Gold carried plus gold lying on the ground."""
@@ -581,27 +453,6 @@ class World:
         ground: int = sum(item.qty for _, (item,) in self.store.query(c.Item)
                           if item.kind == GOLD)
         return carried + ground
-
-    # -- trade offers ------------------------------------------------------------------------
-
-    def add_offer(self, sender: int, receiver: int, give: dict[str, int],
-                  want: dict[str, int]) -> int:
-        oid = self.next_offer
-        self.next_offer += 1
-        self.offers[oid] = {"id": oid, "from": sender, "to": receiver, "give": give,
-                            "want": want, "expires": self.tick + self.rules.offer_ttl_ticks}
-        self.offers_to.setdefault(receiver, []).append(oid)
-        self.offers_from.setdefault(sender, []).append(oid)
-        return oid
-
-    def remove_offer(self, oid: int) -> dict[str, Any]:
-        offer = self.offers.pop(oid)
-        for index, who in ((self.offers_to, offer["to"]), (self.offers_from, offer["from"])):
-            waiting = index[who]
-            waiting.remove(oid)
-            if not waiting:
-                del index[who]
-        return offer
 
     # -- events and memory -------------------------------------------------------------------
 
@@ -672,7 +523,9 @@ class World:
     def get_state(self) -> dict[str, Any]:
         """Everything that determines the future, as JSON-ready values.
 
-        Entity rows are live objects: serialise (``state_bytes``) before the next tick."""
+        Entity rows are live objects: serialise (``state_bytes``) before the next tick.
+        The parts' keys sit where the first saved worlds had them (the order is hashed)."""
+        market, ground = self.market.get_state(), self.ground.get_state()
         return {
             "format": STATE_FORMAT,
             "tick": self.tick,
@@ -680,15 +533,15 @@ class World:
             "rng": self.rng.getstate(),
             "next_entity": self.store.next_id,
             "next_seq": self.inbox.next_seq,
-            "next_offer": self.next_offer,
+            "next_offer": market["next_offer"],
             "config": self._sim_config,
             "terrain": self.terrain.get_state(),
-            "prices": self.prices,
-            "offers": list(self.offers.values()),
-            "ledger": self.ledger,
+            "prices": market["prices"],
+            "offers": market["offers"],
+            "ledger": market["ledger"],
             "counters": self.counters,
-            "spawn_credit": self.spawn_credit,
-            "market_tally": self.market_tally,
+            "spawn_credit": ground["spawn_credit"],
+            "market_tally": market["market_tally"],
             "entities": self.store.rows(),
         } | ({} if self.abilities.is_empty() else {"abilities": self.abilities.get_state()}) | (
             {} if self.minds.is_empty() else {"minds": self.minds.get_state()}) | (
@@ -731,17 +584,9 @@ class World:
         world.rng.setstate((version, tuple(internal), gauss))
         world.tick = int(state["tick"])
         world.inbox.next_seq = int(state["next_seq"])
-        world.next_offer = int(state["next_offer"])
-        world.prices = dict(state["prices"])
-        for offer in state["offers"]:
-            world.offers[int(offer["id"])] = dict(offer)
-            world.offers_to.setdefault(int(offer["to"]), []).append(int(offer["id"]))
-            world.offers_from.setdefault(int(offer["from"]), []).append(int(offer["id"]))
-        world.ledger = dict(state["ledger"])
+        world.market.set_state(state)
         world.counters = dict(state["counters"])
-        world.spawn_credit = float(state["spawn_credit"])
-        world.market_tally = {"carried": dict(state["market_tally"]["carried"]),
-                              "wanted": dict(state["market_tally"]["wanted"])}
+        world.ground.set_state(state)
         world.abilities.set_state(state.get("abilities"))
         world.minds.set_state(state.get("minds"))
         world.metrics.set_state(state.get("metrics"))
@@ -765,31 +610,10 @@ class World:
             return
         if store.has(eid, c.Agent):
             self.agents_grid.insert(eid, pos)
-            agent = store.get(eid, c.Agent)
-            self.names[agent.name.lower()] = eid
-            self.personalities[agent.personality] = self.personalities.get(
-                agent.personality, 0) + 1
-            team = store.try_get(eid, c.Team)
-            if team is not None:
-                self.team_members.setdefault(team.name, set()).add(eid)
-        elif store.has(eid, c.Item):
-            self.items_grid.insert(eid, pos)
-            item = store.get(eid, c.Item)
-            self.ground_goods[item.kind] = self.ground_goods.get(item.kind, 0) + item.qty
-        elif store.has(eid, c.StaticObject):
-            obj = store.get(eid, c.StaticObject)
-            self.objects_grid.insert(eid, pos)
-            if OBJECTS[obj.kind].blocking:
-                self.terrain.block(pos.x, pos.y)
-            if obj.kind == "shelter":
-                self._shelter_area(pos.x, pos.y, 1)
-            elif obj.kind == "hazard":
-                self.hazard_tiles.add(pos.y * self.terrain.width + pos.x)
-            elif obj.kind == "capture_point":
-                self.capture_points.add(eid)
-            if obj.stock < OBJECTS[obj.kind].max_stock:
-                self.regrowing.add(eid)
-        self.ground_changed(eid)
+            self.population.add(eid, store.get(eid, c.Agent), store.try_get(eid, c.Team))
+        else:
+            self.ground.index(eid, pos)
+        self.ground.changed(eid)
 
     def close(self) -> None:
         self.store.close()

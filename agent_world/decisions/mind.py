@@ -99,9 +99,9 @@ def triggers(world: World, mind: Mind, *, interval: int,
         name = store.get(eid, c.Agent).name.lower()
         if any(h.get("to") == eid or name in str(h.get("text", "")).lower() for h in heard):
             reasons.append("spoken to")
-    waiting = world.offers_to.get(eid)
+    waiting = world.market.received(eid)
     if waiting or mind.offers_seen:
-        offers = frozenset(waiting or ())
+        offers = frozenset(offer["id"] for offer in waiting)
         if offers - mind.offers_seen:
             reasons.append("offer received")
         mind.offers_seen = offers

@@ -72,7 +72,7 @@ class Play:
     def of_cast(cls, world: World, cast: Mapping[str, tuple[str, Subjects]]) -> Play:
         """Who of ``cast`` is in ``world`` (after the tick that spawned them), as what."""
         play = cls(subjects=[], teams={}, start={})
-        for name, eid in ((name, world.find_agent(name)) for name in cast):
+        for name, eid in ((name, world.population.find(name)) for name in cast):
             if eid is None:
                 continue
             play.ids[name] = eid
@@ -86,7 +86,7 @@ class Play:
     def value_start(self, world: World) -> None:
         """The wealth the cast starts with, at the prices of this moment (once it has its
         goods)."""
-        self.prices = dict(world.prices)
+        self.prices = dict(world.market.prices)
         self.start = {eid: wealth(world, eid, self.prices) for eid in self.ids.values()}
 
 

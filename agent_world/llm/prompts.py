@@ -59,7 +59,7 @@ def scene_rules(world: World) -> tuple[tuple[str, ...], frozenset[str]]:
     game = world.config.game
     lines = []
     actions: set[str] = set()
-    if world.hazard_tiles:
+    if world.ground.hazard_tiles:
         lines.append(f"- Hazard tiles (objects of kind hazard, listed under scenario.hazards) "
                      f"cost {game.hazard_damage:g} health every tick you stand on one: walk "
                      "round them.")
@@ -69,7 +69,7 @@ def scene_rules(world: World) -> tuple[tuple[str, ...], frozenset[str]]:
         lines.append(f"- craft makes one item from carried goods in {game.craft_ticks} ticks: "
                      f"{made}. Crafted goods are worth more than their parts.")
         actions.add("craft")
-    if world.capture_points or world.team_members:
+    if world.ground.capture_points or world.population.teams:
         lines.append(f"- Teams: a team takes a capture point by being the only team within "
                      f"{game.capture_radius} tiles (straight line) of it for "
                      f"{game.capture_ticks} ticks, and "

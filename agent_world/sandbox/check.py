@@ -282,9 +282,9 @@ def _nearest(world: World, caster: int, grids: Sequence[Any], reach: int) -> int
 
 
 def _target(world: World, caster: int, kind: str, reach: int, rng: random.Random) -> int:
-    grids = {"agent": [world.agents_grid], "object": [world.objects_grid],
-             "item": [world.items_grid],
-             "entity": [world.agents_grid, world.objects_grid, world.items_grid]}[kind]
+    grids = {"agent": [world.agents_grid], "object": [world.ground.objects],
+             "item": [world.ground.items],
+             "entity": [world.agents_grid, world.ground.objects, world.ground.items]}[kind]
     found = _nearest(world, caster, grids, reach + NEAR)
     if found is not None:
         return found
@@ -305,5 +305,5 @@ def _tile(world: World, caster: int, reach: int, rng: random.Random) -> tuple[in
     spots = [(pos.x + dx, pos.y + dy) for dy in range(-reach, reach + 1)
              for dx in range(-reach, reach + 1)
              if (dx or dy) and not world.terrain.is_blocked(pos.x + dx, pos.y + dy)
-             and not world.objects_grid.at(pos.x + dx, pos.y + dy)]
+             and not world.ground.objects.at(pos.x + dx, pos.y + dy)]
     return rng.choice(spots) if spots else (pos.x, pos.y)

@@ -6,7 +6,7 @@ when some client is watching and a frame is due, schedules the frame for after t
 (``defer``: the event loop's ``call_soon``), while the loop waits for the next one. A frame
 compares every agent's drawn state (position, health, flags, packed into one int) with the
 last frame's, and reads only the items and objects the world noted as changed
-(``World.ground_changes``, kept only while someone watches). Frames are spaced out so that
+(``World.ground.changes``, kept only while someone watches). Frames are spaced out so that
 they stay inside ``web.frame_budget`` of the main thread's time.
 
 Deltas carry absolute values (a position, not a step), so a client that applies a delta to
@@ -188,26 +188,26 @@ class LiveFeed:
         if not self.watchers:
             for layer in LAYERS:
                 self._seen[layer] = self.states(layer)
-            self.world.track_ground_changes(True)
+            self.world.ground.track_changes(True)
             self._pending, self._pending_dropped = [], 0
         self.watchers += 1
 
     def rebind(self, world: World) -> None:
         """Follow a replaced world (a served replay's seek). Memory holds nothing of it
         yet; what clients saw is of the old world, so the base is taken anew."""
-        self.world.track_ground_changes(False)
+        self.world.ground.track_changes(False)
         self.world = world
         self.ring.clear()
         self._pending, self._pending_dropped = [], 0
         if self.watchers:
             for layer in LAYERS:
                 self._seen[layer] = self.states(layer)
-            world.track_ground_changes(True)
+            world.ground.track_changes(True)
 
     def unwatch(self) -> None:
         self.watchers = max(0, self.watchers - 1)
         if not self.watchers:
-            self.world.track_ground_changes(False)
+            self.world.ground.track_changes(False)
             self._seen = {k: {} for k in LAYERS}
 
     # -- tick observer ------------------------------------------------------------------------
@@ -365,10 +365,10 @@ class LiveFeed:
 
     def _diff_ground(self, delta: Delta) -> None:
         """Items and objects change rarely: only those the world says changed are read."""
-        changes = self.world.ground_changes
+        changes = self.world.ground.changes
         if not changes:
             return
-        self.world.track_ground_changes(True)  # a fresh set for the next frame
+        self.world.ground.track_changes(True)  # a fresh set for the next frame
         for eid in changes:
             now = self._ground_state(eid)
             for layer in ("items", "objects"):

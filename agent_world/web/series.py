@@ -65,8 +65,8 @@ class MetricSeries:
         for personality, n in by.items():
             figures[f"agents.{personality}"] = n
         figures["gold_gini"] = round(gini(gold), 4)
-        figures["gold_total"] = sum(gold) + world.ground_goods.get(GOLD, 0)
-        for kind, price in world.prices.items():
+        figures["gold_total"] = sum(gold) + world.ground.goods.get(GOLD, 0)
+        for kind, price in world.market.prices.items():
             if kind != GOLD:
                 figures[f"price.{kind}"] = round(price, 3)
         p50, p99 = self.tick_ms()

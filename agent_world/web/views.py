@@ -91,7 +91,7 @@ def agent_rows(server: WebServer, *, sort: str, limit: int,
         rows.append({"id": eid, "name": agent.name, "personality": agent.personality,
                      "brain": agent.brain, "x": pos.x, "y": pos.y,
                      "health": round(needs.health, 2), "gold": inv.gold,
-                     "wealth": round(_wealth(world.prices, inv), 2), "kills": agent.kills,
+                     "wealth": round(_wealth(world.market.prices, inv), 2), "kills": agent.kills,
                      "age": tick - agent.born,
                      "carried": sum(inv.items.values())})
     if sort in ("id", "name"):

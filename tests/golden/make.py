@@ -167,7 +167,7 @@ def make_teams_crafting_brains(root: Path, name: str) -> tuple[Config, int]:
                                    source="console")
         if tick == 3:
             for agent in ("Red1", "Blue1"):
-                eid = world.find_agent(agent)
+                eid = world.population.find(agent)
                 assert eid is not None
                 world.inbox.submit("give", {"agent": eid, "item": "wood", "qty": 4},
                                    source="console")

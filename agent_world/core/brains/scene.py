@@ -43,7 +43,7 @@ def scene_choices(m: _Mind, cands: list[Candidate]) -> None:
     if world.recipes:
         _crafting(m, cands)
     if m.team:
-        if world.capture_points:
+        if world.ground.capture_points:
             _capture(m, cands)
         _enemies(m, cands)
 
@@ -91,7 +91,7 @@ def _capture(m: _Mind, cands: list[Candidate]) -> None:
     world, store = m.world, m.world.store
     radius = world.rules.capture_radius
     best: tuple[int, int, c.Position, bool] | None = None
-    for point in sorted(world.capture_points):
+    for point in sorted(world.ground.capture_points):
         state = world.teams.points.get(point, {})
         ours = state.get("owner") == m.team and not state.get("claimant")
         pos = store.get(point, c.Position)

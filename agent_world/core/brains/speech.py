@@ -207,7 +207,7 @@ def _recollection(world: World, row: AgentRow) -> str | None:
 def _market(world: World, name: str) -> str:
     kinds = [k for k in ITEMS if k != "gold"]
     kind = kinds[world.rng.randrange(len(kinds))]
-    price = world.prices[kind]
+    price = world.market.prices[kind]
     lines = _MARKET_UP if price >= ITEMS[kind].value else _MARKET_DOWN
     return _pick(world, lines).format(item=kind, price=f"{price:.1f}", name=name)
 

@@ -104,7 +104,7 @@ class _Mind:
         self.casting = casting.can_cast(world)
         self._spare: dict[str, int] = {}
         self.armed = _weapon_bonus(inv)  # the damage bonus of the best weapon carried
-        self.team = team_of(world, eid) if world.team_members else ""
+        self.team = team_of(world, eid) if world.population.teams else ""
         self.rows = world.agent_rows()
 
     def dist(self, pos: c.Position) -> int:
@@ -141,8 +141,8 @@ class _Mind:
 def _reserved(world: World, eid: int) -> dict[str, int]:
     """Goods promised in this agent's open offers."""
     out: dict[str, int] = {}
-    for oid in world.offers_from.get(eid, ()):
-        for kind, qty in world.offers[oid]["give"].items():
+    for offer in world.market.sent(eid):
+        for kind, qty in offer["give"].items():
             out[kind] = out.get(kind, 0) + qty
     return out
 
@@ -210,12 +210,12 @@ def value(world: World, personality: str, needs: c.Needs, inv: c.Inventory,
           goods: dict[str, int]) -> float:
     """What ``goods`` are worth to an agent, in gold."""
     total = 0.0
+    prices = world.market.prices
     for kind, qty in goods.items():
         if kind == GOLD:
             total += qty * gold_value(inv)
         else:
-            total += world.prices[kind] * qty * need_factor(world, personality, needs, inv,
-                                                            kind)
+            total += prices[kind] * qty * need_factor(world, personality, needs, inv, kind)
     return total
 
 
@@ -261,8 +261,8 @@ def _fits(world: World, inv: c.Inventory, gain: dict[str, int],
 
 def _offers(m: _Mind, cands: list[Candidate]) -> None:
     world, eid = m.world, m.eid
-    for oid in world.offers_to.get(eid, ()):
-        offer = world.offers[oid]
+    for offer in world.market.received(eid):
+        oid = offer["id"]
         give, want = offer["give"], offer["want"]
         sender = offer["from"]
         srow = m.rows.get(sender)
@@ -439,8 +439,8 @@ def _buy_food(m: _Mind, cands: list[Candidate], h: float) -> None:
         have = [k for k in oinv.items if ITEMS[k].category == "food" and oinv.items[k] >= 2]
         if not have or _food_units(oinv) < 3:
             continue
-        kind = max(have, key=lambda k: (ITEMS[k].nutrition / world.prices[k], k))
-        price = max(1, math.ceil(world.prices[kind] * (1.0 + 0.4 * h)))
+        kind = max(have, key=lambda k: (ITEMS[k].nutrition / world.market.prices[k], k))
+        price = max(1, math.ceil(world.market.prices[kind] * (1.0 + 0.4 * h)))
         if price <= m.inv.gold and _may_offer(m, other):
             cands.append((h * 0.9 * (0.5 + m.p.trade), "trade_offer",
                           {"target": other, "give": {GOLD: price}, "want": {kind: 1}}))
@@ -455,7 +455,7 @@ def _may_offer(m: _Mind, other: int) -> bool:
     if m.tick - m.social.last_offer < OFFER_GAP_TICKS:
         return False
     world, eid = m.world, m.eid
-    return not any(world.offers[o]["from"] == eid for o in world.offers_to.get(other, ()))
+    return not world.market.is_waiting(eid, other)
 
 
 def _energy(m: _Mind, cands: list[Candidate]) -> None:
@@ -522,13 +522,13 @@ def _sale(m: _Mind, other: int, orow: AgentRow) -> tuple[dict[str, int], int] | 
         resold = not needed and merchant and cat in ("food", "medicine", "weapon")
         if not (needed or resold):
             continue
-        worth = world.prices[kind] * spare
+        worth = world.market.prices[kind] * spare
         if best is None or worth > best[0]:
             best = (worth, kind, needed)
     if best is None:
         return None
     kind, needed = best[1], best[2]
-    unit = world.prices[kind]
+    unit = world.market.prices[kind]
     qty = min(m.spare(kind), max(1, math.ceil(1.5 / unit)))
     if needed:
         markup = 1.0 + 0.35 * world.rng.random() + (0.1 if m.p.trade >= 1.0 else 0.0)
@@ -547,7 +547,7 @@ def _bargain(m: _Mind, orow: AgentRow) -> tuple[dict[str, int], int] | None:
     for kind, qty in sorted(oinv.items.items(), key=lambda kq: (-kq[1], kq[0])):
         if qty >= 8 and ITEMS[kind].category in ("food", "medicine"):
             take = min(qty - 4, 3)
-            price = max(1, math.floor(world.prices[kind] * take * 0.8))
+            price = max(1, math.floor(world.market.prices[kind] * take * 0.8))
             if price <= m.inv.gold and _fits(world, m.inv, {kind: take}, {}):
                 return {kind: take}, price
         break  # only their biggest stock is worth a bid
@@ -654,7 +654,8 @@ def _social_spells(m: _Mind, cands: list[Candidate]) -> None:
         goods = [k for k in m.inv.items if m.spare(k) > 0]
         if goods:
             kind = goods[world.rng.randrange(len(goods))]
-            text = speech.advert(world, m.row.agent.name, kind, max(1.0, world.prices[kind] * 1.1))
+            price = max(1.0, world.market.prices[kind] * 1.1)
+            text = speech.advert(world, m.row.agent.name, kind, price)
             cands.append((0.4, "use_ability", {"ability": "proclaim", "text": text}))
 
 
@@ -711,7 +712,7 @@ def _burden(m: _Mind, cands: list[Candidate]) -> None:
     if m.burden >= JUNK_AT and world.rng.random() < 0.25:
         junk = [k for k in m.inv.items if _junk(m, k)]
         if junk:
-            kind = min(junk, key=lambda k: (world.prices[k] / ITEMS[k].weight, k))
+            kind = min(junk, key=lambda k: (world.market.prices[k] / ITEMS[k].weight, k))
             cands.append((0.15 + 0.3 * m.burden, "drop", {"item": kind, "qty": m.spare(kind)}))
     if m.burden < DROP_AT:
         return
@@ -720,7 +721,7 @@ def _burden(m: _Mind, cands: list[Candidate]) -> None:
         spare = [k for k in m.inv.items if ITEMS[k].weight > 0]
     if not spare:
         return
-    kind = min(spare, key=lambda k: (world.prices[k] / ITEMS[k].weight, k))
+    kind = min(spare, key=lambda k: (world.market.prices[k] / ITEMS[k].weight, k))
     capacity = world.rules.carry_capacity
     excess = load(m.inv) - capacity * LIGHTEN_TO
     qty = max(1, min(m.spare(kind) or m.inv.items[kind],
@@ -751,7 +752,7 @@ def _build(m: _Mind, cands: list[Candidate]) -> None:
     for dx, dy in ((1, 0), (0, 1), (-1, 0), (0, -1), (1, 1), (-1, -1), (1, -1), (-1, 1)):
         x, y = m.pos.x + dx, m.pos.y + dy
         if (terrain.in_bounds(x, y) and not terrain.is_blocked(x, y)
-                and not world.objects_grid.at(x, y)):
+                and not world.ground.objects.at(x, y)):
             cands.append((0.4, "use_ability", {"ability": "build_shelter", "x": x, "y": y}))
             return
 

@@ -45,7 +45,7 @@ Candidate = tuple[float, str, dict[str, Any]]
 def worth(world: World, kind: str, qty: int, needs: c.Needs, inv: c.Inventory) -> float:
     """What goods are worth to an agent: the market price, more for food when hungry and
     for goods it has none of."""
-    value = world.prices[kind] * qty
+    value = world.market.prices[kind] * qty
     if ITEMS[kind].category == "food" and needs.hunger > 50:
         value *= 1.8
     if kind != GOLD and kind not in inv.items:
@@ -73,8 +73,8 @@ def _say(world: World, topic: str, **fields: Any) -> dict[str, Any]:
 
 def _respond_to_offers(world: World, eid: int, row: AgentRow, cands: list[Candidate]) -> None:
     needs, inv, social = row.needs, row.inv, row.social
-    for oid in world.offers_to.get(eid, ()):
-        offer = world.offers[oid]
+    for offer in world.market.received(eid):
+        oid = offer["id"]
         have_all = all(inv.count(k) >= q for k, q in offer["want"].items())
         gain = sum(worth(world, k, q, needs, inv) for k, q in offer["give"].items())
         cost = sum(worth(world, k, q, needs, inv) for k, q in offer["want"].items())
@@ -143,7 +143,7 @@ def _hunger(world: World, eid: int, row: AgentRow, p: Profile,
             have = _food(oinv)
             if have:
                 kind = have[0]
-                price = max(1, math.ceil(world.prices[kind] * 1.2))
+                price = max(1, math.ceil(world.market.prices[kind] * 1.2))
                 if price <= inv.gold and _may_offer(world, eid, other):
                     cands.append((h * 0.9 * (0.5 + p.trade), "trade_offer",
                                   {"target": other, "give": {GOLD: price},
@@ -158,7 +158,7 @@ def _may_offer(world: World, eid: int, other: int) -> bool:
     """Not too soon after the last offer, and none still waiting on ``other``."""
     if world.tick - world.store.get(eid, c.Social).last_offer < OFFER_GAP_TICKS:
         return False
-    return not any(world.offers[o]["from"] == eid for o in world.offers_to.get(other, ()))
+    return not world.market.is_waiting(eid, other)
 
 
 def _energy(world: World, row: AgentRow, cands: list[Candidate]) -> None:
@@ -211,7 +211,7 @@ def _ambition(world: World, eid: int, row: AgentRow, p: Profile,
         # Commerce: sell one surplus good for a little over its price.
         if surplus and liking > -0.3 and dist <= 6 and oinv.gold > 0:
             # Bundle cheap goods so that a whole-gold price stays fair.
-            unit = world.prices[surplus]
+            unit = world.market.prices[surplus]
             qty = min(inv.items[surplus] - 1, max(1, math.ceil(1.5 / unit)))
             price = max(1, round(qty * unit * 1.05))
             if price <= oinv.gold and _may_offer(world, eid, other):

@@ -141,13 +141,13 @@ def build_ctx(world: World, eid: int, row: AgentRow, spec: AbilitySpec,
                            "y": opos.y, "health": round(store.get(other, c.Needs).health, 2),
                            "distance": chebyshev(pos.x, pos.y, opos.x, opos.y)})
     objects: list[dict[str, Any]] = []
-    for _d2, oid in world.objects_grid.near(pos.x, pos.y, radius)[:NEARBY]:
+    for _d2, oid in world.ground.objects.near(pos.x, pos.y, radius)[:NEARBY]:
         obj, opos = store.get(oid, c.StaticObject), store.get(oid, c.Position)
         objects.append({"id": oid, "kind": obj.kind, "x": opos.x, "y": opos.y,
                         "stock": obj.stock, "distance": chebyshev(pos.x, pos.y, opos.x,
                                                                   opos.y)})
     items: list[dict[str, Any]] = []
-    for _d2, iid in world.items_grid.near(pos.x, pos.y, radius)[:NEARBY]:
+    for _d2, iid in world.ground.items.near(pos.x, pos.y, radius)[:NEARBY]:
         item, ipos = store.get(iid, c.Item), store.get(iid, c.Position)
         items.append({"id": iid, "kind": item.kind, "qty": item.qty, "owner": item.owner,
                       "x": ipos.x, "y": ipos.y,

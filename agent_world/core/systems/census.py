@@ -51,7 +51,7 @@ def _nearest_rank(ordered: list[int], q: float) -> int:
 
 def census_figures(world: World) -> dict[str, Any]:
     """The figures of one census (the fields of a ``census`` event)."""
-    prices = world.prices
+    prices = world.market.prices
     by_personality = dict.fromkeys(PERSONALITIES, 0)
     by_brain: dict[str, int] = {}
     gold: list[float] = []
@@ -74,7 +74,7 @@ def census_figures(world: World) -> dict[str, Any]:
         gold.append(inv.gold)
         wealth.append(inv.gold + sum(prices[k] * q for k, q in inv.items.items()))
         carried.append(sum(inv.items.values()))
-    ground_gold = world.ground_goods.get(GOLD, 0)
+    ground_gold = world.ground.goods.get(GOLD, 0)
     total_gold = sum(gold) + ground_gold
     carried.sort()
     loads.sort()
@@ -94,7 +94,7 @@ def census_figures(world: World) -> dict[str, Any]:
                  "max": round(loads[-1], 2) if loads else 0.0, "capacity": capacity},
         "over_capacity": over,
         "age": {"p50": _nearest_rank(ages, 0.5), "max": ages[-1] if ages else 0},
-        "goods_on_ground": sum(q for k, q in world.ground_goods.items() if k != GOLD),
+        "goods_on_ground": sum(q for k, q in world.ground.goods.items() if k != GOLD),
         "prices": {k: round(v, 3) for k, v in prices.items() if k != GOLD},
         "counters": dict(sorted(world.counters.items())),  # cumulative since tick 0
     }

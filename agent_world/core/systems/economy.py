@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 from agent_world.core import components as c
 from agent_world.core import events as ev
-from agent_world.core.items import GOLD, ITEMS, OBJECTS
+from agent_world.core.items import ITEMS
 
 if TYPE_CHECKING:
     from agent_world.core.world import World
@@ -14,7 +14,6 @@ if TYPE_CHECKING:
 __all__ = ["economy_system", "market_demand", "market_supply", "update_prices"]
 
 REGROW_CHECK_TICKS = 50
-PRICE_FLOOR, PRICE_CEILING = 0.25, 4.0
 ANNOUNCE_MOVE = 0.05
 
 
@@ -46,7 +45,7 @@ def _finish_demand(world: World, wanted: dict[str, float]) -> dict[str, float]:
     demand.update(wanted)
     for kind in _MATERIALS:
         demand[kind] += len(world.agents()) / 10.0
-    for offer in world.offers.values():
+    for offer in world.market.offers.values():
         for kind, qty in offer["want"].items():
             demand[kind] += qty
     return demand
@@ -55,7 +54,7 @@ def _finish_demand(world: World, wanted: dict[str, float]) -> dict[str, float]:
 def market_supply(world: World) -> dict[str, int]:
     """Units of each good in the world right now: on the ground and carried."""
     supply = dict.fromkeys(ITEMS, 0)
-    supply.update(world.ground_goods)
+    supply.update(world.ground.goods)
     carried: dict[str, int] = {}
     wanted: dict[str, float] = {}
     for _eid, (agent, _p, needs, inv, *_rest) in world.agents():
@@ -82,15 +81,8 @@ def update_prices(world: World, supply: dict[str, int] | None = None,
     supply = market_supply(world) if supply is None else supply
     demand = market_demand(world) if demand is None else demand
     cushion = max(1.0, len(world.agents()) / 4.0)
-    k = world.rules.price_sensitivity
-    for kind, spec in ITEMS.items():
-        if kind == GOLD:
-            continue
-        ratio = (demand[kind] + cushion) / (supply[kind] + cushion)
-        ratio = min(PRICE_CEILING, max(PRICE_FLOOR, ratio))
-        old = world.prices[kind]
-        new = round(old + k * (spec.value * ratio - old), 3)
-        world.prices[kind] = new
+    for kind, old, new in world.market.reprice(supply, demand, cushion,
+                                               world.rules.price_sensitivity):
         if abs(new - old) >= ANNOUNCE_MOVE * old:
             world.emit(ev.PRICE, item=kind, old=old, price=new, supply=supply[kind],
                        demand=round(demand[kind], 1))
@@ -102,62 +94,37 @@ def _census(world: World) -> None:
     prices from the period's tally."""
     period = world.rules.price_update_interval_ticks
     phase = world.tick % period
-    tally = world.market_tally
+    tally = world.market.tally
     carried, wanted = tally["carried"], tally["wanted"]
     for _eid, (agent, _p, needs, inv, *_rest) in world.agents()[phase::period]:
         _count_agent(agent, needs, inv, carried, wanted)
     if phase == 0:
         supply = dict.fromkeys(ITEMS, 0)
-        supply.update(world.ground_goods)
+        supply.update(world.ground.goods)
         for kind, qty in carried.items():
             supply[kind] += qty
         update_prices(world, supply, _finish_demand(world, wanted))
-        carried.clear()
-        wanted.clear()
+        world.market.clear_tally()
 
 
 def _expire_offers(world: World) -> None:
-    # Offers are kept in creation order and all live equally long: the expired ones lead.
-    tick = world.tick
-    expired = []
-    for oid, offer in world.offers.items():
-        if offer["expires"] > tick:
-            break
-        expired.append(oid)
-    for oid in expired:
-        offer = world.remove_offer(oid)
-        world.emit(ev.TRADE_EXPIRED, offer=oid, agent=offer["from"], target=offer["to"])
+    for offer in world.market.expire(world.tick):
+        world.emit(ev.TRADE_EXPIRED, offer=offer["id"], agent=offer["from"],
+                   target=offer["to"])
 
 
 def _spawn_items(world: World) -> None:
-    world.spawn_credit += world.settings.item_spawn_rate
-    cap = world.max_ground_items()
-    while world.spawn_credit >= 1.0:
-        if len(world.items_grid) >= cap:
-            world.spawn_credit = 0.0  # a full map does not bank spawns for later
-            return
-        world.spawn_credit -= 1.0
+    ground = world.ground
+    ground.bank_spawns(world.settings.item_spawn_rate)
+    while ground.spawn_due():
         world.spawn_random_item()
-
-
-def _regrow(world: World) -> None:
-    tick = world.tick
-    store = world.store
-    for eid in sorted(world.regrowing):
-        obj = store.get(eid, c.StaticObject)
-        if obj.regrow_at <= tick:
-            obj.stock += 1
-            obj.regrow_at = tick + world.rules.object_regrow_ticks
-            world.ground_changed(eid)
-            if obj.stock >= OBJECTS[obj.kind].max_stock:
-                world.regrowing.discard(eid)
 
 
 def economy_system(world: World) -> None:
     tick = world.tick
-    if world.offers:
+    if world.market.offers:
         _expire_offers(world)
     _spawn_items(world)
     _census(world)
     if tick % REGROW_CHECK_TICKS == 0:
-        _regrow(world)
+        world.ground.regrow(tick)

@@ -22,7 +22,7 @@ __all__ = ["hazards_system"]
 
 
 def hazards_system(world: World) -> None:
-    tiles = world.hazard_tiles
+    tiles = world.ground.hazard_tiles
     damage = world.rules.hazard_damage
     if not tiles or not damage:
         return

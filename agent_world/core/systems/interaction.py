@@ -89,7 +89,7 @@ def _pickup(world: World, eid: int, row: AgentRow, action: Action) -> None:
         second_hand = marked.qty if marked is not None else 0
         world.remove_entity(target)
     else:  # what does not fit stays on the ground
-        second_hand = world.take_from_stack(target, item, qty)
+        second_hand = world.ground.take(target, item, qty)
     # Units carried before are picked up, not gathered: the metrics read the event.
     world.emit(ev.PICKUP, agent=eid, name=world.name_of(eid), item=item.kind, qty=qty,
                item_id=target, **({"second_hand": second_hand} if second_hand else {}))
@@ -181,7 +181,7 @@ def _use(world: World, eid: int, row: AgentRow, action: Action) -> None:
         fail(world, eid, intent, f"cannot carry the {got} of {world.label(target)}: "
              f"{_burden(world, inv)}")
         return
-    world.deplete(target, obj, 1)
+    world.ground.deplete(target, obj, 1, world.tick)
     inv.add(got, 1)
     world.emit(ev.HARVEST, agent=eid, name=world.name_of(eid), object=obj.kind, item=got)
     finish(intent)
@@ -273,10 +273,10 @@ def _trade_offer(world: World, eid: int, row: AgentRow, action: Action) -> None:
     target = _target_agent(world, eid, row, action)
     if target is None:
         return
-    if any(world.offers[o]["from"] == eid for o in world.offers_to.get(target, ())):
+    if world.market.is_waiting(eid, target):
         fail(world, eid, intent, f"already waiting for {world.label(target)} to answer")
         return
-    oid = world.add_offer(eid, target, give, want)
+    oid = world.market.open(world.tick, eid, target, give, want)
     row.social.last_offer = world.tick
     world.remember(target, f"{world.label(eid)} offers {give} for {want} (offer {oid})")
     world.emit(ev.TRADE_OFFER, agent=eid, name=world.name_of(eid), target=target,
@@ -287,29 +287,29 @@ def _trade_offer(world: World, eid: int, row: AgentRow, action: Action) -> None:
 def _trade_accept(world: World, eid: int, row: AgentRow, action: Action) -> None:
     pos, inv, intent = row.pos, row.inv, row.intent
     oid = action.args["offer"]
-    offer = world.offers.get(oid)
+    offer = world.market.offer(oid)
     if offer is None or offer["to"] != eid:
         fail(world, eid, intent, f"no open offer {oid} to you")
         return
     sender = offer["from"]
     spos = world.store.try_get(sender, c.Position)
     if spos is None or chebyshev(pos.x, pos.y, spos.x, spos.y) > world.rules.trade_range + 2:
-        world.remove_offer(oid)
+        world.market.close(oid)
         _undone(world, eid, intent, offer, f"{world.label(sender)} is no longer near")
         return
     sinv = world.store.get(sender, c.Inventory)
     missing = _lacking(sinv, offer["give"]) or _lacking(inv, offer["want"])
     if missing:
-        world.remove_offer(oid)
+        world.market.close(oid)
         _undone(world, eid, intent, offer, f"the trade fell through: missing {missing}")
         return
     if not fits(world, inv, offer["give"], offer["want"]):
-        world.remove_offer(oid)
+        world.market.close(oid)
         _undone(world, eid, intent, offer, f"the trade fell through: {world.label(eid)} "
                 f"cannot carry it ({_burden(world, inv)})")
         return
     if not fits(world, sinv, offer["want"], offer["give"]):
-        world.remove_offer(oid)
+        world.market.close(oid)
         _undone(world, eid, intent, offer, f"the trade fell through: {world.label(sender)} "
                 f"cannot carry it ({_burden(world, sinv)})")
         return
@@ -321,7 +321,7 @@ def _trade_accept(world: World, eid: int, row: AgentRow, action: Action) -> None
         sinv.add(kind, qty)
     fee = (_market_fee(world, inv, offer["give"].get(GOLD, 0))
            + _market_fee(world, sinv, offer["want"].get(GOLD, 0)))
-    world.remove_offer(oid)
+    world.market.close(oid)
     for a, b in ((eid, sender), (sender, eid)):
         adjust_relationship(world, a, b, 0.1)
         adjust_reputation(world, a, 0.02)
@@ -356,7 +356,7 @@ def _market_fee(world: World, payee: c.Inventory, gold: int) -> int:
     fee = min(fee, payee.gold)
     if fee:
         payee.take(GOLD, fee)
-        world.ledger["gold_destroyed"] += fee
+        world.market.burn(fee)
         world.count("market_fees", fee)
     return fee
 
@@ -364,11 +364,11 @@ def _market_fee(world: World, payee: c.Inventory, gold: int) -> int:
 def _trade_decline(world: World, eid: int, row: AgentRow, action: Action) -> None:
     intent = row.intent
     oid = action.args["offer"]
-    offer = world.offers.get(oid)
+    offer = world.market.offer(oid)
     if offer is None or offer["to"] != eid:
         fail(world, eid, intent, f"no open offer {oid} to you")
         return
-    world.remove_offer(oid)
+    world.market.close(oid)
     world.remember(offer["from"], f"{world.label(eid)} declined offer {oid}")
     world.emit(ev.TRADE_DECLINED, agent=eid, name=world.name_of(eid), target=offer["from"],
                target_name=world.name_of(offer["from"]), offer=oid)

@@ -59,8 +59,7 @@ def die(world: World, eid: int, cause: str | None = None) -> None:
     estate = _settle_estate(world, eid, killer) if inv.gold else {}
     if inv.gold:
         world.spawn_item(GOLD, inv.gold, pos.x, pos.y, carried=True)
-    for oid in [o for o, offer in world.offers.items() if eid in (offer["from"], offer["to"])]:
-        world.remove_offer(oid)
+    world.market.close_all_of(eid)
     if killer != NO_ONE:
         killer_agent = store.try_get(killer, c.Agent)
         if killer_agent is not None:
@@ -87,7 +86,7 @@ def _settle_estate(world: World, eid: int, killer: int) -> dict[str, Any]:
         lost = min(inv.gold, round(inv.gold * rules.estate_dues))
         if lost:
             inv.gold -= lost
-            world.ledger["gold_destroyed"] += lost
+            world.market.burn(lost)
             world.count("estate_gold", lost)
             fields["estate_lost"] = lost
     if rules.inheritance and inv.gold:
@@ -125,7 +124,7 @@ def newcomer_personality(world: World) -> str | None:
     mix = {p: w for p, w in world.settings.personality_mix.items() if w > 0}
     if not mix:
         return None
-    living = world.personalities
+    living = world.population.personalities
     counts = {p: living.get(p, 0) for p in mix}
     total = sum(mix.values())
     n = sum(counts.values()) + 1
@@ -147,7 +146,7 @@ def _immigration(world: World) -> None:
     personality = newcomer_personality(world)
     if personality is None or living >= settings.max_agents:
         return
-    missing = not world.personalities.get(personality)
+    missing = not world.population.personalities.get(personality)
     if living < settings.starting_agents or missing:
         world.spawn_agent(personality=personality)
         world.count("immigrants")

@@ -52,7 +52,7 @@ def _plan(world: World, pos: c.Position, intent: c.Intent, gx: int, gy: int,
     distance = abs(pos.x - gx) + abs(pos.y - gy)
     steps, _complete = find_path(t.blocked, t.width, t.height, (pos.x, pos.y), (gx, gy),
                                  reach, max_nodes=min(4000, 200 + 40 * distance),
-                                 avoid=world.hazard_tiles or None)
+                                 avoid=world.ground.hazard_tiles or None)
     intent.path = steps
     intent.goal = gy * t.width + gx
 
@@ -111,7 +111,7 @@ def _wander_leg(world: World, pos: c.Position) -> list[int]:
     rng = world.rng
     terrain = world.terrain
     w = terrain.width
-    hazards = world.hazard_tiles
+    hazards = world.ground.hazard_tiles
     for _ in range(4):
         dx, dy = _HEADINGS[rng.randrange(4)]
         leg: list[int] = []

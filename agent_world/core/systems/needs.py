@@ -16,6 +16,7 @@ def needs_system(world: World) -> None:
     drain = r.energy_per_tick
     starve = r.starvation_damage_per_tick
     regen = r.health_regen_per_tick
+    near_shelter = world.ground.near_shelter
     columns = world.agent_columns()
     for pos, needs, intent in zip(columns.positions, columns.needs, columns.intents,
                                   strict=True):
@@ -24,7 +25,7 @@ def needs_system(world: World) -> None:
         action = intent.action
         if action is not None and action.name == "rest":
             gain = r.rest_energy_per_tick
-            if world.near_shelter(pos.x, pos.y):
+            if near_shelter(pos.x, pos.y):
                 gain *= r.shelter_rest_multiplier
             energy = needs.energy + gain
             needs.energy = 100.0 if energy > 100.0 else energy

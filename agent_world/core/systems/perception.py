@@ -22,13 +22,14 @@ def perceive(world: World, eid: int, x: int, y: int,
     objects within vision radius, nearest first."""
     radius = world.rules.vision_radius
     r2 = radius * radius
+    ground = world.ground
     if radius <= world.agents_grid.cell:  # the three grids share one layout
         agents = world.agents_grid.ids_in_block(x, y, r2)
         if eid in agents:
             agents.remove(eid)
-        return (agents, world.items_grid.ids_in_block(x, y, r2),
-                world.objects_grid.ids_in_block(x, y, r2) if objects else None)
-    grids = (world.agents_grid, world.items_grid) + ((world.objects_grid,) if objects else ())
+        return (agents, ground.items.ids_in_block(x, y, r2),
+                ground.objects.ids_in_block(x, y, r2) if objects else None)
+    grids = (world.agents_grid, ground.items) + ((ground.objects,) if objects else ())
     found: list[list[tuple[int, int]]] = [[] for _ in grids]
     span = world.agents_grid.bucket_range(x, y, radius)
     for grid, into in zip(grids, found, strict=True):

@@ -18,10 +18,10 @@ __all__ = ["capture_system", "team_say"]
 
 def capture_system(world: World) -> None:
     """Advance every capture point: who is there, who takes it, who scores."""
-    if not world.capture_points:
+    if not world.ground.capture_points:
         return
     book, rules, store = world.teams, world.rules, world.store
-    for point in sorted(world.capture_points):
+    for point in sorted(world.ground.capture_points):
         pos = store.get(point, c.Position)
         present: dict[str, list[int]] = {}
         for _d2, eid in world.agents_grid.near(pos.x, pos.y, rules.capture_radius):
@@ -71,7 +71,7 @@ def team_say(world: World, eid: int, row: AgentRow, action: Action) -> None:
              f"not {len(text)}")
         return
     store = world.store
-    heard_by = [m for m in world.team_members.get(team, ()) if m != eid]
+    heard_by = [m for m in world.population.teams.get(team, ()) if m != eid]
     heard_by.sort()
     name = world.name_of(eid)
     entry = {"tick": world.tick, "from": eid, "name": name, "text": text, "team": True}

@@ -81,7 +81,7 @@ def _weather_ground(world: World, rate: float, ground_life: int) -> None:
         if lost >= item.qty:
             world.remove_entity(eid)
         else:
-            world.take_from_stack(eid, item, lost)
+            world.ground.take(eid, item, lost)
 
 
 def _gold_upkeep(world: World, per_hour: float, free: int) -> None:
@@ -94,7 +94,7 @@ def _gold_upkeep(world: World, per_hour: float, free: int) -> None:
         due = min(inv.gold, _by_chance(world, (inv.gold - free) * share))
         if due:
             inv.gold -= due
-            world.ledger["gold_destroyed"] += due
+            world.market.burn(due)
             world.count("upkeep_gold", due)
 
 
