@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from agent_world.config import Config, WorldConfig
+from agent_world.core import events as ev
 from agent_world.types import Event, TickReport
 
 __all__ = ["NOSAVE_LOGS_KEPT", "WorldLog", "format_event", "printable", "prune_nosave_logs",
@@ -98,9 +99,9 @@ def prune_nosave_logs(folder: Path, keep: int = NOSAVE_LOGS_KEPT) -> list[Path]:
     return removed
 
 # Routine events are left out of the log unless ``everything`` is on.
-ROUTINE = frozenset({"pickup", "harvest", "eat", "action_failed", "trade_offer",
-                     "trade_declined", "trade_expired", "defend", "use", "drop", "census",
-                     "spoiled"})
+ROUTINE = frozenset({ev.PICKUP, ev.HARVEST, ev.EAT, ev.ACTION_FAILED, ev.TRADE_OFFER,
+                     ev.TRADE_DECLINED, ev.TRADE_EXPIRED, ev.DEFEND, ev.USE, ev.DROP, ev.CENSUS,
+                     ev.SPOILED})
 
 
 def _goods(goods: dict[str, int]) -> str:
@@ -139,68 +140,68 @@ def _estate(e: Event) -> str:
 
 
 _FORMATS: dict[str, Callable[[Event], str]] = {
-    "spawn": lambda e: f"SPAWN    {_who(e)} ({e['personality']}, {e['brain']}) appears at "
+    ev.SPAWN: lambda e: f"SPAWN    {_who(e)} ({e['personality']}, {e['brain']}) appears at "
                        f"({e['x']}, {e['y']})",
-    "death": lambda e: f"DEATH    {_who(e)} ({e['personality']}) {_death(e['cause'])} at "
+    ev.DEATH: lambda e: f"DEATH    {_who(e)} ({e['personality']}) {_death(e['cause'])} at "
                        f"({e['x']}, {e['y']}) aged {_count(e['age'], 'tick')}"
                        + (f", dropping {_goods(e['dropped'])}" if e.get("dropped") else "")
                        + _estate(e),
-    "attack": lambda e: f"ATTACK   {_who(e)} hits {_who(e, 'target', 'target_name')} for "
+    ev.ATTACK: lambda e: f"ATTACK   {_who(e)} hits {_who(e, 'target', 'target_name')} for "
                         f"{e['damage']:g}{' (defended)' if e.get('defended') else ''} "
                         f"-> health {e['health']:g}",
-    "trade": lambda e: f"TRADE    {_who(e)} gives {_goods(e['give'])} to "
+    ev.TRADE: lambda e: f"TRADE    {_who(e)} gives {_goods(e['give'])} to "
                        f"{_who(e, 'target', 'target_name')} for {_goods(e['want'])}"
                        + (f" (market fee {e['fee']} gold)" if e.get("fee") else ""),
-    "trade_undone": lambda e: f"UNDONE   {_who(e)} accepted offer #{e['offer']} of "
+    ev.TRADE_UNDONE: lambda e: f"UNDONE   {_who(e)} accepted offer #{e['offer']} of "
                               f"{_who(e, 'target', 'target_name')}, but {e['reason']}",
-    "weapon_broke": lambda e: f"BROKE    {_who(e)}'s {e['item']} breaks",
-    "theft": lambda e: (f"THEFT    {_who(e)} stole {e['qty']} {e['item']} from "
+    ev.WEAPON_BROKE: lambda e: f"BROKE    {_who(e)}'s {e['item']} breaks",
+    ev.THEFT: lambda e: (f"THEFT    {_who(e)} stole {e['qty']} {e['item']} from "
                         f"{_who(e, 'victim', 'victim_name')}"
                         if e.get("success", True) else
                         f"THEFT    {_who(e)} failed to rob "
                         f"{_who(e, 'victim', 'victim_name')}")
                        + (" (seen)" if e.get("noticed") else " (unseen)"),
-    "say": lambda e: f"SAY      {_who(e)}"
+    ev.SAY: lambda e: f"SAY      {_who(e)}"
                      + (f" to {_who(e, 'to', 'to_name')}" if "to" in e else "")
                      + f": \"{e['text']}\" (heard by {e['heard_by']})",
-    "gift": lambda e: f"GIFT     {_who(e)} gives {e['qty']} {e['item']} to "
+    ev.GIFT: lambda e: f"GIFT     {_who(e)} gives {e['qty']} {e['item']} to "
                       f"{_who(e, 'target', 'target_name')}",
-    "team_say": lambda e: f"TEAM     {_who(e)} to team {e['team']}: \"{e['text']}\" "
+    ev.TEAM_SAY: lambda e: f"TEAM     {_who(e)} to team {e['team']}: \"{e['text']}\" "
                           f"(heard by {e['heard_by']})",
-    "craft": lambda e: f"CRAFT    {_who(e)} makes a {e['item']} from "
+    ev.CRAFT: lambda e: f"CRAFT    {_who(e)} makes a {e['item']} from "
                        + ", ".join(f"{n} {kind}" for kind, n in e["inputs"].items()),
-    "capture": lambda e: f"CAPTURE  team {e['team']} takes the point at ({e['x']}, {e['y']})"
+    ev.CAPTURE: lambda e: f"CAPTURE  team {e['team']} takes the point at ({e['x']}, {e['y']})"
                          + (f" from {e['previous']}" if e.get("previous") else ""),
-    "hazard": lambda e: f"HAZARD   {_who(e)} is hurt for {e['damage']:g} at ({e['x']}, "
+    ev.HAZARD: lambda e: f"HAZARD   {_who(e)} is hurt for {e['damage']:g} at ({e['x']}, "
                         f"{e['y']})",
-    "price": lambda e: f"PRICE    {e['item']} {e['old']:g} -> {e['price']:g} gold "
+    ev.PRICE: lambda e: f"PRICE    {e['item']} {e['old']:g} -> {e['price']:g} gold "
                        f"(supply {e['supply']}, demand {e['demand']:g})",
-    "overrun": lambda e: f"OVERRUN  tick {e['late_tick']} took {e['ms']:g} ms (budget "
+    ev.OVERRUN: lambda e: f"OVERRUN  tick {e['late_tick']} took {e['ms']:g} ms (budget "
                          f"{e['budget_ms']:g} ms)",
-    "skipped": lambda e: f"SKIPPED  {e['ticks']} ticks: the loop fell {e['ms']:g} ms behind "
+    ev.SKIPPED: lambda e: f"SKIPPED  {e['ticks']} ticks: the loop fell {e['ms']:g} ms behind "
                          f"and started afresh (a tick is {e['budget_ms']:g} ms)",
-    "input_rejected": lambda e: f"REJECTED input #{e['seq']} ({e['input']} from "
+    ev.INPUT_REJECTED: lambda e: f"REJECTED input #{e['seq']} ({e['input']} from "
                                 f"{e['source']}): {e['reason']}",
-    "removed": lambda e: f"REMOVED  {e['what']} by the operator",
-    "given": lambda e: f"GIVEN    the operator gives {e['qty']} {e['item']} to "
+    ev.REMOVED: lambda e: f"REMOVED  {e['what']} by the operator",
+    ev.GIVEN: lambda e: f"GIVEN    the operator gives {e['qty']} {e['item']} to "
                        f"{_who(e, 'target', 'target_name')}",
-    "ability": lambda e: f"ABILITY  {_who(e)} uses {e['ability']}: "
+    ev.ABILITY: lambda e: f"ABILITY  {_who(e)} uses {e['ability']}: "
                          + ("; ".join(e["effects"]) or "no effect"),
-    "ability_requested": lambda e: f"REQUEST  {_who(e)} asks the angel (request "
+    ev.ABILITY_REQUESTED: lambda e: f"REQUEST  {_who(e)} asks the angel (request "
                                    f"#{e['request']}): \"{e['text']}\"",
-    "ability_accepted": lambda e: f"NEW      ability {e['ability']} ({e['origin']}"
+    ev.ABILITY_ACCEPTED: lambda e: f"NEW      ability {e['ability']} ({e['origin']}"
                                   + (f", for {_who(e)}" if "agent" in e else "")
                                   + f"): {e['description']}",
-    "ability_refused": lambda e: f"REFUSED  the angel refused {_who(e)} (request "
+    ev.ABILITY_REFUSED: lambda e: f"REFUSED  the angel refused {_who(e)} (request "
                                  f"#{e['request']}): {e['reason']}",
-    "ability_disabled": lambda e: f"DISABLED ability {e['ability']}"
+    ev.ABILITY_DISABLED: lambda e: f"DISABLED ability {e['ability']}"
                                   + (f" (cast by {_who(e)})" if "agent" in e else "")
                                   + f": {e['reason']}",
-    "ability_enabled": lambda e: f"ENABLED  ability {e['ability']} by the operator",
-    "ability_killed": lambda e: f"KILLED   ability {e['ability']} (cast by {_who(e)}) was "
+    ev.ABILITY_ENABLED: lambda e: f"ENABLED  ability {e['ability']} by the operator",
+    ev.ABILITY_KILLED: lambda e: f"KILLED   ability {e['ability']} (cast by {_who(e)}) was "
                                 f"stopped: {e['reason']} (strike {e['strikes']} of "
                                 f"{e['limit']})",
-    "ability_request_expired": lambda e: f"EXPIRED  request #{e['request']} of agent "
+    ev.ABILITY_REQUEST_EXPIRED: lambda e: f"EXPIRED  request #{e['request']} of agent "
                                          f"#{e['agent']} got no answer in time",
 }
 

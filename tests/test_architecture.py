@@ -182,3 +182,41 @@ def test_events_are_emitted_by_their_registered_names() -> None:
             elif getattr(events, first.attr, None) not in events.WORLD_EVENTS:
                 offenders.append(f"{where} emits {ast.unparse(first)}, not a world event")
     assert not offenders, "\n".join(offenders)
+
+
+def _reads_type(node: ast.expr) -> bool:
+    """``X["type"]`` or ``X.get("type")``: an event's (or record's) type being read."""
+    if isinstance(node, ast.Subscript):
+        return isinstance(node.slice, ast.Constant) and node.slice.value == "type"
+    return (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "get" and bool(node.args)
+            and isinstance(node.args[0], ast.Constant) and node.args[0].value == "type")
+
+
+def test_events_are_matched_by_their_registered_names() -> None:
+    """Outside ``core/events.py`` no module matches an event's type against a string of its
+    own (``event["type"] == "death"``, ``.get("type") in ("price", ...)``), and no table is
+    keyed by event-type strings: each reads ``ev.NAME``, so a renamed event cannot leave a
+    reader silently matching nothing."""
+    from agent_world.core import events
+
+    names = events.EVENT_TYPES
+    offenders = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        if path == PACKAGE / "core" / "events.py":
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            where = f"{path.relative_to(PACKAGE)}:{getattr(node, 'lineno', 0)}"
+            if isinstance(node, ast.Compare) and _reads_type(node.left):
+                for other in node.comparators:
+                    literals = [other] if isinstance(other, ast.Constant) else \
+                        list(getattr(other, "elts", []))
+                    offenders += [f"{where} matches {lit.value!r} as a string"
+                                  for lit in literals if isinstance(lit, ast.Constant)
+                                  and lit.value in names]
+            elif isinstance(node, ast.Dict):
+                keys = [k.value for k in node.keys if isinstance(k, ast.Constant)]
+                if len(keys) >= 3 and all(k in names for k in keys):
+                    offenders.append(f"{where} keys a table by event-type strings")
+    assert not offenders, "\n".join(offenders)

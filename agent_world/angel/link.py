@@ -31,6 +31,7 @@ from typing import Any
 
 from agent_world.angel.angel import Angel
 from agent_world.angel.generators import AbilityRequest, Improvement
+from agent_world.core import events as ev
 from agent_world.core.loop import TickLoop
 from agent_world.core.scene import capture_around
 from agent_world.core.world import World
@@ -84,7 +85,7 @@ class AngelLink:
 
     def on_tick(self, report: TickReport) -> None:
         for event in report.events:
-            if event.get("type") == "ability_requested":
+            if event.get("type") == ev.ABILITY_REQUESTED:
                 self._send(AbilityRequest(request=int(event["request"]),
                                           agent=int(event["agent"]), text=str(event["text"])),
                            asked=report.tick)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable
 
+from agent_world.core import events as ev
 from agent_world.types import ENTITY_KEYS, Event, TickReport
 
 __all__ = ["RecentEvents", "involves"]
@@ -35,7 +36,7 @@ class RecentEvents:
         self.events.extend((tick, event) for event in report.events)
         if self.on_rejected is not None:
             for event in report.events:
-                if event["type"] == "input_rejected" and event.get("source") == self.source:
+                if event["type"] == ev.INPUT_REJECTED and event.get("source") == self.source:
                     self.on_rejected(tick, event)
         if self.after_tick is not None:
             self.after_tick()

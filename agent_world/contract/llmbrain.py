@@ -25,6 +25,7 @@ from agent_world.contract.brains import Brain
 from agent_world.contract.decision import Decision, DecisionError
 from agent_world.contract.memory import Memory, MemoryEntry, RetrievalMemory
 from agent_world.contract.observation import Observation
+from agent_world.core import events as ev
 from agent_world.worldlog import format_event
 
 __all__ = ["ANSWER_FORMAT", "LLMBrain"]
@@ -107,7 +108,7 @@ class LLMBrain(Brain):
         self.memory.store(text, tick=tick, kind=kind)
 
     def on_event(self, event: Mapping[str, Any]) -> None:
-        if event.get("type") in ("price", "note"):
+        if event.get("type") in (ev.PRICE, "note"):  # a note is the operator's, not the world's
             return
         self.remember(int(event.get("tick", 0) or 0), " ".join(format_event(dict(event)).split()),
                       str(event.get("type", "event")))

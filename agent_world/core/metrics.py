@@ -29,6 +29,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from agent_world.core import components as c
+from agent_world.core import events as ev
 from agent_world.core.items import ITEMS
 
 if TYPE_CHECKING:
@@ -409,11 +410,11 @@ def _team_say(book: MetricsBook, world: World, e: Mapping[str, Any]) -> None:
     book.add(world, e.get("agent"), "team_messages")
 
 
-_EVENTS = {"pickup": _pickup, "harvest": _harvest, "attack": _attack, "death": _death,
-           "trade_offer": _offer, "trade": _trade, "theft": _theft, "gift": _gift,
-           "eat": _eat, "ability": _cast, "action_failed": _failed, "hazard": _hazard,
-           "craft": _craft, "capture": _capture, "team_say": _team_say}
+_EVENTS = {ev.PICKUP: _pickup, ev.HARVEST: _harvest, ev.ATTACK: _attack, ev.DEATH: _death,
+           ev.TRADE_OFFER: _offer, ev.TRADE: _trade, ev.THEFT: _theft, ev.GIFT: _gift,
+           ev.EAT: _eat, ev.ABILITY: _cast, ev.ACTION_FAILED: _failed, ev.HAZARD: _hazard,
+           ev.CRAFT: _craft, ev.CAPTURE: _capture, ev.TEAM_SAY: _team_say}
 # Version 1 of the counting (worlds saved before game.metrics_version): every pickup, hit
 # and capture counted. Its differences live here and nowhere else.
-_V1 = {**_EVENTS, "pickup": _pickup_v1, "attack": _attack_v1, "death": _death_v1,
-       "capture": _capture_v1}
+_V1 = {**_EVENTS, ev.PICKUP: _pickup_v1, ev.ATTACK: _attack_v1, ev.DEATH: _death_v1,
+       ev.CAPTURE: _capture_v1}

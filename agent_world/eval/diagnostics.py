@@ -20,6 +20,7 @@ from collections import deque
 from typing import Any
 
 from agent_world.contract.observation import observe
+from agent_world.core import events as ev
 from agent_world.core.metrics import THINKERS
 from agent_world.core.world import World
 from agent_world.types import TickReport
@@ -69,7 +70,7 @@ class Diagnostics:
                 self._mistake(f"fault {kind}", report.tick, agent,
                               str(inp.data.get("error", "")))
         for event in report.events:
-            if event.get("type") == "action_failed" and event.get("agent") in self.subjects:
+            if event.get("type") == ev.ACTION_FAILED and event.get("agent") in self.subjects:
                 self.failed += 1
                 action = str(event.get("action", "?"))
                 reason = str(event.get("reason", ""))

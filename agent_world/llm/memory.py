@@ -16,6 +16,7 @@ from typing import Any
 
 import orjson
 
+from agent_world.core import events as ev
 from agent_world.persistence.files import write_atomic
 from agent_world.types import JSON, Event
 from agent_world.worldlog import format_event
@@ -25,7 +26,7 @@ __all__ = ["AgentMemory", "MemoryBook"]
 SUMMARY_FACTS = 5
 MAX_LINE = 120  # characters of one remembered line
 PARTY_KEYS = ("agent", "target", "killer", "victim", "to")
-SKIP = frozenset({"price", "overrun", "skipped", "note"})
+SKIP = frozenset({ev.PRICE, ev.OVERRUN, ev.SKIPPED, "note"})
 
 
 class AgentMemory:

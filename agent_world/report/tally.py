@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from agent_world.core import events as ev
 from agent_world.report.figures import CensusPoint
 
 __all__ = ["HANDLERS", "UNKNOWN", "Tally", "census_point", "merge"]
@@ -205,28 +206,28 @@ def _skipped(t: Tally, e: Record) -> None:
 
 
 HANDLERS: dict[str, Callable[[Tally, Record], None]] = {
-    "census": _census,
-    "spawn": _spawn,
-    "death": _death,
-    "trade_offer": _trade_offer,
-    "trade": _trade,
-    "trade_declined": _trade_declined,
-    "trade_expired": _trade_expired,
-    "trade_undone": _trade_undone,
-    "theft": _theft,
-    "attack": _attack,
-    "action_failed": _action_failed,
-    "say": _say,
-    "ability": _ability,
-    "ability_disabled": _ability_disabled,
-    "ability_killed": _ability_killed,
-    "ability_requested": _ability_requested,
-    "ability_accepted": _ability_accepted,
-    "ability_refused": _ability_refused,
-    "ability_request_expired": _ability_request_expired,
-    "price": _price,
-    "overrun": _overrun,
-    "skipped": _skipped,
+    ev.CENSUS: _census,
+    ev.SPAWN: _spawn,
+    ev.DEATH: _death,
+    ev.TRADE_OFFER: _trade_offer,
+    ev.TRADE: _trade,
+    ev.TRADE_DECLINED: _trade_declined,
+    ev.TRADE_EXPIRED: _trade_expired,
+    ev.TRADE_UNDONE: _trade_undone,
+    ev.THEFT: _theft,
+    ev.ATTACK: _attack,
+    ev.ACTION_FAILED: _action_failed,
+    ev.SAY: _say,
+    ev.ABILITY: _ability,
+    ev.ABILITY_DISABLED: _ability_disabled,
+    ev.ABILITY_KILLED: _ability_killed,
+    ev.ABILITY_REQUESTED: _ability_requested,
+    ev.ABILITY_ACCEPTED: _ability_accepted,
+    ev.ABILITY_REFUSED: _ability_refused,
+    ev.ABILITY_REQUEST_EXPIRED: _ability_request_expired,
+    ev.PRICE: _price,
+    ev.OVERRUN: _overrun,
+    ev.SKIPPED: _skipped,
 }
 
 

@@ -12,6 +12,7 @@ import itertools
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from agent_world.core import events as ev
 from agent_world.report.reader import StartPoint
 from agent_world.report.summary import Baseline
 from agent_world.report.tally import HANDLERS, UNKNOWN, Record, Tally, census_point
@@ -47,9 +48,9 @@ def _before(records: Iterable[Record], first: int, personality_of: dict[int, str
         if rec.get("kind") != "event":
             continue
         kind = rec.get("type")
-        if kind == "spawn" and "agent" in rec:
+        if kind == ev.SPAWN and "agent" in rec:
             personality_of[rec["agent"]] = str(rec.get("personality", UNKNOWN))
-        elif kind == "census" and tick == first - 1 and "agents" in rec:
+        elif kind == ev.CENSUS and tick == first - 1 and "agents" in rec:
             point = census_point(rec, 0)
             base = Baseline(tick=tick, actions_started=point.actions_started, failed_so_far=0)
     return None, base

@@ -30,6 +30,7 @@ from typing import Any, Protocol, Self
 
 from agent_world.config import Config
 from agent_world.core import components as c
+from agent_world.core import events as ev
 from agent_world.core.abilities import AbilityError, AbilityMeta, AbilitySpec, source_digest
 from agent_world.core.items import ITEMS
 from agent_world.core.scene import Scene, capture_around
@@ -221,15 +222,15 @@ class AbilityChecker(RunnerOwner):
             for _ in range(MAX_DRY_RUN_TICKS):
                 report = world.step()
                 for event in report.events:
-                    if event.get("agent") != caster and event["type"] != "ability_disabled":
+                    if event.get("agent") != caster and event["type"] != ev.ABILITY_DISABLED:
                         continue
-                    if event["type"] == "ability_disabled":
+                    if event["type"] == ev.ABILITY_DISABLED:
                         return "disabled", str(event["reason"])
-                    if event["type"] == "ability":
+                    if event["type"] == ev.ABILITY:
                         return "cast", ""
-                    if event["type"] == "ability_killed":
+                    if event["type"] == ev.ABILITY_KILLED:
                         world.inbox.submit("plan", plan)  # a strike: try again, as a caster would
-                    elif event["type"] == "action_failed":
+                    elif event["type"] == ev.ACTION_FAILED:
                         detail = f"refused by the world: {event['reason']}"
                 intent = world.store.try_get(caster, c.Intent)
                 if intent is None or (intent.action is None and not world.inbox.pending()):
