@@ -23,8 +23,9 @@ class CollectorConfig:
         high=1_000_000,
     )
     sweep_every_minutes: float = setting(
-        60.0, "a sweep runs this often in any case, for cycles of other origins (one that "
-        "frees next to nothing doubles the wait for the next, up to a day); 0: never. "
+        60.0, "the first periodic sweep runs after this, for cycles of other origins; later "
+        "ones come at the pace such garbage comes (when about 50,000 objects should be "
+        "waiting), at most twice as late as the last and at most a day apart; 0: never. "
         "A sweep pauses the world between two ticks for about 50 ms at 10 agents, 70-100 ms "
         "at 1,000 and 0.5 s at 10,000 agents (bench/RESULTS.md); sweeps are 2 s apart at "
         "least, and one longer than 100 ms is followed by 100 times its length, so long "
