@@ -527,6 +527,9 @@ def test_policy_check_and_list_on_the_command_line(tmp_path: Path) -> None:
 
 
 def test_spawn_a_policy_agent_from_the_console(tmp_path: Path) -> None:
+    # The world never waits for a brain, and a stepped tick of this world takes about a
+    # millisecond: 300 ticks leave the policy's sandbox worker, started at its first
+    # request, time to start and answer on a loaded machine (50 were not always enough).
     (tmp_path / "config.yaml").write_text(
         f"paths: {{saves: '{tmp_path / 'saves'}', logs: '{tmp_path / 'logs'}'}}\n"
         "world: {size: [32, 32], starting_agents: 4, seed: 3}\n"
@@ -534,7 +537,7 @@ def test_spawn_a_policy_agent_from_the_console(tmp_path: Path) -> None:
     done = subprocess.run(
         [sys.executable, str(MAIN), "--config", str(tmp_path / "config.yaml"), "--headless"],
         input="/pause\n/spawn agent Zed brain=policy:forager\n"
-              "/spawn agent Eve brain=policy:farmer\n/step 50\n/debug Zed\n/quit\n",
+              "/spawn agent Eve brain=policy:farmer\n/step 300\n/debug Zed\n/quit\n",
         capture_output=True, text=True, timeout=60, check=False, cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     out = done.stdout
