@@ -1,6 +1,6 @@
 """No scored metric can be raised by undoing and redoing the same thing.
 
-Every metric a scenario may score (``METRICS`` and ``DERIVED`` less ``UNSCORABLE``) is tried
+Every metric a scenario may score (``METRICS`` and ``DERIVED`` less ``NOT_SCORED``) is tried
 here by a users' Python brain written to farm it, played through ``run_episode`` as
 ``python main.py eval`` plays it: goods dropped and picked up again, gifts and trades back
 and forth, prices pushed up with offers nobody can take, teammates struck, a capture point
@@ -18,11 +18,11 @@ import pytest
 
 from agent_world.config import Config
 from agent_world.core import components as c
-from agent_world.core.metrics import METRICS, UNSCORABLE
+from agent_world.core.metrics import METRICS
 from agent_world.core.world import World
 from agent_world.eval import ScenarioError, load_scenario, run_episode
 from agent_world.eval.episode import Episode
-from agent_world.eval.scenario import DERIVED
+from agent_world.eval.scenario import DERIVED, NOT_SCORED
 from tests.helpers import act, add_agent, give_plan, run, small_world
 from tests.persistence_helpers import records
 
@@ -195,29 +195,43 @@ TRIED = {
     # An agent is born once and dies once: nothing to undo.
     "ticks_alive": "no undo: an agent lives from its birth to its death or the end",
     "deaths": "no undo: an agent dies once (0 or 1)",
+    # Figures of an episode's course, decided by metrics tried above.
+    "completed": "no undo: a subject completes once, when its figures (food_gathered and "
+                 "the rest, tried above) first reach the target",
+    "won": "no undo: decided at the end from who is alive and team_held (tried above)",
 }
 
 
 def test_every_metric_is_tried_here_or_refused_in_a_score() -> None:
     metrics = set(METRICS) | set(DERIVED)
-    assert set(UNSCORABLE) <= metrics
-    assert metrics - set(UNSCORABLE) == set(TRIED)
+    assert set(NOT_SCORED) <= metrics
+    assert metrics - set(NOT_SCORED) == set(TRIED)
     for reason in TRIED.values():
         for name in reason.split(", "):
             assert not name.startswith("test_") or name in globals(), name
 
 
-@pytest.mark.parametrize("metric", sorted(UNSCORABLE))
+NEEDS = {
+    "ticks_to_complete": "complete: {food_gathered: 5}\n",
+    "recipe_efficiency": "game: {recipes: {club: wood*2}}\n",
+    "materials_wasted": "game: {recipes: {club: wood*2}}\n",
+    "coordination": "world: {capture_points: 1}\nteams: {red: {count: 1}, blue: {count: 1, "
+                    "brain: builtin}}\n",
+}
+
+
+@pytest.mark.parametrize("metric", sorted(NOT_SCORED))
 def test_a_farmable_metric_is_refused_a_positive_weight_saying_why(tmp_path: Path,
                                                                    metric: str) -> None:
     path = tmp_path / "s.yaml"
-    path.write_text(f"name: s\nscore: {{ticks_alive: 1, {metric}: 0.5}}\n")
+    needs = NEEDS.get(metric, "")  # what an episode's figure measures
+    path.write_text(f"name: s\n{needs}score: {{ticks_alive: 1, {metric}: 0.5}}\n")
     with pytest.raises(ScenarioError) as caught:
         load_scenario(str(path))
     message = str(caught.value)
-    assert f"score.{metric} may not have a positive weight: {UNSCORABLE[metric]}" in message
+    assert f"score.{metric} may not have a positive weight: {NOT_SCORED[metric]}" in message
     assert "\n" not in message and ("score " in message or "weigh it negatively" in message)
-    path.write_text(f"name: s\nscore: {{ticks_alive: 1, {metric}: -0.5}}\n")
+    path.write_text(f"name: s\n{needs}score: {{ticks_alive: 1, {metric}: -0.5}}\n")
     assert load_scenario(str(path)).score[metric] == -0.5  # a cost is fine
 
 

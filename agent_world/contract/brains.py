@@ -76,6 +76,19 @@ class Brain:
     def on_death(self) -> None:
         """The agent died; no ``decide`` follows."""
 
+    def on_episode_start(self, episode: Mapping[str, Any]) -> None:
+        """An episode begins (``eval``, ``train``, ``fork-eval``, the RL environment); called
+        before the agent's first ``decide``. ``episode``: ``scenario``, ``objective``,
+        ``seed``, ``ticks`` (its longest length), and the agent's ``agent`` id, ``name``,
+        ``team`` ("" for none) and ``subject`` (whether it plays the brain under test)."""
+
+    def on_episode_end(self, episode: Mapping[str, Any]) -> None:
+        """The episode ended with the agent alive (a dead one had ``on_death``): ``episode``
+        holds what ``on_episode_start`` had, with ``ended`` (``ticks``, ``subjects_dead``,
+        ``team_eliminated``, ``objective`` or ``stopped``), ``tick``, the agent's ``score``
+        and ``figures`` (its metrics as the results show them). No ``decide`` follows; it
+        is held to the brain's deadline."""
+
     def reflect(self) -> None:
         """Think over what happened (every ``reflect_every_ticks``, after a decision, on the
         worker, within the deadline): distil memories, revise goals. Its time never delays
@@ -104,13 +117,17 @@ class SimpleBrain(Brain):
 
 
 def deliver_hooks(brain: Brain, hooks: Sequence[tuple[str, Any]]) -> None:
-    """The hooks due before a decision, in order: ``("event", event)`` or
-    ``("result", (action, outcome))``."""
+    """The hooks due, in order: ``("event", event)``, ``("result", (action, outcome))``,
+    ``("episode_start", episode)`` or ``("episode_end", episode)``."""
     for kind, item in hooks:
         if kind == "event":
             brain.on_event(item)
-        else:
+        elif kind == "result":
             brain.on_result(*item)
+        elif kind == "episode_start":
+            brain.on_episode_start(item)
+        elif kind == "episode_end":
+            brain.on_episode_end(item)
 
 
 def take_trace(brain: Brain) -> list[str]:

@@ -25,6 +25,7 @@ from typing import Any, TextIO
 import orjson
 
 from agent_world.config import Config
+from agent_world.eval.course import COURSE_FIGURES
 from agent_world.eval.episode import Episode
 from agent_world.eval.jobs import Job, run_job
 from agent_world.eval.raypool import RayPool
@@ -79,8 +80,9 @@ class Evaluation:
 
 
 def key_metrics(scenario: Scenario) -> tuple[str, ...]:
-    """The metrics a results table shows: the score's, then ``KEY_METRICS``."""
-    return tuple(dict.fromkeys([*scenario.score, *KEY_METRICS]))
+    """The metrics a results table shows: the score's, the course's the scenario has (an
+    episode's metrics hold only those), then ``KEY_METRICS``."""
+    return tuple(dict.fromkeys([*scenario.score, *COURSE_FIGURES, *KEY_METRICS]))
 
 
 def summarise(result: Evaluation) -> list[Summary]:

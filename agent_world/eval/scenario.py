@@ -8,6 +8,7 @@ test plays, when the episode ends and how it is scored.
     game: {market_fee: 0.0}             # overrides of the game section
     subjects: {count: 6, personality: trader, goods: {berries: 6}}
     end: {ticks: 3000, subjects_dead: true}
+    complete: {wealth_gained: 50}       # optional: the task, for completed/ticks_to_complete
     score: {wealth_gained: 1.0}         # weights of per-agent metrics
 
 or, instead of ``subjects``, teams (or roles), each with its own brain: ``subject`` is the
@@ -48,8 +49,9 @@ from agent_world.core.items import ITEMS
 from agent_world.core.metrics import METRICS, UNSCORABLE
 from agent_world.core.recipes import parse_recipes
 from agent_world.core.teams import TEAM_NAME
+from agent_world.eval.course import COURSE_FIGURES
 
-__all__ = ["BUILT_IN", "DERIVED", "Scenario", "ScenarioError", "built_in_names",
+__all__ = ["BUILT_IN", "DERIVED", "NOT_SCORED", "Scenario", "ScenarioError", "built_in_names",
            "load_scenario", "scenario_by_name"]
 
 DERIVED = {
@@ -58,10 +60,24 @@ DERIVED = {
                      "goods valued at the market prices the episode began with (prices "
                      "that agents move do not count)",
     "team_held": "capture point-ticks its team held by the episode's end (teams only)",
+    **COURSE_FIGURES,
 }
 """Figures an episode adds to the world's metrics, for scores."""
+NOT_SCORED: dict[str, str] = {
+    **UNSCORABLE,
+    "ticks_to_complete": "a subject that takes longer gets more of it; weigh it negatively, "
+                         "or score completed",
+    "recipe_efficiency": "a ratio: one good craft and nothing more maximises it; score "
+                         "crafted_value",
+    "materials_wasted": "it counts materials left unused; weigh it negatively, as a cost, "
+                        "if at all",
+    "coordination": "it measures how a team moves together, not what that achieves; score "
+                    "team_held or won",
+}
+"""Metrics a score may not weigh positively (``UNSCORABLE`` and the episode's own), with why
+and what to score instead."""
 KEYS = ("name", "description", "objective", "world", "game", "subjects", "teams", "end",
-        "score")
+        "complete", "score")
 END_KEYS = ("ticks", "subjects_dead", "team_eliminated", "score_at_least")
 SUBJECT = "subject"  # a team's brain that stands for the brain under test
 BUILT_IN = "agent_world.eval"
@@ -98,6 +114,7 @@ class Scenario:
     teams: dict[str, Subjects] = field(default_factory=dict)
     team_eliminated: bool = False
     score_at_least: float | None = None
+    complete: dict[str, float] = field(default_factory=dict)  # a subject's task, as targets
 
     def groups(self) -> dict[str, Subjects]:
         """The agents an episode spawns, by team ("" for subjects without a team)."""
@@ -277,6 +294,17 @@ def _parse(doc: Any, source: str) -> Scenario:
     _check_score(score, where)
     if "team_held" in score and not teams:
         raise ScenarioError(f"{where}: score.team_held needs teams")
+    complete = _complete(doc.get("complete"), where)
+    needs = {"completed": (bool(complete), "a 'complete' target"),
+             "ticks_to_complete": (bool(complete), "a 'complete' target"),
+             "recipe_efficiency": (bool(config.game.recipes), "game.recipes"),
+             "materials_wasted": (bool(config.game.recipes), "game.recipes"),
+             "coordination": (len(teams) > 1 and config.world.capture_points > 0,
+                              "two teams and world.capture_points"),
+             "won": (len(teams) > 1, "two teams or more")}
+    for metric, (present, what) in needs.items():
+        if metric in score and not present:
+            raise ScenarioError(f"{where}: score.{metric} needs {what}")
     if teams:
         subjects = next(g for g in teams.values() if g.brain == SUBJECT)
     return Scenario(name=name.strip(), description=str(doc.get("description", "")).strip(),
@@ -285,7 +313,27 @@ def _parse(doc: Any, source: str) -> Scenario:
                     subjects_dead=bool(end.get("subjects_dead", False)),
                     score={m: float(w) for m, w in score.items()}, source=source,
                     teams=teams, team_eliminated=bool(end.get("team_eliminated", False)),
-                    score_at_least=None if target is None else float(target))
+                    score_at_least=None if target is None else float(target),
+                    complete=complete)
+
+
+def _complete(raw: Any, where: str) -> dict[str, float]:
+    """A subject's task as thresholds of metrics the world counts (``{food_gathered: 10}``):
+    it has completed once its figures reach every one."""
+    if raw is None:
+        return {}
+    counted = {**METRICS, **{k: v for k, v in DERIVED.items() if k not in COURSE_FIGURES}}
+    if not isinstance(raw, dict) or not raw:
+        raise ScenarioError(f"{where}: 'complete' must map metrics to the figures that "
+                            "complete the task, e.g. {food_gathered: 10}")
+    for metric, target in raw.items():
+        if metric not in counted:
+            raise ScenarioError(f"{where}: complete: unknown metric {metric!r}; the metrics "
+                                f"are {', '.join(counted)}")
+        if isinstance(target, bool) or not isinstance(target, (int, float)) or target <= 0:
+            raise ScenarioError(f"{where}: complete.{metric} must be a number above 0 (the "
+                                "figure that completes the task)")
+    return {str(m): float(t) for m, t in raw.items()}
 
 
 def _check_score(score: dict[Any, Any], where: str) -> None:
@@ -297,9 +345,9 @@ def _check_score(score: dict[Any, Any], where: str) -> None:
                                 f"{', '.join(known)}")
         if isinstance(weight, bool) or not isinstance(weight, (int, float)):
             raise ScenarioError(f"{where}: score.{metric} must be a number (a weight)")
-        if metric in UNSCORABLE and weight > 0:
+        if metric in NOT_SCORED and weight > 0:
             raise ScenarioError(f"{where}: score.{metric} may not have a positive weight: "
-                                f"{UNSCORABLE[metric]}")
+                                f"{NOT_SCORED[metric]}")
 
 
 def _teams(raw: Any, where: str) -> dict[str, Subjects]:

@@ -24,9 +24,11 @@ from agent_world.app import Session
 from agent_world.config import Config
 from agent_world.core import components as c
 from agent_world.core.world import World
+from agent_world.eval.course import Course, team_results
 from agent_world.eval.diagnostics import Diagnostics
 from agent_world.eval.scenario import OBJECTIVE_EVERY, SUBJECT, Scenario, Subjects
 from agent_world.persistence import open_world
+from agent_world.types import TickReport
 from agent_world.userbrains.registry import load_brains
 
 __all__ = ["TEAM_METRICS", "THINK_WAIT_S", "Play", "Scoring", "Stage", "cast_of"]
@@ -99,6 +101,25 @@ class Scoring:
         self.scenario = scenario
         self.world = world
         self.play = play
+        self.course: Course | None = None  # from ``start_course`` on
+
+    def start_course(self) -> None:
+        """Follow the episode's course from now (the cast has its goods) to its end."""
+        self.play.value_start(self.world)
+        cast = {eid: self.play.teams.get(eid, "") for eid in self.play.ids.values()}
+        self.course = Course(self.world, cast, complete=self.scenario.complete,
+                             recipes=bool(self.world.recipes),
+                             figures=self._completion_figures())
+
+    def after_tick(self, report: TickReport) -> None:
+        """What the course learns from a tick played (or replayed) after ``start_course``."""
+        if self.course is not None:
+            self.course.after_tick(report, self._completion_figures())
+
+    def _completion_figures(self) -> dict[int, dict[str, float]]:
+        if not self.scenario.complete:
+            return {}
+        return {eid: self._figures(eid) for eid in self.play.subjects}
 
     def early_end(self) -> str | None:
         """Why the scenario ends before its ``end.ticks`` now: ``subjects_dead``,
@@ -128,7 +149,22 @@ class Scoring:
     # -- scoring ------------------------------------------------------------------------------
 
     def figures(self, eid: int) -> dict[str, float]:
-        """Every metric of a cast agent now, with the derived ones."""
+        """Every metric of a cast agent now, with the derived ones and its course's."""
+        row = self._figures(eid)
+        if self.course is not None:
+            results = self.results()
+            row.update(self.course.figures(eid, results.get(self.play.teams.get(eid, ""))))
+        return row
+
+    def results(self) -> dict[str, float]:
+        """Each team's result now (two teams or more): 1 won, 0.5 a draw, 0 lost."""
+        world = self.world
+        alive: dict[str, bool] = {}
+        for eid, team in self.play.teams.items():
+            alive[team] = alive.get(team, False) or world.alive(eid)
+        return team_results(alive, world.teams.held, alive)
+
+    def _figures(self, eid: int) -> dict[str, float]:
         world, play = self.world, self.play
         row = world.metrics.of(eid)
         kept = world.metrics.rows.get(eid, {})
@@ -153,8 +189,10 @@ class Scoring:
         return scores, means
 
     def teams(self) -> dict[str, dict[str, float]]:
-        """Per team: agents, alive, held point-ticks and the sums of ``TEAM_METRICS``."""
+        """Per team: agents, alive, held point-ticks, the sums of ``TEAM_METRICS`` and, from
+        the course, whether it won and its members' mean coordination."""
         world = self.world
+        results = self.results() if self.course is not None else {}
         out: dict[str, dict[str, float]] = {}
         for eid, team in sorted(self.play.teams.items()):
             group = out.setdefault(team, {"agents": 0.0, "alive": 0.0,
@@ -164,6 +202,14 @@ class Scoring:
             figures = world.metrics.of(eid)
             for metric in TEAM_METRICS:
                 group[metric] = group.get(metric, 0.0) + figures[metric]
+            if self.course is not None and self.course.points:
+                group["coordination"] = (group.get("coordination", 0.0)
+                                         + self.course.figures(eid, None)["coordination"])
+        for team, group in out.items():
+            if "coordination" in group:  # the team's mean
+                group["coordination"] /= group["agents"]
+            if team in results:
+                group["won"] = results[team]
         return out
 
 
@@ -180,6 +226,7 @@ class Stage(Scoring):
         (those named in ``brains`` the brain given there), the other teams their own;
         ``external`` names brains no part of the session answers for (the RL environment
         submits its agents' plans itself), so none is loaded for them."""
+        self.seed = seed
         config = scenario.config(base or Config())
         config = config.replace(
             world={"name": name, "seed": seed},
@@ -216,10 +263,14 @@ class Stage(Scoring):
             if team:
                 data["team"] = team
             self.world.inbox.submit("spawn", data, source="eval")
+        if self.session.brains is not None:  # heard before the first decision
+            self.session.brains.begin_episode(
+                {name: self._episode(name, team, group.brain == SUBJECT)
+                 for name, (team, group) in self.cast.items()})
 
     def begin(self) -> None:
         """Two ticks: the cast is spawned, then given its goods; the wealth it starts with
-        is taken at the prices of that moment."""
+        is taken at the prices of that moment, and its course followed from there."""
         world = self.world
         self.tick()  # the cast is spawned
         self.play = play = Play.of_cast(world, self.cast)
@@ -229,7 +280,7 @@ class Stage(Scoring):
                                    source="eval")
         self.diagnostics.subjects = set(play.subjects)
         self.tick()
-        play.value_start(world)
+        self.start_course()
 
     def tick(self) -> None:
         """One tick, then a wait until every decision asked in it has been answered (brains
@@ -239,7 +290,7 @@ class Stage(Scoring):
         between ticks); a stage has no angel and no console, so nothing holds or pauses
         its loop."""
         session = self.session
-        session.loop.tick_once()
+        self.after_tick(session.loop.tick_once())
         waited = time.perf_counter()
         while (any(part.thinking() for part in session.thinking_parts())
                and time.perf_counter() - waited < THINK_WAIT_S):
@@ -252,6 +303,27 @@ class Stage(Scoring):
             if self.early_end() is not None:
                 break
 
+    def _episode(self, name: str, team: str, subject: bool) -> dict[str, Any]:
+        """What a cast agent's brain hears of the episode (``Brain.on_episode_start``)."""
+        scenario = self.scenario
+        return {"scenario": scenario.name, "objective": scenario.objective, "seed": self.seed,
+                "ticks": scenario.ticks, "name": name, "team": team, "subject": subject}
+
     def close(self) -> None:
-        """The final snapshot, the brains' workers, the world's lock (``Session.close``)."""
-        self.session.close()
+        """The brains' ``on_episode_end`` (for a cast that began), then the final snapshot,
+        the brains' workers and the world's lock (``Session.close``)."""
+        try:
+            brains = self.session.brains
+            if brains is not None and self.course is not None:
+                world = self.world
+                ended = ("ticks" if world.tick >= self.scenario.ticks
+                         else self.early_end() or "stopped")
+                play = self.play
+                brains.end_episode({
+                    eid: {**self._episode(name, play.teams.get(eid, ""),
+                                          eid in play.subjects),
+                          "agent": eid, "ended": ended, "tick": world.tick,
+                          "score": self.score_of(eid), "figures": self.figures(eid)}
+                    for name, eid in play.ids.items() if world.alive(eid)})
+        finally:
+            self.session.close()

@@ -7,10 +7,10 @@ else where the results file says it was written); the digest of its event log is
 with the recorded one (a changed byte anywhere in the log is caught here, before anything
 runs); the world is replayed from its first snapshot with every logged state hash verified;
 its cast is found as the episode found it (``Play.of_cast``, after the tick that spawned
-it, its wealth valued after the tick that gave it its goods); at the log's end the final
-state hash, the ticks, the subjects and those alive, the score, every metric and every team
-figure must equal the recorded ones exactly (the same code computes them from the same
-state). The first difference stops the check.
+it; its wealth valued and its course followed from the tick that gave it its goods); at
+the log's end the final state hash, the ticks, the subjects and those alive, the score,
+every metric and every team figure must equal the recorded ones exactly (the same code
+computes them from the same ticks). The first difference stops the check.
 """
 
 from __future__ import annotations
@@ -123,20 +123,22 @@ def _replay(folder: SaveFolder, scenario: Scenario, sandbox: Sandbox
     try:
         sandbox.install(world)
         stepper = LogStepper(world, folder, verify=True)
-        play: Play | None = None
+        scoring: Scoring | None = None
         while stepper.more():
-            stepper.step()
+            report = stepper.step()
             if world.tick == CAST_SPAWNED:
-                play = Play.of_cast(world, cast_of(scenario))
-            elif world.tick == CAST_EQUIPPED and play is not None:
-                play.value_start(world)
+                scoring = Scoring(scenario, world, Play.of_cast(world, cast_of(scenario)))
+            elif world.tick == CAST_EQUIPPED and scoring is not None:
+                scoring.start_course()
+            elif scoring is not None:
+                scoring.after_tick(report)
         reader = stepper.reader
         damage = reader.problems or reader.torn or reader.stopped_at or stepper.gap
         if damage:
             raise SaveError(f"its event log is damaged ({damage})")
-        if play is None:
+        if scoring is None:
             raise SaveError("its log ends before the cast was spawned")
-        return summarise(Scoring(scenario, world, play)), world.state_hash()
+        return summarise(scoring), world.state_hash()
     finally:
         world.close()
 

@@ -100,6 +100,7 @@ class UserBrains(Answering):
         self.deadlines = {name: self._deadline_ms(cls) / 1000 for name, cls in classes.items()}
         self.actions: Mapping[str, Any] = MappingProxyType(action_schemas())
         self.faults: dict[tuple[str, str], int] = {}  # (brain, kind) -> count
+        self._starting: dict[str, Mapping[str, Any]] = {}  # main thread: by agent name
         self._hooks: dict[int, list[tuple[str, Any]]] = {}  # main thread: due for the next
         self._last_action: dict[int, str] = {}  # main thread: the last decided action
         self._lock = threading.Lock()
@@ -165,6 +166,9 @@ class UserBrains(Answering):
             self.policies.start()
         obs = observe(world, eid)
         hooks = self._hooks.pop(eid, [])
+        starting = self._starting.pop(world.name_of(eid), None) if self._starting else None
+        if starting is not None:  # before anything else the brain hears of its episode
+            hooks.insert(0, ("episode_start", {**starting, "agent": eid}))
         last = self._last_action.pop(eid, None)
         if last is not None:
             hooks.append(("result", (last, obs.me.last_result or "ok")))
@@ -172,6 +176,54 @@ class UserBrains(Answering):
         return Job(rid=rid, agent=eid, tick=world.tick, priority=priority, reasons=reasons,
                    payload=(name, obs, tuple(hooks)),
                    deadline_s=None if name in self.pools else self.deadlines[name])
+
+    # -- episodes (main thread) -------------------------------------------------------------
+
+    def begin_episode(self, episodes: Mapping[str, Mapping[str, Any]]) -> None:
+        """``on_episode_start`` for the brains of the agents named in ``episodes`` (about to
+        be spawned), before their first decision, with their ``agent`` id added."""
+        self._starting.update(episodes)
+
+    def end_episode(self, episodes: Mapping[int, Mapping[str, Any]]) -> None:
+        """``on_episode_end`` for the brain of each agent of ``episodes`` that has one: in
+        its process, else on a thread of its own once the agent's last call has returned,
+        each held to the brain's deadline (a hook that hangs is counted and left)."""
+        for eid, episode in episodes.items():
+            hook = (("episode_end", dict(episode)),)
+            with self._lock:
+                pool = self._pooled.get(eid)
+                brain = self._brains.get(eid)
+            if pool is not None:
+                pool.tell(eid, hook)
+            elif brain is not None:
+                self._end_on_thread(eid, brain, hook)
+
+    def _end_on_thread(self, eid: int, brain: Brain, hook: tuple[tuple[str, Any], ...]
+                       ) -> None:
+        name = self._brain_of(eid)
+        deadline_s = self.deadlines.get(name, self.settings.deadline_ms / 1000)
+        waiting = time.perf_counter() + deadline_s
+        while time.perf_counter() < waiting:  # one call at a time per brain
+            with self._lock:
+                if not any(call.agent == eid for call in self._running.values()):
+                    break
+            time.sleep(0.001)
+        failed: list[str] = []
+
+        def run() -> None:
+            try:
+                deliver_hooks(brain, hook)
+            except Exception as exc:  # the user's code
+                failed.append(f"{type(exc).__name__}: {str(exc)[:200]}")
+
+        worker = threading.Thread(target=run, name=f"episode-end-{eid}", daemon=True)
+        worker.start()
+        worker.join(deadline_s)
+        if worker.is_alive():
+            self._count_fault(name, "episode_end timeout", eid, f"{name}.on_episode_end() "
+                              f"took over {deadline_s * 1000:.0f} ms")
+        elif failed:
+            self._count_fault(name, "episode_end exception", eid, failed[0])
 
     def on_decided(self, eid: int, tick: int, actions: str, thought: str) -> None:
         self._last_action[eid] = actions.rsplit(", ", 1)[-1].split("(", 1)[0]

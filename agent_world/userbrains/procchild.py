@@ -25,7 +25,7 @@ __all__ = ["serve"]
 
 
 def serve(requests: Connection, answers: Connection, cls: type[Brain]) -> None:
-    """Answer ``decide`` and ``death`` requests until the pipe closes."""
+    """Answer ``decide``, ``death`` and ``tell`` requests until the pipe closes."""
     actions = action_schemas()
     answers.send(("ready",))
     brains: dict[int, Brain] = {}
@@ -40,6 +40,12 @@ def serve(requests: Connection, answers: Connection, cls: type[Brain]) -> None:
             if gone is not None:
                 with contextlib.suppress(Exception):
                     gone.on_death()
+            continue
+        if msg[0] == "tell":  # hooks with no decision after them (an episode's end)
+            told = brains.get(msg[1])
+            if told is not None:
+                with contextlib.suppress(Exception):
+                    deliver_hooks(told, msg[2])
             continue
         _kind, agent, obs, hooks = msg
         brain = brains.get(agent)

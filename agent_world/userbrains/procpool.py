@@ -154,6 +154,15 @@ class BrainProcesses:
                 with contextlib.suppress(OSError):
                     slot.requests.send(("death", agent))
 
+    def tell(self, agent: int, hooks: tuple[Any, ...]) -> None:
+        """Hooks for the agent's brain, if it lives in a process, with no decision after
+        them; the process takes them before it sees its pipe close."""
+        slot = self.slots[agent % len(self.slots)]
+        with slot.lock:
+            if agent in slot.agents and slot.requests is not None:
+                with contextlib.suppress(OSError):
+                    slot.requests.send(("tell", agent, hooks))
+
     @property
     def restarts(self) -> int:
         return sum(slot.restarts for slot in self.slots)
