@@ -36,7 +36,7 @@ from agent_world.contract.llmbrain import LLMBrain
 from agent_world.llm.local import find_model_file
 from agent_world.persistence.folder import SaveFolder
 from agent_world.persistence.snapshots import first_tick
-from agent_world.persistence.spans import SPLIT_BYTE_TICKS, SetupFactory, plan_spans
+from agent_world.persistence.spans import SetupFactory, plan_spans
 from agent_world.recorded.askers import (
     Asker,
     BuiltinAsker,
@@ -209,7 +209,7 @@ def _reask_span(root: Path, config: Config, options: ReaskOptions, keys: Sequenc
 
 
 def _groups(folder: SaveFolder, selection: Selection, workers: int,
-            min_work: int) -> list[list[Key]]:
+            min_work: int | None) -> list[list[Key]]:
     """The keys split at saved states into up to ``workers`` groups (``plan_spans``), each
     replayed on its own from the saved state nearest before its first key."""
     keys = selection.keys
@@ -240,7 +240,7 @@ class ReaskPlan:
 
 
 def prepare_reask(root: Path, config: Config, options: ReaskOptions, out: Path, *,
-                  workers: int = 1, min_work: int = SPLIT_BYTE_TICKS) -> ReaskPlan:
+                  workers: int = 1, min_work: int | None = None) -> ReaskPlan:
     """Check everything and select the decisions, writing nothing. ReaskError or
     SelectionError (one line each) for bad input: ``out`` inside the save folder, an
     unknown brain or model, a tick outside the log, an agent not alive then, nothing to
@@ -302,7 +302,7 @@ def run_reask(plan: ReaskPlan, *, setup_factory: SetupFactory | None = None,
 
 
 def reask(root: Path, config: Config, options: ReaskOptions, out: Path, *, workers: int = 1,
-          min_work: int = SPLIT_BYTE_TICKS, setup_factory: SetupFactory | None = None,
+          min_work: int | None = None, setup_factory: SetupFactory | None = None,
           log: Callable[[str], None] = lambda _text: None) -> ReaskResult:
     """``prepare_reask`` then ``run_reask``."""
     plan = prepare_reask(root, config, options, out, workers=workers, min_work=min_work)
