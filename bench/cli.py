@@ -38,6 +38,7 @@ from bench.llm_cost import measure_llm_cost
 from bench.llm_load import measure_llm_load
 from bench.machine import describe_machine, load_average
 from bench.profile import profile_world
+from bench.reask_bench import measure_reask
 from bench.report import build_tables, render_markdown, render_text
 from bench.rl_bench import measure_rl
 from bench.scenario import saved_session
@@ -49,7 +50,7 @@ __all__ = ["main"]
 
 SECTIONS = ("flat", "paced", "snapshot", "eventlog", "replay", "memory", "capacity",
             "snapshot10k", "llm", "llm_cost", "brains", "mesa", "web", "seek", "rl",
-            "liveliness", "gc", "churn", "soak")
+            "liveliness", "gc", "churn", "soak", "reask")
 LIVELINESS_SEEDS = (913, 4271, 2026)  # 913 and 4271: the seeds issue 12 measured
 LIVELINESS_TICKS, LIVELINESS_WINDOW = 1_000_000, 50_000
 QUICK_LIVELINESS = (913,), 20_000, 10_000
@@ -287,6 +288,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     if "mesa" in sections:
         with section("mesa"):
             results["mesa"] = _mesa(args, quick)
+    if "reask" in sections:
+        with section("reask"):
+            results["reask"] = measure_reask(log=_log)
     if "rl" in sections:
         with section("rl"):
             results["rl"] = measure_rl(quick=quick, log=_log)

@@ -220,3 +220,14 @@ def test_events_are_matched_by_their_registered_names() -> None:
                 if len(keys) >= 3 and all(k in names for k in keys):
                     offenders.append(f"{where} keys a table by event-type strings")
     assert not offenders, "\n".join(offenders)
+
+
+def test_the_recorded_world_sits_above_what_it_reads() -> None:
+    """``recorded/`` (the recorded world as an instrument: decisions rebuilt, re-asked) builds
+    on persistence, the contract, the decision layers and users' brains; nothing below it
+    imports it, only the command line and the benchmark do."""
+    users = sorted(f"{p.relative_to(PACKAGE)} imports {n}" for p in PACKAGE.rglob("*.py")
+                   if p.relative_to(PACKAGE).parts[0] not in ("recorded", "cli")
+                   for n in _imports(p)
+                   if n == "agent_world.recorded" or n.startswith("agent_world.recorded."))
+    assert users == []

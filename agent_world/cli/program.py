@@ -11,7 +11,9 @@ saved world from its first snapshot, verifying it, and can fork it into a new wo
 and evaluation runs (``cli.runs``); ``python main.py report saves/NAME`` reports how a saved
 world lived (``cli.report``); ``python main.py schema`` prints the brain API's JSON Schema
 (``cli.schema``); ``python main.py eval SCENARIO`` compares brains (``cli.eval``) and
-``python main.py train SCENARIO`` improves a policy (``cli.train``). ``SUBCOMMANDS``
+``python main.py train SCENARIO`` improves a policy (``cli.train``); ``python main.py reask
+saves/NAME --brain BRAIN`` asks other brains a saved world's logged decisions
+(``cli.reask``). ``SUBCOMMANDS``
 is the one table of them: dispatch, ``--help`` and the docs' test read it.
 """
 
@@ -40,6 +42,8 @@ from agent_world.app import Session
 from agent_world.argtypes import positive_int, seed, speed, tick
 from agent_world.cli.eval import build_parser as build_eval_parser
 from agent_world.cli.eval import main as eval_main
+from agent_world.cli.reask import build_parser as build_reask_parser
+from agent_world.cli.reask import main as reask_main
 from agent_world.cli.replay import (
     available_cpus,
     resolve_world_path,
@@ -617,6 +621,10 @@ SUBCOMMANDS: dict[str, Subcommand] = {c.name: c for c in (
     Subcommand("verify", (("RESULTS.json", "replay every episode of an eval or training "
                                            "result and check its figures"),),
                build_verify_parser, verify_main),
+    Subcommand("reask", (("saves/NAME --brain BRAIN [--model M] [--from T --to T] [--sample N]",
+                          "ask another brain or model the decisions a saved world logged, "
+                          "at the very observation of each (docs/evaluation.md)"),),
+               build_reask_parser, reask_main),
     Subcommand("schema", (("[--part P]", "JSON Schema of observations, decisions, actions "
                                          "and abilities (docs/agents.md)"),),
                build_schema_parser, schema_main),

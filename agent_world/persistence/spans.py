@@ -110,17 +110,20 @@ class SpanVerdict:
 
 
 def plan_spans(folder: SaveFolder, first: int, last: int, workers: int,
-               until: int | None = None) -> list[Span]:
+               until: int | None = None, *, min_work: int | None = None) -> list[Span]:
     """Up to ``workers`` spans from ``first`` to ``until`` (None: the end of the log), split
     at the saved states nearest to equal shares of ``first``..``last``; one span when there
-    is too little to split."""
+    is too little to split. ``min_work``: the least ticks x state bytes worth splitting
+    (None: ``SPLIT_BYTE_TICKS``, read at the call; a caller whose spans do more than
+    replay, such as re-asking decisions, may ask for less)."""
     whole = [Span(None, first, until)]
     length = last - first
     count = min(workers, length // MIN_SPAN_TICKS)
     if count < 2:
         return whole
     states = folder.saved_states(until=last)
-    if not states or length * _size(states[-1][1]) < SPLIT_BYTE_TICKS:
+    least = SPLIT_BYTE_TICKS if min_work is None else min_work
+    if not states or length * _size(states[-1][1]) < least:
         return whole
     saved = [(t, p) for t, p in states
              if first + MIN_SPAN_TICKS <= t <= last - MIN_SPAN_TICKS]
