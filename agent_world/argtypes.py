@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-__all__ = ["positive_int", "seed", "speed", "tick"]
+__all__ = ["agent_ids", "positive_int", "seed", "speed", "tick"]
 
 
 def _whole(text: str, noun: str) -> int:
@@ -27,6 +27,18 @@ def tick(text: str) -> int:
     if value < 0:
         raise argparse.ArgumentTypeError(f"expected a tick >= 0, got {value}")
     return value
+
+
+def agent_ids(text: str) -> tuple[int, ...]:
+    """``17,23``: agent ids, each >= 1."""
+    try:
+        ids = tuple(int(part) for part in text.split(",") if part.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected agent ids like 17,23, got {text!r}"
+                                         ) from None
+    if not ids or any(i < 1 for i in ids):
+        raise argparse.ArgumentTypeError(f"expected agent ids >= 1 like 17,23, got {text!r}")
+    return ids
 
 
 def seed(text: str) -> int:

@@ -13,8 +13,9 @@ world lived (``cli.report``); ``python main.py schema`` prints the brain API's J
 (``cli.schema``); ``python main.py eval SCENARIO`` compares brains (``cli.eval``) and
 ``python main.py train SCENARIO`` improves a policy (``cli.train``); ``python main.py reask
 saves/NAME --brain BRAIN`` asks other brains a saved world's logged decisions
-(``cli.reask``). ``SUBCOMMANDS``
-is the one table of them: dispatch, ``--help`` and the docs' test read it.
+(``cli.reask``) and ``python main.py export saves/NAME`` writes them out as trajectories
+(``cli.export``). ``SUBCOMMANDS`` is the one table of them: dispatch, ``--help`` and the
+docs' test read it.
 """
 
 from __future__ import annotations
@@ -42,6 +43,8 @@ from agent_world.app import Session
 from agent_world.argtypes import positive_int, seed, speed, tick
 from agent_world.cli.eval import build_parser as build_eval_parser
 from agent_world.cli.eval import main as eval_main
+from agent_world.cli.export import build_parser as build_export_parser
+from agent_world.cli.export import main as export_main
 from agent_world.cli.reask import build_parser as build_reask_parser
 from agent_world.cli.reask import main as reask_main
 from agent_world.cli.replay import (
@@ -625,6 +628,10 @@ SUBCOMMANDS: dict[str, Subcommand] = {c.name: c for c in (
                           "ask another brain or model the decisions a saved world logged, "
                           "at the very observation of each (docs/evaluation.md)"),),
                build_reask_parser, reask_main),
+    Subcommand("export", (("saves/NAME [--format jsonl|parquet] [--reward SCENARIO|M=W,...]",
+                           "every logged decision with its observation, reasoning, tokens "
+                           "and the outcome that followed (docs/evaluation.md)"),),
+               build_export_parser, export_main),
     Subcommand("schema", (("[--part P]", "JSON Schema of observations, decisions, actions "
                                          "and abilities (docs/agents.md)"),),
                build_schema_parser, schema_main),

@@ -24,7 +24,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from agent_world.argtypes import positive_int, tick
+from agent_world.argtypes import agent_ids, positive_int, tick
 from agent_world.cli.replay import available_cpus, resolve_world_path, sandboxed
 from agent_world.config import ConfigError, load_config
 from agent_world.persistence import SaveError, SaveFolder
@@ -47,17 +47,6 @@ EXIT_RECORDING = 1
 EXIT_USAGE = 2
 
 
-def _agents(text: str) -> tuple[int, ...]:
-    try:
-        ids = tuple(int(part) for part in text.split(",") if part.strip())
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected agent ids like 17,23, got {text!r}"
-                                         ) from None
-    if not ids or any(i < 1 for i in ids):
-        raise argparse.ArgumentTypeError(f"expected agent ids >= 1 like 17,23, got {text!r}")
-    return ids
-
-
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python main.py reask",
@@ -76,7 +65,7 @@ def build_parser() -> argparse.ArgumentParser:
                         help="the first asked tick to re-ask (default: the log's first)")
     parser.add_argument("--to", dest="last", type=tick, metavar="T",
                         help="the last asked tick to re-ask (default: the log's last)")
-    parser.add_argument("--agents", type=_agents, metavar="ID,ID",
+    parser.add_argument("--agents", type=agent_ids, metavar="ID,ID",
                         help="only these agents' decisions (ids)")
     parser.add_argument("--sample", type=positive_int, metavar="N",
                         help="re-ask N of the decisions, drawn with --seed (the same N and "

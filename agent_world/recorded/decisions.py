@@ -26,7 +26,8 @@ It is the order of a replay, so a log split into spans at saved states (``persis
 and re-assembled span by span gives the same sequence as one replay.
 
 ``recorded_decisions`` does both. Re-asking (``recorded.reask``) and trajectory export
-build on it; neither replays a world of its own.
+(``recorded.export``, which follows each decision's outcome with ``after_tick``) build on
+it; neither replays a world of its own.
 """
 
 from __future__ import annotations
@@ -54,10 +55,10 @@ from agent_world.persistence.snapshots import (
     load_nearest_snapshot,
 )
 from agent_world.persistence.spans import SetupFactory
-from agent_world.types import Input
+from agent_world.types import Input, TickReport
 
-__all__ = ["ANSWER_SLACK_TICKS", "PLAN", "AtAsk", "Key", "LoggedDecision", "RecordError",
-           "RecordedDecision", "Selection", "SelectionError", "recorded_decisions",
+__all__ = ["ANSWER_SLACK_TICKS", "PLAN", "AfterTick", "AtAsk", "Key", "LoggedDecision",
+           "RecordError", "RecordedDecision", "Selection", "SelectionError", "recorded_decisions",
            "replay_decisions", "select_decisions"]
 
 PLAN = "plan"  # the input type every brain's decision arrives as
@@ -115,6 +116,9 @@ class LoggedDecision:
                    thought=str(data.get("thought", "")), data=dict(data))
 
 
+AfterTick = Callable[[World, TickReport], None]
+"""Called after each replayed tick, on the world as that tick left it; like ``at_ask``, it
+must not change the world."""
 AtAsk = Callable[[World, Key, Observation], object]
 """Called at a decision's asked tick, on the replayed world as the pipeline saw it (after
 the observation is made): what it returns travels as ``RecordedDecision.aside``. It must
@@ -286,13 +290,16 @@ def _casts(world: World) -> bool:
 
 def replay_decisions(folder: SaveFolder, config: Config, keys: Sequence[Key], *,
                      setup_factory: SetupFactory | None = None,
-                     at_ask: AtAsk | None = None) -> Iterator[RecordedDecision]:
+                     at_ask: AtAsk | None = None, after_tick: AfterTick | None = None,
+                     follow_ticks: int = 0) -> Iterator[RecordedDecision]:
     """Each of ``keys`` (from ``select_decisions``) as a ``RecordedDecision``, in decision
     order, from one replay starting at the saved state nearest at or before the first.
 
     ``setup_factory`` makes the ability sandbox for a world that ran with one (the replay
-    needs it to cast as the world did). RecordError when the recording diverges or its log
-    stops short of a decision."""
+    needs it to cast as the world did). ``after_tick`` sees every replayed tick, before the
+    decisions it completes are yielded; with ``follow_ticks`` the replay goes on that many
+    ticks past the last decision's (or to the log's end), for what follows the decisions.
+    RecordError when the recording diverges or its log stops short of a decision."""
     ordered = sorted(keys)
     if not ordered:
         return
@@ -304,7 +311,7 @@ def replay_decisions(folder: SaveFolder, config: Config, keys: Sequence[Key], *,
         with making as setup:
             if setup is not None:
                 setup(world)
-            yield from _walk(world, folder, ordered, at_ask)
+            yield from _walk(world, folder, ordered, at_ask, after_tick, follow_ticks)
     except DivergenceError as exc:
         raise RecordError(f"{folder.root} diverges from its own log at tick {exc.tick} "
                           f"(python main.py replay {folder.root} says more); its decisions "
@@ -313,8 +320,8 @@ def replay_decisions(folder: SaveFolder, config: Config, keys: Sequence[Key], *,
         world.close()
 
 
-def _walk(world: World, folder: SaveFolder, ordered: list[Key],
-          at_ask: AtAsk | None) -> Iterator[RecordedDecision]:
+def _walk(world: World, folder: SaveFolder, ordered: list[Key], at_ask: AtAsk | None,
+          after_tick: AfterTick | None, follow_ticks: int) -> Iterator[RecordedDecision]:
     asked: dict[int, list[Key]] = {}
     for key in ordered:
         asked.setdefault(key.asked_tick, []).append(key)
@@ -341,6 +348,8 @@ def _walk(world: World, folder: SaveFolder, ordered: list[Key],
                               f"the decision of agent #{key.agent} applied at tick "
                               f"{key.tick} (python main.py replay {folder.root} says why)")
         report = stepper.step()
+        if after_tick is not None:
+            after_tick(world, report)
         observe_asked()
         for inp in report.inputs:
             if inp.type != PLAN:
@@ -358,6 +367,11 @@ def _walk(world: World, folder: SaveFolder, ordered: list[Key],
                 break
             following += 1
             yield done
+    until = max(k.tick for k in ordered) + follow_ticks
+    while follow_ticks and world.tick < until and stepper.more():
+        report = stepper.step()
+        if after_tick is not None:
+            after_tick(world, report)
 
 
 def recorded_decisions(root: Path | SaveFolder, config: Config, *, first: int | None = None,
