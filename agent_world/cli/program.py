@@ -40,6 +40,8 @@ from agent_world.app import Session
 from agent_world.argtypes import positive_int, seed, speed, tick
 from agent_world.cli.eval import build_parser as build_eval_parser
 from agent_world.cli.eval import main as eval_main
+from agent_world.cli.forkeval import build_parser as build_fork_eval_parser
+from agent_world.cli.forkeval import main as fork_eval_main
 from agent_world.cli.replay import (
     available_cpus,
     resolve_world_path,
@@ -602,6 +604,10 @@ SUBCOMMANDS: dict[str, Subcommand] = {c.name: c for c in (
     Subcommand("eval", (("SCENARIO --brains builtin,NAME [--seeds 1-20]",
                          "compare brains on a scenario over many seeds (docs/evaluation.md)"),),
                build_eval_parser, eval_main),
+    Subcommand("fork-eval", (("saves/NAME --at T --agents A,B --brains X,Y --ticks N",
+                              "fork a world at T into branches per brain for the chosen "
+                              "agents and compare them (docs/evaluation.md)"),),
+               build_fork_eval_parser, fork_eval_main),
     Subcommand("train", (("SCENARIO [--iterations N] [--episodes M] [--generator llm|templates]",
                           "improve a policy on a scenario from measured results"),),
                build_train_parser, train_main),
@@ -614,8 +620,8 @@ SUBCOMMANDS: dict[str, Subcommand] = {c.name: c for c in (
     Subcommand("report", (("saves/NAME", "liveliness per window of ticks, from the event "
                                          "log"),),
                build_report_parser, report_main),
-    Subcommand("verify", (("RESULTS.json", "replay every episode of an eval or training "
-                                           "result and check its figures"),),
+    Subcommand("verify", (("RESULTS.json", "replay every episode of an eval, fork-eval or "
+                                           "training result and check its figures"),),
                build_verify_parser, verify_main),
     Subcommand("schema", (("[--part P]", "JSON Schema of observations, decisions, actions "
                                          "and abilities (docs/agents.md)"),),
