@@ -138,9 +138,10 @@ class BranchReading(Reading):
 
     def begin(self, world: World, record: Mapping[str, Any]) -> Mismatch | None:
         origin = world.state_hash()
-        if world.tick != self.plan.tick or origin != self.plan.state_hash:
-            return Mismatch(self.label(record), f"state at the fork (tick {world.tick})",
-                            self.plan.state_hash, origin)
+        for recorded in (self.plan.state_hash, record.get("origin_hash")):
+            if world.tick != self.plan.tick or origin != recorded:
+                return Mismatch(self.label(record), f"state at the fork (tick {world.tick})",
+                                recorded, origin)
         self.start = AtFork.of(world, self.plan.agents)
         return None
 
