@@ -32,7 +32,7 @@ from agent_world.persistence.snapshots import load_first_snapshot
 from agent_world.types import Input
 
 MAIN = Path(__file__).resolve().parent.parent / "main.py"
-FORK_AT, KILLED_AT, SOURCE_TICKS, BRANCH_TICKS = 200, 100, 300, 150
+FORK_AT, KILLED_AT, SPAWNED_AT, SOURCE_TICKS, BRANCH_TICKS = 200, 100, 50, 300, 150
 
 BRAIN = '''
 from agent_world.agents import SimpleBrain
@@ -55,14 +55,18 @@ class Source:
 @pytest.fixture(scope="module")
 def source(tmp_path_factory: pytest.TempPathFactory) -> Source:
     """A real world run 300 ticks into its save folder, one of its agents killed at tick
-    100; and a configuration registering ``charger``, a brain that attacks whoever it sees."""
+    100 and an LLM agent (Lem, on its built-in brain here: no LLM is configured) spawned at
+    tick 50; and a configuration registering ``charger``, a brain that attacks whoever it
+    sees."""
     root = tmp_path_factory.mktemp("fork")
     config = saving_config(root, "src")
     opened = open_world(config)
     agents = [row.agent.name for _eid, row in opened.world.agents()]
     victim = opened.world.agents()[0][0]
     run_session(config, SOURCE_TICKS, opened=opened,
-                inputs={KILLED_AT: [("kill", {"target": victim})]})
+                inputs={KILLED_AT: [("kill", {"target": victim})],
+                        SPAWNED_AT: [("spawn", {"kind": "agent", "name": "Lem",
+                                                "brain": "llm"})]})
     brains = root / "brains"
     brains.mkdir()
     (brains / "fork_eval_brains.py").write_text(BRAIN)
@@ -162,11 +166,25 @@ def test_the_chosen_agents_play_the_brain_under_test(forked: Run) -> None:
         planned = {r["data"]["agent"] for r in lines
                    if r["kind"] == "input" and r["type"] == "plan"}
         assert planned and planned <= chosen  # nobody else decided by the brain
-        changed = [r for r in lines if r["kind"] == "event" and r["type"] == ev.BRAIN_CHANGED]
-        assert {r["agent"] for r in changed} == chosen
+        changed = {r["agent"]: r["brain"] for r in lines
+                   if r["kind"] == "event" and r["type"] == ev.BRAIN_CHANGED}
+        assert {eid for eid, brain in changed.items() if brain == "charger"} == chosen
     kills = {b: sum(x["metrics"]["kills"] + x["metrics"]["walked"] for x in _branches(forked, b))
              for b in ("builtin", "charger")}
     assert kills["builtin"] != kills["charger"]
+
+
+def test_agents_on_brains_a_branch_cannot_run_get_the_built_in_one(forked: Run) -> None:
+    """Lem's brain is the LLM: in every branch, whatever the brain under test, it plays
+    the built-in brain, by a logged input, and the results say so."""
+    fork = forked.doc["fork"]
+    assert fork["fallback_brains"] == {"Lem": "llm"} and "Lem" not in fork["agents"]
+    for branch in forked.doc["branches"]:
+        given = [r["data"] for r in records(Path(branch["folder"]))
+                 if r["kind"] == "input" and r["type"] == "brain"]
+        assert {"agent": fork["fallback"]["Lem"], "brain": "builtin"} in given
+    assert "Played by the built-in brain in every branch" in forked.stdout
+    assert "Lem (llm)" in forked.stdout
 
 
 def _timeless(branch: dict[str, Any]) -> dict[str, Any]:
