@@ -125,7 +125,7 @@ class RunFolder:
 @dataclass(frozen=True, slots=True)
 class RunRow:
     name: str
-    kind: str  # train | eval | ? (unreadable run.json)
+    kind: str  # train | eval | fork-eval | ? (unreadable run.json)
     scenario: str
     size: int  # bytes on disk
     when: float  # when it ended (started, while it runs), seconds since the epoch

@@ -1,6 +1,6 @@
 """Evaluation on Ray: a head and a second node started on this machine (loopback only, each
 stopped by its own process id, never ``ray stop``), episodes run as tasks there, and the
-results are exactly those of a local run of the same seeds."""
+results are exactly those of a local run of the same seeds (a fork's branches too)."""
 
 from __future__ import annotations
 
@@ -17,9 +17,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from persistence_helpers import run_session, saving_config
 
 from agent_world.config import Config
 from agent_world.eval import load_scenario
+from agent_world.eval.forkplan import plan_fork
+from agent_world.eval.forks import fork_evaluate
 from agent_world.eval.raypool import RayError, RayPool
 from agent_world.eval.runner import evaluate
 
@@ -90,6 +93,21 @@ def test_episodes_on_a_ray_cluster_equal_a_local_run(cluster: str, tmp_path: Pat
     assert [(e.seed, e.score, e.metrics) for e in on_ray.episodes] == \
         [(e.seed, e.score, e.metrics) for e in local.episodes]
     assert all(Path(e.folder).is_dir() for e in on_ray.episodes)
+
+
+def test_a_forks_branches_on_a_ray_cluster_equal_a_local_run(cluster: str,
+                                                           tmp_path: Path) -> None:
+    """Branches are jobs like episodes: the same pools, the same results."""
+    config = saving_config(tmp_path, "src")
+    session = run_session(config, 200)
+    chosen = [row.agent.name for _eid, row in session.world.agents()][:2]
+    plan = plan_fork(tmp_path / "saves" / "src", 150, chosen, 100, Config(), {})
+    runs = [fork_evaluate(plan, ["builtin"], 2, tmp_path / where, workers=workers,
+                          base=Config(), ray_address=address, progress=io.StringIO())
+            for where, workers, address in (("ray", 1, cluster), ("local", 2, None))]
+    assert not runs[0].failed and len(runs[0].results) == 2
+    assert [(b.seed, b.metrics, b.world, b.state_hash) for b in runs[0].results] == \
+        [(b.seed, b.metrics, b.world, b.state_hash) for b in runs[1].results]
 
 
 def test_an_unreachable_cluster_is_one_line_before_any_episode() -> None:

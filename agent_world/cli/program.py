@@ -45,6 +45,8 @@ from agent_world.cli.eval import build_parser as build_eval_parser
 from agent_world.cli.eval import main as eval_main
 from agent_world.cli.export import build_parser as build_export_parser
 from agent_world.cli.export import main as export_main
+from agent_world.cli.forkeval import build_parser as build_fork_eval_parser
+from agent_world.cli.forkeval import main as fork_eval_main
 from agent_world.cli.reask import build_parser as build_reask_parser
 from agent_world.cli.reask import main as reask_main
 from agent_world.cli.replay import (
@@ -609,6 +611,10 @@ SUBCOMMANDS: dict[str, Subcommand] = {c.name: c for c in (
     Subcommand("eval", (("SCENARIO --brains builtin,NAME [--seeds 1-20]",
                          "compare brains on a scenario over many seeds (docs/evaluation.md)"),),
                build_eval_parser, eval_main),
+    Subcommand("fork-eval", (("saves/NAME --at T --agents A,B --brains X,Y --ticks N",
+                              "fork a world at T into branches per brain for the chosen "
+                              "agents and compare them (docs/evaluation.md)"),),
+               build_fork_eval_parser, fork_eval_main),
     Subcommand("train", (("SCENARIO [--iterations N] [--episodes M] [--generator llm|templates]",
                           "improve a policy on a scenario from measured results"),),
                build_train_parser, train_main),
@@ -621,8 +627,8 @@ SUBCOMMANDS: dict[str, Subcommand] = {c.name: c for c in (
     Subcommand("report", (("saves/NAME", "liveliness per window of ticks, from the event "
                                          "log"),),
                build_report_parser, report_main),
-    Subcommand("verify", (("RESULTS.json", "replay every episode of an eval or training "
-                                           "result and check its figures"),),
+    Subcommand("verify", (("RESULTS.json", "replay every episode of an eval, fork-eval or "
+                                           "training result and check its figures"),),
                build_verify_parser, verify_main),
     Subcommand("reask", (("saves/NAME --brain BRAIN [--model M] [--from T --to T] [--sample N]",
                           "ask another brain or model the decisions a saved world logged, "

@@ -1,8 +1,8 @@
 """``python main.py verify RESULTS.json``: re-check a published result from its save folders.
 
-Every episode of an eval's or a training run's results file is replayed from its folder, with
-no model and no brain code, and every recorded figure compared (``eval.verify``). Prints OK,
-or the first episode and figure that do not match.
+Every episode of an eval's or a training run's results file (every branch of a fork-eval's)
+is replayed from its folder, with no model and no brain code, and every recorded figure
+compared (``eval.verify``). Prints OK, or the first episode and figure that do not match.
 
 Exit status: 0 every episode checks out, 1 a mismatch (a changed log, a figure the replay
 does not give), 2 nothing to check (no such file, not a results file, an episode's folder
@@ -29,10 +29,11 @@ EXIT_USAGE = 2
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python main.py verify",
-        description="Replay every episode of a results file from its save folder (no model "
-                    "or brain code needed) and check each recorded score and metric. Exit "
-                    "status: 0 OK, 1 a mismatch, 2 nothing to check.")
-    parser.add_argument("results", type=Path, help="a results.json written by eval or train")
+        description="Replay every episode (or fork branch) of a results file from its save "
+                    "folder (no model or brain code needed) and check each recorded score "
+                    "and metric. Exit status: 0 OK, 1 a mismatch, 2 nothing to check.")
+    parser.add_argument("results", type=Path,
+                        help="a results.json written by eval, fork-eval or train")
     parser.add_argument("--quiet", action="store_true", help="print only the verdict")
     return parser
 
@@ -49,7 +50,8 @@ def main(argv: Sequence[str]) -> int:
     if verdict.mismatch is not None:
         print(verdict.mismatch.line())
         return EXIT_MISMATCH
-    print(f"OK: {verdict.episodes} episode{'s' * (verdict.episodes != 1)} replayed from their "
-          f"logs; every recorded score and metric matches "
+    plural = "es" if verdict.noun == "branch" else "s"
+    print(f"OK: {verdict.episodes} {verdict.noun}{plural * (verdict.episodes != 1)} replayed "
+          "from their logs; every recorded score and metric matches "
           f"({time.perf_counter() - began:.1f} s)")
     return EXIT_OK

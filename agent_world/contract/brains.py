@@ -86,8 +86,10 @@ class Brain:
         """The episode ended with the agent alive (a dead one had ``on_death``): ``episode``
         holds what ``on_episode_start`` had, with ``ended`` (``ticks``, ``subjects_dead``,
         ``team_eliminated``, ``objective`` or ``stopped``), ``tick``, the agent's ``score``
-        and ``figures`` (its metrics as the results show them). No ``decide`` follows; it
-        is held to the brain's deadline."""
+        and ``figures`` (its metrics as the results show them). In a fork's branch the
+        ``scenario`` names the fork, ``branch`` its number, and ``score`` is None (a fork
+        has no score; its figures count from the fork). No ``decide`` follows; it is held to
+        the brain's deadline."""
 
     def reflect(self) -> None:
         """Think over what happened (every ``reflect_every_ticks``, after a decision, on the

@@ -20,6 +20,7 @@ __all__ = [
     "ABILITY_REQUEST_EXPIRED",
     "ACTION_FAILED",
     "ATTACK",
+    "BRAIN_CHANGED",
     "CAPTURE",
     "CENSUS",
     "CRAFT",
@@ -38,6 +39,7 @@ __all__ = [
     "PICKUP",
     "PRICE",
     "REMOVED",
+    "RESEEDED",
     "SAY",
     "SKIPPED",
     "SPAWN",
@@ -104,6 +106,8 @@ ABILITY_KILLED = "ability_killed"
 
 # the world
 INPUT_REJECTED = "input_rejected"
+BRAIN_CHANGED = "brain_changed"  # a ``brain`` input gave an agent another brain
+RESEEDED = "reseeded"  # a ``reseed`` input gave the world another seed
 
 # the tick loop's, reported with the tick after the one they are about
 OVERRUN = "overrun"
@@ -147,6 +151,8 @@ WORLD_EVENTS: frozenset[str] = frozenset({
     ABILITY_ENABLED,
     ABILITY_KILLED,
     INPUT_REJECTED,
+    BRAIN_CHANGED,
+    RESEEDED,
 })
 """What ``World.emit`` may emit."""
 LOOP_EVENTS: frozenset[str] = frozenset({OVERRUN, SKIPPED})

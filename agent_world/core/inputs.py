@@ -7,9 +7,11 @@ Outer layers may register handlers for input types of their own.
 
 from __future__ import annotations
 
+import random
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from agent_world.config import BRAIN_NAME
 from agent_world.core import components as c
 from agent_world.core import events as ev
 from agent_world.core.actions import Action, ActionError
@@ -145,6 +147,37 @@ def _plan(world: World, data: Mapping[str, Any]) -> None:
         world.metrics.on_plan(world, data)
 
 
+def _brain(world: World, data: Mapping[str, Any]) -> None:
+    """Agent ``agent`` thinks with ``brain`` from this tick on (a counterfactual fork gives
+    its chosen agents the brain under test this way). The decision pipelines hear of it by
+    the ``brain_changed`` event: the old brain's stops asking for the agent, the new one's
+    starts."""
+    eid = _agent(world, data)
+    brain = _str(data, "brain") or ""
+    if not BRAIN_NAME.fullmatch(brain):
+        raise InputRejected(f"brain {brain!r} is not a brain's name (builtin, llm or a "
+                            "registered brain's: a-z, 0-9 and _, or policy:NAME)")
+    agent = world.store.get(eid, c.Agent)
+    was, agent.brain = agent.brain, brain
+    row = world.metrics.rows.get(eid)
+    if row is not None:  # its figures are grouped under the brain it has now (/top, by)
+        row["brain"] = brain
+    world.emit(ev.BRAIN_CHANGED, agent=eid, name=agent.name, brain=brain, was=was)
+
+
+def _reseed(world: World, data: Mapping[str, Any]) -> None:
+    """The world draws its random numbers from ``seed`` from this tick on (its ``seed``,
+    which abilities' own numbers derive from, too): each branch of a counterfactual fork
+    starts from the same state with a seed of its own."""
+    seed = _int(data, "seed")
+    if seed is None or not 0 <= seed < 2**63:
+        raise InputRejected(f"seed must be a whole number from 0 to 2**63 - 1, got {seed!r}")
+    was = world.seed
+    world.seed = seed
+    world.rng = random.Random(seed)
+    world.emit(ev.RESEEDED, seed=seed, was=was)
+
+
 def _decision_fault(world: World, data: Mapping[str, Any]) -> None:
     """A brain that is not built in failed to decide for an agent (counted: metrics)."""
     eid = _agent(world, data)
@@ -158,6 +191,8 @@ INPUT_HANDLERS: dict[str, InputHandler] = {
     "give": _give,
     "plan": _plan,
     "decision_fault": _decision_fault,
+    "brain": _brain,
+    "reseed": _reseed,
     "ability": accept_input,
     "ability_refused": refused_input,
     "ability_state": state_input,

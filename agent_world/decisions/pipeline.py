@@ -210,6 +210,13 @@ class Pipeline:
                 del self.minds[eid]
                 self._new_minds.discard(eid)
                 self.queue.cancel(eid)
+            elif kind == ev.BRAIN_CHANGED:  # a ``brain`` input: this kind gains or loses it
+                eid = int(event["agent"])
+                if event.get("brain") in self.brains:
+                    if eid not in self.minds:
+                        self.serve(eid)
+                elif eid in self.minds:
+                    self.forget(eid)
         self.answerer.on_events(tick, report)
         self._give_up_late()
         while True:

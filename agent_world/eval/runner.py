@@ -27,13 +27,13 @@ import orjson
 from agent_world.config import Config
 from agent_world.eval.course import COURSE_FIGURES
 from agent_world.eval.episode import Episode
-from agent_world.eval.jobs import Job, run_job
+from agent_world.eval.jobs import EpisodeJob, Job, run_job
 from agent_world.eval.raypool import RayPool
 from agent_world.eval.scenario import Scenario
 from agent_world.lifeline import die_with_parent, stop_group
 
-__all__ = ["Evaluation", "LocalPool", "Stopper", "Summary", "confidence", "evaluate",
-           "summarise", "write_results"]
+__all__ = ["Evaluation", "LocalPool", "Ran", "Stopper", "Summary", "confidence", "evaluate",
+           "plus_minus", "run_jobs", "summarise", "write_results"]
 
 # Two-sided 95% t values by degrees of freedom (from 31 on the normal's 1.96 is close).
 _T95 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179,
@@ -101,8 +101,8 @@ def summarise(result: Evaluation) -> list[Summary]:
 class Progress:
     """``[#####-----] 12/40 episodes, 1m20s left`` on a terminal; nothing elsewhere."""
 
-    def __init__(self, total: int, stream: TextIO) -> None:
-        self.total, self.stream = total, stream
+    def __init__(self, total: int, stream: TextIO, noun: str = "episodes") -> None:
+        self.total, self.stream, self.noun = total, stream, noun
         self.done = 0
         self.began = time.monotonic()
         self.live = stream.isatty()
@@ -114,7 +114,7 @@ class Progress:
         spent = time.monotonic() - self.began
         left = spent / self.done * (self.total - self.done)
         bar = "#" * (20 * self.done // self.total)
-        self.stream.write(f"\r[{bar:<20}] {self.done}/{self.total} episodes, "
+        self.stream.write(f"\r[{bar:<20}] {self.done}/{self.total} {self.noun}, "
                           f"{int(left) // 60}m{int(left) % 60:02d}s left ")
         self.stream.flush()
 
@@ -212,26 +212,30 @@ class Stopper:
             pool.terminate(grace_s)
 
 
-def evaluate(scenario: Scenario, brains: Sequence[str], seeds: Sequence[int], out: Path, *,
-             workers: int, base: Config, brains_path: str | None = None,
-             ray_address: str | None = None, progress: TextIO = sys.stderr,
+@dataclass
+class Ran:
+    """What ``run_jobs`` gives back: each job's result (plain data, in the order they
+    ended), the jobs that failed twice, and whether the run was cancelled."""
+
+    results: list[dict[str, Any]] = field(default_factory=list)
+    failed: list[dict[str, Any]] = field(default_factory=list)
+    cancelled: bool = False
+
+
+def run_jobs(jobs: Sequence[Job], *, workers: int, ray_address: str | None = None,
+             progress: TextIO = sys.stderr, noun: str = "episodes",
              log: Callable[[str], None] = lambda _t: None,
-             on_episode: Callable[[Episode], None] = lambda _e: None,
+             on_result: Callable[[dict[str, Any]], None] = lambda _r: None,
              cancelled: Callable[[], bool] = lambda: False,
-             stopper: Stopper | None = None) -> Evaluation:
-    """Every (brain, seed) episode of ``scenario``: ``workers`` at a time in local
-    processes, or as Ray tasks on the cluster at ``ray_address`` (``auto``: the one this
-    machine belongs to). ``on_episode`` hears of each episode as it ends; once
-    ``cancelled()`` says so, episodes not started are dropped and the result has those that
-    ended (``result.cancelled``). ``stopper`` can end the local processes from another
-    thread; an exception here (Ctrl-C) ends them too, never waiting for their episodes."""
-    began = time.perf_counter()
-    out = out.resolve()  # the same path for every process and every node
-    jobs: list[Job] = [(scenario, brain, seed, str(out), base.to_dict(),
-                        str(Path(brains_path).resolve()) if brains_path else None)
-                       for brain in brains for seed in seeds]
-    result = Evaluation(scenario=scenario, brains=list(brains), seeds=list(seeds))
-    bar = Progress(len(jobs), progress)
+             stopper: Stopper | None = None) -> Ran:
+    """Every job (an episode, a fork's branch): ``workers`` at a time in local processes,
+    or as Ray tasks on the cluster at ``ray_address`` (``auto``: the one this machine
+    belongs to). ``on_result`` hears of each result as its job ends; a job that fails is
+    tried once more, then listed. Once ``cancelled()`` says so, jobs not started are dropped
+    (``Ran.cancelled``). ``stopper`` can end the local processes from another thread; an
+    exception here (Ctrl-C) ends them too, never waiting for their jobs."""
+    ran = Ran()
+    bar = Progress(len(jobs), progress, noun)
     pool: LocalPool | RayPool = (RayPool(ray_address) if ray_address is not None
                                  else LocalPool(workers))
     if stopper is not None and isinstance(pool, LocalPool):
@@ -241,40 +245,66 @@ def evaluate(scenario: Scenario, brains: Sequence[str], seeds: Sequence[int], ou
         while pending:
             if cancelled() or (stopper is not None and stopper.stopped):
                 pool.cancel(list(pending))
-                result.cancelled = True
+                ran.cancelled = True
                 break
             for handle, answer in pool.wait(list(pending), timeout=CANCEL_POLL_S):
                 job, attempt = pending.pop(handle)
                 if answer["ok"]:
-                    episode = Episode(**answer["episode"])
-                    result.episodes.append(episode)
-                    on_episode(episode)
+                    ran.results.append(answer["result"])
+                    on_result(answer["result"])
                     bar.step()
                 elif attempt == 1 and not cancelled() and not (stopper and stopper.stopped):
-                    log(f"episode {job[1]} seed {job[2]} failed ({answer['error']}); "
-                        "trying it once more")
-                    retry = (*job[:3], str(Path(job[3]) / "retry"), *job[4:])
+                    log(f"{job.label()} failed ({answer['error']}); trying it once more")
+                    retry = job.retried()
                     pending[pool.submit(retry)] = (retry, 2)
                 else:
-                    log(f"episode {job[1]} seed {job[2]} failed again: {answer['error']}")
-                    result.failed.append({"brain": job[1], "seed": job[2],
-                                          **{k: v for k, v in answer.items() if k != "ok"}})
+                    log(f"{job.label()} failed again: {answer['error']}")
+                    ran.failed.append({**job.identity(),
+                                       **{k: v for k, v in answer.items() if k != "ok"}})
                     bar.step()
     except BaseException:
         if isinstance(pool, LocalPool):
-            pool.terminate()  # interrupted or broken: its episodes go now, unwaited for
+            pool.terminate()  # interrupted or broken: its jobs go now, unwaited for
         raise
     finally:
         if stopper is not None and isinstance(pool, LocalPool):
             stopper.detach(pool)
         pool.close()
     bar.end()
+    return ran
+
+
+def evaluate(scenario: Scenario, brains: Sequence[str], seeds: Sequence[int], out: Path, *,
+             workers: int, base: Config, brains_path: str | None = None,
+             ray_address: str | None = None, progress: TextIO = sys.stderr,
+             log: Callable[[str], None] = lambda _t: None,
+             on_episode: Callable[[Episode], None] = lambda _e: None,
+             cancelled: Callable[[], bool] = lambda: False,
+             stopper: Stopper | None = None) -> Evaluation:
+    """Every (brain, seed) episode of ``scenario`` (``run_jobs`` says how and where).
+    ``on_episode`` hears of each episode as it ends; once ``cancelled()`` says so, episodes
+    not started are dropped and the result has those that ended (``result.cancelled``)."""
+    began = time.perf_counter()
+    out = out.resolve()  # the same path for every process and every node
+    jobs = [EpisodeJob(scenario, brain, seed, str(out), base.to_dict(),
+                       str(Path(brains_path).resolve()) if brains_path else None)
+            for brain in brains for seed in seeds]
+    result = Evaluation(scenario=scenario, brains=list(brains), seeds=list(seeds))
+
+    def ended(record: dict[str, Any]) -> None:
+        episode = Episode(**record)
+        result.episodes.append(episode)
+        on_episode(episode)
+
+    ran = run_jobs(jobs, workers=workers, ray_address=ray_address, progress=progress,
+                   log=log, on_result=ended, cancelled=cancelled, stopper=stopper)
+    result.failed, result.cancelled = ran.failed, ran.cancelled
     result.episodes.sort(key=lambda e: (brains.index(e.brain), e.seed))
     result.seconds = round(time.perf_counter() - began, 1)
     return result
 
 
-def _pm(pair: tuple[float, float]) -> str:
+def plus_minus(pair: tuple[float, float]) -> str:
     mean, half = pair
     return f"{mean:,.2f} ± {half:,.2f}"
 
@@ -310,8 +340,8 @@ def write_results(result: Evaluation, out: Path) -> list[str]:
              "| brain | episodes | score | " + " | ".join(shown) + " |",
              "|---|---:|---:|" + "---:|" * len(shown)]
     for s in summaries:
-        lines.append(f"| {s.brain} | {s.episodes} | {_pm(s.score)} | "
-                     + " | ".join(_pm(s.metrics[m]) if m in s.metrics else "-"
+        lines.append(f"| {s.brain} | {s.episodes} | {plus_minus(s.score)} | "
+                     + " | ".join(plus_minus(s.metrics[m]) if m in s.metrics else "-"
                                   for m in shown) + " |")
     if result.failed:
         lines += ["", f"Failed episodes ({len(result.failed)}): " + "; ".join(

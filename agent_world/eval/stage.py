@@ -31,12 +31,40 @@ from agent_world.persistence import open_world
 from agent_world.types import TickReport
 from agent_world.userbrains.registry import load_brains
 
-__all__ = ["TEAM_METRICS", "THINK_WAIT_S", "Play", "Scoring", "Stage", "cast_of"]
+__all__ = ["TEAM_METRICS", "THINK_WAIT_S", "Play", "Scoring", "Stage", "cast_of",
+           "staged", "tick_settled", "wealth"]
 
 THINK_WAIT_S = 30  # the longest one tick waits for its decisions (s), and brains' deadline
 TEAM_METRICS = ("captures", "kills", "deaths", "damage_dealt", "damage_taken",
                 "team_messages", "food_gathered", "crafted_value")
 WAIT_POLL_S = 0.0005  # how often a tick's wait looks whether the decisions are in
+
+
+def staged(config: Config, out: Path, name: str) -> Config:
+    """``config`` for a world played headless into ``out/saves/<name>`` (its world log in
+    ``out/logs/<name>``) with a wait for every decision: an episode's, a fork's branch's."""
+    return config.replace(
+        world={"name": name},
+        paths={"saves": str(out / "saves"), "logs": str(out / "logs" / name)},
+        log={"echo": False}, web={"enabled": False},
+        # The stage waits for every decision, so a deadline is only a backstop for a
+        # brain that hangs: a loaded machine must not turn slow answers into faults.
+        decisions={"brains": {
+            **config.decisions.brains,
+            "deadline_ms": max(config.decisions.of("brains").deadline_ms,
+                               THINK_WAIT_S * 1000)}})
+
+
+def tick_settled(session: Session) -> TickReport:
+    """One tick of ``session``'s loop, then a wait until every decision asked in it has
+    been answered (at most ``THINK_WAIT_S``): how a stage and a fork's branch tick, so that
+    a brain's answers land at the same ticks however fast the machine is."""
+    report = session.loop.tick_once()
+    waited = time.perf_counter()
+    while (any(part.thinking() for part in session.thinking_parts())
+           and time.perf_counter() - waited < THINK_WAIT_S):
+        time.sleep(WAIT_POLL_S)
+    return report
 
 
 def cast_of(scenario: Scenario) -> dict[str, tuple[str, Subjects]]:
@@ -227,17 +255,8 @@ class Stage(Scoring):
         ``external`` names brains no part of the session answers for (the RL environment
         submits its agents' plans itself), so none is loaded for them."""
         self.seed = seed
-        config = scenario.config(base or Config())
-        config = config.replace(
-            world={"name": name, "seed": seed},
-            paths={"saves": str(out / "saves"), "logs": str(out / "logs" / name)},
-            log={"echo": False}, web={"enabled": False},
-            # The stage waits for every decision, so a deadline is only a backstop for a
-            # brain that hangs: a loaded machine must not turn slow answers into faults.
-            decisions={"brains": {
-                **config.decisions.brains,
-                "deadline_ms": max(config.decisions.of("brains").deadline_ms,
-                                   THINK_WAIT_S * 1000)}})
+        config = staged(scenario.config(base or Config()), out, name).replace(
+            world={"name": name, "seed": seed})
         chosen = dict(brains or {})
         needed = ({brain, *chosen.values(), *scenario.other_brains()}
                   - {"builtin", "llm"} - external)
@@ -289,12 +308,7 @@ class Stage(Scoring):
         The tick is the loop's own (``tick_once``: observers, persistence, the thinkers
         between ticks); a stage has no angel and no console, so nothing holds or pauses
         its loop."""
-        session = self.session
-        self.after_tick(session.loop.tick_once())
-        waited = time.perf_counter()
-        while (any(part.thinking() for part in session.thinking_parts())
-               and time.perf_counter() - waited < THINK_WAIT_S):
-            time.sleep(WAIT_POLL_S)
+        self.after_tick(tick_settled(self.session))
 
     def run(self) -> None:
         """Tick until the scenario ends (``end.ticks``, or sooner: ``early_end``)."""

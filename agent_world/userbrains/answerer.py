@@ -327,7 +327,8 @@ class UserBrains(Answering):
                                              thread=threading.current_thread())
             brain = self._brains.get(job.agent)
         try:
-            if brain is None:
+            # A ``brain`` input may have given the agent another registered brain since.
+            if brain is None or type(brain) is not self.classes[name]:
                 brain = self.classes[name]()
                 brain.llm = self.llm
                 if isinstance(brain, PolicyBrain):
