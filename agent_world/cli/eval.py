@@ -37,7 +37,7 @@ from agent_world.persistence import SaveError
 from agent_world.runs import RunFolder, check_budget, prune_runs
 from agent_world.userbrains.registry import brain_refusal, load_brains
 
-__all__ = ["main", "parse_seeds"]
+__all__ = ["add_pool_arguments", "main", "parse_seeds"]
 
 MAX_SEEDS = 10_000
 
@@ -71,19 +71,26 @@ def build_parser() -> argparse.ArgumentParser:
                         help="comma-separated: builtin, llm, or registered brains' names")
     parser.add_argument("--seeds", default="1-5", help="e.g. 1-20 or 1,2,3 (default 1-5)")
     parser.add_argument("--ticks", type=int, help="episode length (default: the scenario's)")
+    add_pool_arguments(parser, "episode", "episodes", "paths.runs/eval-NAME-DATE")
+    return parser
+
+
+def add_pool_arguments(parser: argparse.ArgumentParser, unit: str, units: str,
+                       out: str) -> None:
+    """What every command that runs its ``units`` (episodes, a fork's branches) through the
+    pools takes: ``--workers``, ``--out`` (default ``out``), ``--config``, ``--brains-path``
+    and ``--ray``."""
     parser.add_argument("--workers", type=int, default=max(1, (os.cpu_count() or 1)),
-                        help="episodes at once, each in a process of its own")
-    parser.add_argument("--out", type=Path, help="folder for the results and the episodes' "
-                                                 "save folders (default "
-                                                 "paths.runs/eval-NAME-DATE)")
+                        help=f"{units} at once, each in a process of its own")
+    parser.add_argument("--out", type=Path, help=f"folder for the results and the {units}' "
+                                                 f"save folders (default {out})")
     parser.add_argument("--config", type=Path, metavar="FILE",
                         help="configuration: the LLM, registered brains (default: "
                              "config.yaml if present)")
     parser.add_argument("--brains-path", metavar="DIR", help="a folder to import brains from")
     parser.add_argument("--ray", metavar="auto|ADDRESS",
-                        help="run each episode as a task on this Ray cluster (auto: the one "
+                        help=f"run each {unit} as a task on this Ray cluster (auto: the one "
                              "this machine belongs to); pip install 'agent-world[ray]'")
-    return parser
 
 
 def _check(args: argparse.Namespace, scenario: Scenario

@@ -23,7 +23,8 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from agent_world.argtypes import agent_ids, positive_int, tick
+from agent_world.argtypes import positive_int
+from agent_world.cli.recording import add_decision_range
 from agent_world.cli.replay import resolve_world_path, sandboxed
 from agent_world.config import ConfigError, load_config
 from agent_world.persistence import SaveError, SaveFolder
@@ -50,8 +51,7 @@ def build_parser() -> argparse.ArgumentParser:
                     "answered, its reasoning, model and tokens and the outcome that "
                     "followed, as JSON Lines or Parquet. Exit status: 0 done, 1 the "
                     "recording cannot be replayed, 2 bad input.")
-    parser.add_argument("path", type=Path, help="the save folder (e.g. saves/default), or "
-                                                "the name of a world in paths.saves")
+    add_decision_range(parser, "export")
     parser.add_argument("--format", choices=FORMATS, default="jsonl",
                         help="jsonl (default) or parquet (needs pyarrow: pip install "
                              "'agent-world[export]')")
@@ -64,12 +64,6 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--window", type=positive_int, default=100, metavar="TICKS",
                         help="ticks after a decision is applied over which its outcome is "
                              "measured (default 100; shorter at a death or the log's end)")
-    parser.add_argument("--from", dest="first", type=tick, metavar="T",
-                        help="the first asked tick to export (default: the log's first)")
-    parser.add_argument("--to", dest="last", type=tick, metavar="T",
-                        help="the last asked tick to export (default: the log's last)")
-    parser.add_argument("--agents", type=agent_ids, metavar="ID,ID",
-                        help="only these agents' decisions (ids)")
     parser.add_argument("--config", type=Path, metavar="FILE",
                         help="configuration (default: config.yaml if present)")
     return parser

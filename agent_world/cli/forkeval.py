@@ -20,12 +20,12 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
 from agent_world.argtypes import tick
+from agent_world.cli.eval import add_pool_arguments
 from agent_world.cli.replay import resolve_world_path
 from agent_world.config import Config, ConfigError, load_config
 from agent_world.eval.forkplan import ForkError, ForkPlan, plan_fork
@@ -57,18 +57,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--branches", type=int, default=5,
                         help="branches per brain, each with a seed of its own (default 5)")
     parser.add_argument("--ticks", type=int, required=True, help="how long each branch runs")
-    parser.add_argument("--workers", type=int, default=max(1, (os.cpu_count() or 1)),
-                        help="branches at once, each in a process of its own")
-    parser.add_argument("--out", type=Path, help="folder for the results and the branches' "
-                                                 "save folders (default "
-                                                 "paths.runs/fork-NAME-tTICK-DATE)")
-    parser.add_argument("--config", type=Path, metavar="FILE",
-                        help="configuration: the LLM, registered brains (default: "
-                             "config.yaml if present)")
-    parser.add_argument("--brains-path", metavar="DIR", help="a folder to import brains from")
-    parser.add_argument("--ray", metavar="auto|ADDRESS",
-                        help="run each branch as a task on this Ray cluster (auto: the one "
-                             "this machine belongs to); pip install 'agent-world[ray]'")
+    add_pool_arguments(parser, "branch", "branches", "paths.runs/fork-NAME-tTICK-DATE")
     return parser
 
 

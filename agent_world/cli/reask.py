@@ -24,7 +24,8 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from agent_world.argtypes import agent_ids, positive_int, tick
+from agent_world.argtypes import positive_int
+from agent_world.cli.recording import add_decision_range
 from agent_world.cli.replay import available_cpus, resolve_world_path, sandboxed
 from agent_world.config import ConfigError, load_config
 from agent_world.persistence import SaveError, SaveFolder
@@ -54,19 +55,12 @@ def build_parser() -> argparse.ArgumentParser:
                     "logged (by replaying to its tick) and ask other brains for their "
                     "decision there, without changing the world. Exit status: 0 done, 1 the "
                     "recording cannot be replayed, 2 bad input.")
-    parser.add_argument("path", type=Path, help="the save folder (e.g. saves/default), or "
-                                                "the name of a world in paths.saves")
+    add_decision_range(parser, "re-ask")
     parser.add_argument("--brain", required=True, metavar="BRAIN[,BRAIN]",
                         help="comma-separated: builtin, llm, a registered brain or "
                              "policy:NAME (the names eval --brains takes)")
     parser.add_argument("--model", help="with --brain llm: the model to ask (default "
                                         "llm.model)")
-    parser.add_argument("--from", dest="first", type=tick, metavar="T",
-                        help="the first asked tick to re-ask (default: the log's first)")
-    parser.add_argument("--to", dest="last", type=tick, metavar="T",
-                        help="the last asked tick to re-ask (default: the log's last)")
-    parser.add_argument("--agents", type=agent_ids, metavar="ID,ID",
-                        help="only these agents' decisions (ids)")
     parser.add_argument("--sample", type=positive_int, metavar="N",
                         help="re-ask N of the decisions, drawn with --seed (the same N and "
                              "seed draw the same decisions)")

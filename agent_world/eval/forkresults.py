@@ -13,7 +13,7 @@ from typing import Any
 import orjson
 
 from agent_world.eval.forks import WORLD_FIGURES, ForkEvaluation
-from agent_world.eval.runner import KEY_METRICS, confidence, plus_minus
+from agent_world.eval.runner import KEY_METRICS, confidence, plural, plus_minus
 
 __all__ = ["KIND", "ForkSummary", "summarise_fork", "write_fork_results"]
 
@@ -70,8 +70,8 @@ def write_fork_results(result: ForkEvaluation, out: Path) -> list[str]:
                              b.folder, *(round(b.metrics.get(m, 0.0), 4) for m in metric_names)])
     shown = [m for m in KEY_METRICS if any(m in s.metrics for s in summaries)]
     agents = ", ".join(plan.agents)
-    lines = [f"# {plan.world} forked at tick {plan.tick}: {len(result.brains)} brains x "
-             f"{result.branches} branches, {plan.ticks} ticks each", "",
+    lines = [f"# {plan.world} forked at tick {plan.tick}: {plural(len(result.brains), 'brain')}"
+             f" x {plural(result.branches, 'branch')}, {plan.ticks} ticks each", "",
              f"The chosen agents ({agents}) on each brain: their metrics over the branch "
              "(their mean); mean ± 95% confidence interval over branches.", "",
              "| brain | branches | " + " | ".join(shown) + " |",

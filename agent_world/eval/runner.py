@@ -33,7 +33,7 @@ from agent_world.eval.scenario import Scenario
 from agent_world.lifeline import die_with_parent, stop_group
 
 __all__ = ["Evaluation", "LocalPool", "Ran", "Stopper", "Summary", "confidence", "evaluate",
-           "plus_minus", "run_jobs", "summarise", "write_results"]
+           "plural", "plus_minus", "run_jobs", "summarise", "write_results"]
 
 # Two-sided 95% t values by degrees of freedom (from 31 on the normal's 1.96 is close).
 _T95 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179,
@@ -304,6 +304,11 @@ def evaluate(scenario: Scenario, brains: Sequence[str], seeds: Sequence[int], ou
     return result
 
 
+def plural(n: int, noun: str) -> str:
+    """``1 brain``, ``2 brains``."""
+    return f"{n} {noun}{'s' * (n != 1)}"
+
+
 def plus_minus(pair: tuple[float, float]) -> str:
     mean, half = pair
     return f"{mean:,.2f} ± {half:,.2f}"
@@ -334,7 +339,8 @@ def write_results(result: Evaluation, out: Path) -> list[str]:
                              e.subjects, e.alive, e.seconds, e.folder,
                              *(round(e.metrics.get(m, 0.0), 4) for m in metric_names)])
     shown = [m for m in key_metrics(scenario) if any(m in s.metrics for s in summaries)]
-    lines = [f"# {scenario.name}: {len(result.brains)} brains x {len(result.seeds)} seeds",
+    lines = [f"# {scenario.name}: {plural(len(result.brains), 'brain')} x "
+             f"{plural(len(result.seeds), 'seed')}",
              "", f"Score: {scenario.describe_score()} (mean over the subjects of each "
              "episode); mean ± 95% confidence interval over seeds.", "",
              "| brain | episodes | score | " + " | ".join(shown) + " |",
