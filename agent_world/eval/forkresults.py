@@ -71,7 +71,7 @@ def write_fork_results(result: ForkEvaluation, out: Path) -> list[str]:
     shown = [m for m in KEY_METRICS if any(m in s.metrics for s in summaries)]
     agents = ", ".join(plan.agents)
     lines = [f"# {plan.world} forked at tick {plan.tick}: {plural(len(result.brains), 'brain')}"
-             f" x {plural(result.branches, 'branch')}, {plan.ticks} ticks each", "",
+             f" x {plural(result.branches, 'branch', 'branches')}, {plan.ticks} ticks each", "",
              f"The chosen agents ({agents}) on each brain: their metrics over the branch "
              "(their mean); mean ± 95% confidence interval over branches.", "",
              "| brain | branches | " + " | ".join(shown) + " |",

@@ -304,9 +304,9 @@ def evaluate(scenario: Scenario, brains: Sequence[str], seeds: Sequence[int], ou
     return result
 
 
-def plural(n: int, noun: str) -> str:
-    """``1 brain``, ``2 brains``."""
-    return f"{n} {noun}{'s' * (n != 1)}"
+def plural(n: int, noun: str, nouns: str = "") -> str:
+    """``1 brain``, ``2 brains`` (``nouns``: the plural, where it is not ``noun`` + s)."""
+    return f"{n} {noun if n == 1 else nouns or noun + 's'}"
 
 
 def plus_minus(pair: tuple[float, float]) -> str:
