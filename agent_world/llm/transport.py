@@ -281,12 +281,15 @@ class Transport:
                 asked = error.retry_after if error.retry_after is not None else wait
                 if asked is not None:
                     endpoint.pause.extend(self.clock.now() + asked)
-            if wait is None or self.clock.now() + wait >= deadline:
+            if wait is None:
                 raise error
-            on_retry(error, wait)
             attempt += 1
             if len(self.endpoints) > 1 and self._free_elsewhere(endpoint):
-                continue  # another replica may take it now
+                on_retry(error, 0.0)  # another replica may take it now
+                continue
+            if self.clock.now() + wait >= deadline:
+                raise error
+            on_retry(error, wait)
             await self.clock.sleep_until(self.clock.now() + wait)
 
     async def _attempt(self, request: LLMRequest, deadline: float, remaining: float,
@@ -305,6 +308,9 @@ class Transport:
             self.waiting -= 1
         try:
             endpoint = self._choose(unsent)
+            # Counted before any wait, so the next request's choice already sees this one.
+            endpoint.in_flight += 1
+            endpoint.requests += 1
             try:
                 if endpoint.pause.until > self.clock.now():
                     if endpoint.pause.until >= deadline:
@@ -312,13 +318,8 @@ class Transport:
                                             "429 past this decision's deadline")
                     await self.clock.sleep_until(endpoint.pause.until)
                 provider = await self._provider(endpoint)
-                endpoint.in_flight += 1
-                endpoint.requests += 1
-                try:
-                    response = await provider.complete(
-                        request=request, timeout_s=max(0.001, deadline - self.clock.now()))
-                finally:
-                    endpoint.in_flight -= 1
+                response = await provider.complete(
+                    request=request, timeout_s=max(0.001, deadline - self.clock.now()))
             except ProviderError as exc:
                 self._failed(endpoint, exc, unsent)
                 return endpoint, exc
@@ -326,6 +327,8 @@ class Transport:
                 if endpoint.breaker is not None:
                     endpoint.breaker.release()
                 raise
+            finally:
+                endpoint.in_flight -= 1
             if endpoint.breaker is not None:
                 endpoint.breaker.success()
             return response, None
