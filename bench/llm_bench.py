@@ -4,10 +4,10 @@ tokens per decision, against the local fake server (tests/llm_server.py).
     .venv/bin/python bench/llm_bench.py [--agents 200] [--llm-agents 50] [--ticks 2000]
     .venv/bin/python bench/llm_bench.py --inflight 1000 [--delay-s 5] [--ticks 600]
 
-The second form (issue 32): a world of that many LLM agents, all asking at once, against a
-server that answers each request after ``--delay-s``, with ``llm.max_concurrent`` as many:
+The second form (issue 32): ``llm.max_concurrent`` of that many, and a fifth more LLM agents
+than that, all asking, against a server that answers each request after ``--delay-s``:
 how many requests the transport and the server held in flight at once, the threads the
-process ran, and the LLM pipeline's main-thread time per decision.
+process ran, and the LLM pipeline's main-thread time per request.
 
 Each scenario runs the same world; a tick here is world.step() plus every observer (the LLM
 manager's main-thread share included), with a 1 ms pause between ticks so the worker
@@ -106,17 +106,20 @@ def scenario(name: str, *, agents: int, llm_agents: int, ticks: int, logs: Path,
             child.communicate("", timeout=30)
 
 
-def inflight(*, agents: int, delay_s: float, ticks: int, logs: Path) -> dict[str, Any]:
-    """``agents`` LLM agents asking at once against a server slow by ``delay_s``, with as
-    many requests allowed in flight: what is held at once, and at what main-thread cost."""
+def inflight(*, concurrent: int, delay_s: float, ticks: int, logs: Path) -> dict[str, Any]:
+    """A fifth more LLM agents than ``concurrent`` asking against a server slow by
+    ``delay_s``, with ``concurrent`` requests allowed in flight: what is held at once, and
+    at what main-thread cost."""
+    agents = concurrent + concurrent // 5
     child, url = start_server(f"slow:{delay_s}")
     settings = {"provider": "openai", "base_url": url, "model": "bench", "api_key_env": "",
-                "agents": agents, "max_concurrent": agents,
-                "request_timeout_s": delay_s * 4 + 10, "min_gap_ticks": 1,
-                "think_interval_ticks": 10, "decisions_per_agent_hour": 0,
-                "breaker_failures": 1000, "tokens_per_hour": 0, "cache_size": 0}
+                "agents": agents, "max_concurrent": concurrent,
+                "request_timeout_s": delay_s * 4 + 10, "breaker_failures": 1000,
+                "tokens_per_hour": 0, "cache_size": 0}
     config = Config().replace(world={"size": [128, 128], "starting_agents": agents, "seed": 7},
                               llm=settings, persistence={"enabled": False},
+                              decisions={"llm": {"min_gap_ticks": 1, "think_interval_ticks": 10,
+                                                 "decisions_per_agent_hour": 0}},
                               paths={"logs": str(logs / "inflight")}, log={"echo": False})
     session = Session(config, World.create(config))
     llm, transport = session.llm, session.llm_transport
@@ -124,6 +127,15 @@ def inflight(*, agents: int, delay_s: float, ticks: int, logs: Path) -> dict[str
     durations: list[float] = []
     held = threads = 0
     main_ms = 0.0
+    handed: list[float] = []  # the hand-over alone: answer() on the main thread
+    answer = llm.answer
+
+    def timed(job: Any, reply: Any) -> None:
+        t0 = time.perf_counter()
+        answer(job, reply)
+        handed.append((time.perf_counter() - t0) * 1000)
+
+    llm.answer = timed  # type: ignore[method-assign]
     began = time.perf_counter()
     try:
         for _ in range(ticks):
@@ -138,7 +150,7 @@ def inflight(*, agents: int, delay_s: float, ticks: int, logs: Path) -> dict[str
         stats = llm.stats()
         sent = stats["requests"]
         return {"scenario": f"{agents} LLM agents, server answering in {delay_s:g} s, "
-                            f"max_concurrent {agents}",
+                            f"max_concurrent {concurrent}",
                 "ticks": ticks, "wall s": round(wall, 1),
                 "requests": sent, "decisions applied": stats["applied"],
                 "errors": stats["errors"],
@@ -147,6 +159,10 @@ def inflight(*, agents: int, delay_s: float, ticks: int, logs: Path) -> dict[str
                 "tick p50 ms": round(percentile(durations, 0.5), 2),
                 "tick p99 ms": round(percentile(durations, 0.99), 2),
                 "LLM main-thread ms per request": round(main_ms / max(1, sent), 3),
+                "LLM main-thread ms per decision applied": round(
+                    main_ms / max(1, stats["applied"]), 3),
+                "hand-over (answer) ms per request, p50/p99": (
+                    f"{percentile(handed, 0.5):.3f}/{percentile(handed, 0.99):.3f}"),
                 "LLM main-thread ms per tick (mean)": round(main_ms / ticks, 2),
                 "LLM main-thread p99 ms (last 1,000 ticks)": stats["main thread p99"]}
     finally:
@@ -174,7 +190,7 @@ def main() -> None:
     os.environ.pop("OPENROUTER_API_KEY", None)
     if args.inflight:
         with tempfile.TemporaryDirectory() as tmp:
-            row = inflight(agents=args.inflight, delay_s=args.delay_s, ticks=args.ticks,
+            row = inflight(concurrent=args.inflight, delay_s=args.delay_s, ticks=args.ticks,
                            logs=Path(tmp))
         print(" | ".join(f"{k}: {v}" for k, v in row.items()))
         return
