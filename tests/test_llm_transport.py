@@ -24,7 +24,14 @@ from agent_world.llm.gates import Gates
 from agent_world.llm.providers import build_transport
 from agent_world.llm.redact import Redactor
 from agent_world.llm.transport import Transport
-from agent_world.types import Clock, FakeClock, LLMRequest, LLMResponse, MonotonicClock
+from agent_world.types import (
+    Clock,
+    FakeClock,
+    LLMRequest,
+    LLMResponse,
+    MonotonicClock,
+    ProviderError,
+)
 from tests.llm_helpers import KEY, KEY_ENV, llm_config, open_session, run_until, wait_for
 from tests.llm_server import FakeLLMServer, fake_llm_server
 
@@ -189,6 +196,24 @@ def test_an_endpoint_down_loses_no_request_opens_its_breaker_and_recovers(
         ask(t).result(30)
         assert back.count() == 1
         assert t.endpoint_stats()[0].breaker == "closed"
+
+
+def test_every_endpoint_down_opens_every_breaker_and_then_the_models(
+        transports: list[Transport]) -> None:
+    clock = FakeClock()
+    t = transport(transports, [f"http://127.0.0.1:{free_port()}/v1",
+                               f"http://127.0.0.1:{free_port()}/v1"], clock=clock,
+                  max_concurrent=4, max_retries=1)
+    kinds = []
+    for _ in range(8):
+        try:
+            ask(t).result(30)
+        except ProviderError as exc:
+            kinds.append(exc.kind)
+    assert kinds[0] == "connect" and kinds[-1] == "breaker"  # failed, then refused unsent
+    assert all(e.breaker.startswith("open") for e in t.endpoint_stats())
+    assert t.gates.breaker.state == "open"  # the model as a whole: agents fall back
+    assert "every LLM endpoint is failing" in t.unavailable()
 
 
 def test_a_429_with_retry_after_slows_only_its_endpoint(
