@@ -35,8 +35,10 @@ from agent_world.decisions.pipeline import Pipeline
 from agent_world.gcpolicy import GcPolicy
 from agent_world.llm import LLMAgents, ProviderFactory, provider_factory
 from agent_world.llm.gates import Gates
+from agent_world.llm.providers import build_transport
 from agent_world.llm.redact import Redactor
 from agent_world.llm.textmodel import ProviderTextModel
+from agent_world.llm.transport import Transport
 from agent_world.persistence.folder import SaveFolder
 from agent_world.persistence.writer import Persistence
 from agent_world.remote.answerer import RemoteBrains
@@ -160,16 +162,20 @@ class Session:
         self.angel_link: AngelLink | None = None
         # How each ability does (casts, effects, failures): what /ability improve teaches.
         self.ability_usage = AbilityUsage()
-        # Every call of the configured LLM passes these, LLM agents', users' brains' and
-        # the angel's alike: one hourly budget, one breaker, one set of figures.
+        # Every call of the configured LLM goes through one transport and passes these
+        # gates, LLM agents', users' brains' and the angel's alike: one client (its loop
+        # thread, its connections), one hourly budget, one breaker, one set of figures.
         self.llm_gates = (Gates.from_config(config.llm, clock=llm_clock or MonotonicClock(),
                                             redact=self.redactor)
                           if config.llm.enabled else None)
-        if sandbox is not None and text_model is None and self.llm_gates is not None:
-            # With an LLM configured the angel writes with it (one provider on its thread,
-            # released there when the angel stops).
+        self.llm_transport: Transport | None = None
+        if self.llm_gates is not None:
             factory = llm_provider or provider_factory(config.llm, self.redactor)
-            text_model = ProviderTextModel(config.llm, factory, gates=self.llm_gates)
+            self.llm_transport = build_transport(config.llm, self.llm_gates, factory=factory,
+                                                 clock=llm_clock)
+        if sandbox is not None and text_model is None and self.llm_transport is not None:
+            # With an LLM configured the angel writes with it.
+            text_model = ProviderTextModel(config.llm, self.llm_transport)
         if sandbox is not None:
             sandbox.install(world)
             # The angel checks new abilities under the rules this world runs with.
@@ -200,7 +206,7 @@ class Session:
         self.remote: RemoteBrains | None = None
         context = KindContext(
             config=config, world=world, report=self.report_problem, redactor=self.redactor,
-            llm_gates=self.llm_gates, llm_provider=llm_provider, llm_clock=llm_clock,
+            llm_gates=self.llm_gates, llm_transport=self.llm_transport, llm_clock=llm_clock,
             memories=folder.memories_dir if folder is not None else None,
             prompt_log=((folder.root / "llm" if folder is not None
                          else Path(config.paths.logs)) / "prompts.jsonl"
@@ -404,6 +410,8 @@ class Session:
             if self._stopping("the angel", lambda: angel.close(ANGEL_STOP_S)) is False:
                 self.note(f"the angel was still writing after {ANGEL_STOP_S:g} s; its work "
                           "is dropped")
+        if self.llm_transport is not None:  # after everyone who calls it
+            self._stopping("the LLM transport", self.llm_transport.close)
         if self.sandbox is not None:
             self._stopping("the sandbox", self.sandbox.close)
         lock = persistence.folder.lock if persistence is not None else None

@@ -307,16 +307,19 @@ class LLMResponse:
 class ProviderError(Exception):
     """A model call that failed. ``kind`` (one of ``ERROR_KINDS``) decides what happens next:
     retry, back off, fall back or stop calling. ``retry_after`` is the server's wish in
-    seconds, if it said. Messages never hold an API key (providers redact them)."""
+    seconds, if it said. ``sent`` is False when the request never reached the server (the
+    connection could not be made): another replica may take it at once. Messages never
+    hold an API key (providers redact them)."""
 
     def __init__(self, kind: str, message: str, *, status: int | None = None,
-                 retry_after: float | None = None) -> None:
+                 retry_after: float | None = None, sent: bool = True) -> None:
         if kind not in ERROR_KINDS:
             raise ValueError(f"{kind!r} is not one of {ERROR_KINDS!r}")
         super().__init__(message)
         self.kind = kind
         self.status = status
         self.retry_after = retry_after
+        self.sent = sent
 
     @property
     def retryable(self) -> bool:

@@ -26,7 +26,9 @@ BAD_PLAN = {"thought": "no such thing", "plan": [{"action": "fly", "args": {"to"
 class FakeLLMServer:
     """``mode`` is what every request gets unless ``script`` (a queue of modes) has one."""
 
-    def __init__(self) -> None:
+    def __init__(self, port: int = 0) -> None:
+        """``port``: 0 lets the OS choose; a given one brings an endpoint back where one
+        was down."""
         self.mode = "ok"
         self.script: deque[str] = deque()
         self.requests: list[dict[str, Any]] = []
@@ -43,7 +45,12 @@ class FakeLLMServer:
         self._latency = random.Random(7)
         self.delay_s = 0.05
         self.retry_after = "0.01"
-        self.port = 0
+        self.port = port
+        # Requests being answered now, and the most at once (mode "held" keeps them open
+        # until ``open_gate``).
+        self.active = 0
+        self.peak = 0
+        self._gate = asyncio.Event()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._runner: web.AppRunner | None = None
         self._ready = threading.Event()
@@ -66,12 +73,19 @@ class FakeLLMServer:
         if loop is None:
             return
         loop.call_soon_threadsafe(self._release.set)
+        loop.call_soon_threadsafe(self._gate.set)
         future = asyncio.run_coroutine_threadsafe(self._shutdown(), loop)
         with contextlib.suppress(Exception):
             future.result(10)
         loop.call_soon_threadsafe(loop.stop)
         self._thread.join(10)
         self._loop = None
+
+    def open_gate(self) -> None:
+        """Let every request held (mode ``held``) be answered, now and from now on."""
+        loop = self._loop
+        if loop is not None:
+            loop.call_soon_threadsafe(self._gate.set)
 
     def count(self, path_end: str = "") -> int:
         return sum(1 for r in self.requests if r["path"].endswith(path_end))
@@ -83,12 +97,14 @@ class FakeLLMServer:
         self._loop = loop
         asyncio.set_event_loop(loop)
         self._release = asyncio.Event()
+        self._gate = asyncio.Event()
         app = web.Application(client_max_size=10_000_000)
         app.router.add_post("/v1/chat/completions", self._openai)
         app.router.add_post("/v1/messages", self._anthropic)
         self._runner = web.AppRunner(app)
         loop.run_until_complete(self._runner.setup())
-        site = web.TCPSite(self._runner, "127.0.0.1", 0)
+        site = web.TCPSite(self._runner, "127.0.0.1", self.port, backlog=2048,
+                           reuse_address=True)
         loop.run_until_complete(site.start())
         self.port = int(self._runner.addresses[0][1])  # the port the OS chose
         self._ready.set()
@@ -111,6 +127,9 @@ class FakeLLMServer:
         if mode == "hang":
             await self._release.wait()
             return web.Response(status=503)
+        if mode == "held":  # answered normally once the gate opens
+            await self._gate.wait()
+            return None
         if mode == "drop":
             transport = request.transport
             assert transport is not None
@@ -174,6 +193,14 @@ class FakeLLMServer:
         return orjson.dumps(self.answer).decode()
 
     async def _openai(self, request: web.Request) -> web.StreamResponse:
+        self.active += 1
+        self.peak = max(self.peak, self.active)
+        try:
+            return await self._openai_answer(request)
+        finally:
+            self.active -= 1
+
+    async def _openai_answer(self, request: web.Request) -> web.StreamResponse:
         body = await self._record(request)
         mode = self._next_mode()
         bad = await self._misbehave(request, mode)

@@ -20,8 +20,9 @@ from agent_world.llm.brainllm import BrainLLM, LLMUnavailable
 from agent_world.llm.breaker import CircuitBreaker
 from agent_world.llm.budget import Budget
 from agent_world.llm.gates import Gates
-from agent_world.llm.providers import provider_factory
+from agent_world.llm.providers import build_transport, provider_factory
 from agent_world.llm.redact import Redactor
+from agent_world.llm.transport import Transport
 from agent_world.types import MonotonicClock
 from tests.llm_helpers import KEY, KEY_ENV
 from tests.llm_server import FakeLLMServer, fake_llm_server
@@ -34,6 +35,16 @@ def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeLLMServer]:
         yield fake
 
 
+MADE: list[Transport] = []  # each test's transports, closed after it
+
+
+@pytest.fixture(autouse=True)
+def _close_transports() -> Iterator[None]:
+    yield
+    while MADE:
+        MADE.pop().close()
+
+
 def brain_llm(server: FakeLLMServer, *, tokens_per_hour: int = 0) -> BrainLLM:
     cfg = LLMConfig(provider="openai", base_url=server.base_url, model="test-model",
                     api_key_env=KEY_ENV, request_timeout_s=2.0, max_retries=0)
@@ -42,7 +53,9 @@ def brain_llm(server: FakeLLMServer, *, tokens_per_hour: int = 0) -> BrainLLM:
     gates = Gates(budget=Budget(tokens_per_hour=tokens_per_hour, cost_per_hour=0, clock=clock),
                   breaker=CircuitBreaker(failures=2, cooldown_s=60, clock=clock),
                   metrics=Metrics(clock), redact=redactor, price=None)
-    return BrainLLM(cfg, provider_factory(cfg, redactor), gates=gates, rules=lambda: "RULES")
+    transport = build_transport(cfg, gates, factory=provider_factory(cfg, redactor))
+    MADE.append(transport)
+    return BrainLLM(cfg, transport, rules=lambda: "RULES")
 
 
 class Worker:

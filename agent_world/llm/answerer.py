@@ -1,18 +1,21 @@
 """LLM agents: the decision pipeline's answerer with a model as the brain.
 
 On the main thread it builds each request's prompt from the agent's ``Observation`` and
-memory (or answers it from the response cache); on the pipeline's worker threads, each with
-its own event loop and provider (one HTTP session per loop), it calls the provider within a
-deadline, checks the answer and replies with a decision or a fault. The circuit breaker
-and the hourly budget say when no request can be made. Replay and resume never build a
-pipeline, so they never call a model.
+memory (or answers it from the response cache) and hands the request to the model's
+``Transport`` without waiting: a coroutine on the transport's event-loop thread calls the
+model within a deadline, checks the answer and replies with a decision or a fault from
+there. The pipeline runs no worker thread for this kind; ``llm.max_concurrent`` requests
+are in flight at once. A request the pipeline gives up or withdraws is cancelled, its slot
+and connection freed. The circuit breakers and the hourly budget say when no request can
+be made. Replay and resume never build a pipeline, so they never call a model.
 """
 
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import dataclasses
-import random
+import functools
 import threading
 import traceback
 from collections.abc import Callable, Sequence
@@ -36,10 +39,9 @@ from agent_world.llm.memory import MemoryBook
 from agent_world.llm.promptlog import PromptLog
 from agent_world.llm.prompts import PROMPT_VERSION, PromptBuilder, WorldFacts
 from agent_world.llm.redact import Redactor
-from agent_world.llm.retry import ProviderPause, RetryPolicy, call_with_retries
+from agent_world.llm.transport import EndpointFactory, Transport, TransportClosed
 from agent_world.types import (
     Clock,
-    LLMProvider,
     LLMRequest,
     LLMResponse,
     ProviderError,
@@ -48,14 +50,15 @@ from agent_world.types import (
 
 __all__ = ["MAX_RAW_CHARS", "LLMAgents", "ProviderFactory"]
 
-ProviderFactory = Callable[[], LLMProvider]
-"""Makes one provider; called once in each worker thread (one HTTP session per loop)."""
+ProviderFactory = EndpointFactory
+"""Makes the provider of one endpoint, given its base URL (once per endpoint)."""
 
 MEMORY_SAVE_TICKS = 600
 TYPICAL_NEW_TOKENS = 350  # a decision's own part of the prompt, as measured (llm_cost bench)
 TYPICAL_ANSWER_TOKENS = 60
 CACHE_MIN_TOKENS = 1024  # providers cache prefixes from this length on (OpenAI)
 MAX_RAW_CHARS = 2000  # of a model's answer, kept with its plan input
+DEADLINE_GRACE_S = 1.0  # the pipeline gives a request up this long after its own deadline
 
 
 class InvalidAnswer(Exception):
@@ -63,16 +66,6 @@ class InvalidAnswer(Exception):
         super().__init__(message)
         self.kind = kind
         self.response = response
-
-
-class _Caller:
-    """One worker thread's way to the model: its own event loop and provider (one HTTP
-    session per loop), made on its first call."""
-
-    def __init__(self) -> None:
-        self.loop = asyncio.new_event_loop()
-        self.provider: LLMProvider | None = None
-        self.rng = random.Random()  # backoff jitter only: never reaches the world
 
 
 class LLMAgents(Answering):
@@ -83,16 +76,20 @@ class LLMAgents(Answering):
     label = "LLM"
 
     def __init__(self, cfg: LLMConfig, world: World, *, settings: KindPace,
-                 provider_factory: ProviderFactory,
+                 transport: Transport,
                  identity: dict[str, Any], redactor: Redactor, clock: Clock | None = None,
                  memories: Path | None = None, report: Callable[[str], None] = print,
-                 prompt_log: Path | None = None, gates: Gates | None = None) -> None:
-        """``settings``: ``decisions.llm`` over ``decisions``. ``gates``: the session's,
-        shared with the angel (new ones when not given); their figures are this kind's."""
+                 prompt_log: Path | None = None, owns_transport: bool = False) -> None:
+        """``settings``: ``decisions.llm`` over ``decisions`` (its ``workers`` do not apply:
+        requests are answered on the transport's loop thread). ``transport``: the model,
+        with its gates, shared with the angel and users' brains; their figures are this
+        kind's. ``owns_transport``: close it when this kind stops."""
+        # No worker threads: ``answer`` hands the request to the transport and returns.
+        # At most ``max_concurrent`` are handed over at once; more would only wait there.
         super().__init__(pace=Pace(interval=settings.think_interval_ticks,
                                    min_gap=settings.min_gap_ticks,
-                                   round_size=min(settings.workers, cfg.max_concurrent),
-                                   workers=settings.workers,
+                                   round_size=cfg.max_concurrent,
+                                   workers=0,
                                    per_agent_hour=settings.decisions_per_agent_hour,
                                    per_hour=settings.decisions_per_hour),
                          brains=frozenset({"llm"}), clock=clock)
@@ -108,28 +105,20 @@ class LLMAgents(Answering):
                                      max_tokens=cfg.max_tokens, seed=cfg.seed or None,
                                      structured=cfg.structured)
         self._ability_names: tuple[str, ...] = ()
-        self.policy = RetryPolicy(max_retries=cfg.max_retries,
-                                  retry_after_cap_s=cfg.retry_after_cap_s)
-        self.pause = ProviderPause()
         # Every call of this world's LLM passes these: its agents', users' brains' and
         # the angel's.
-        if gates is None:
-            gates = Gates.from_config(cfg, clock=self.clock, redact=redactor,
-                                      metrics=Metrics(self.clock))
-        self.gates = gates
-        self.own_metrics = gates.metrics
+        self.transport = transport
+        self._owns_transport = owns_transport
+        self.gates: Gates = transport.gates
+        self.own_metrics: Metrics | None = self.gates.metrics
         self.breaker = self.gates.breaker
         self.budget = self.gates.budget
         self.price = self.gates.price
         self.cache = ResponseCache(cfg.cache_size)
-        self.concurrency = threading.BoundedSemaphore(cfg.max_concurrent)
         self.memory = MemoryBook(cfg.memory_window)
-        self._factory = provider_factory
-        # Each worker's event loop and provider. Not a threading.local: a forked child (the
-        # state hash's) clears other threads' locals, and closing a loop there would remove
-        # the parent's sockets from the epoll set the two processes share.
-        self._callers: dict[threading.Thread, _Caller] = {}
-        self._callers_lock = threading.Lock()
+        # Requests on the transport, by request id: cancelled when the pipeline abandons one.
+        self._flying: dict[int, concurrent.futures.Future[Answer | Fault]] = {}
+        self._flying_lock = threading.Lock()
 
     def bind(self, pipeline: Any) -> None:
         super().bind(pipeline)
@@ -153,6 +142,9 @@ class LLMAgents(Answering):
         if not self.breaker.would_allow():
             return (f"LLM endpoint failing, circuit breaker open ({self.breaker.reason}); "
                     f"next try in {self.breaker.seconds_left():.0f} s")
+        every = self.transport.unavailable()
+        if every:
+            return every
         if self.budget.exhausted():
             wait = self.budget.refills_in()
             when = f"{wait / 60:.0f} min" if wait >= 90 else f"{wait:.0f} s"
@@ -195,42 +187,48 @@ class LLMAgents(Answering):
                 self.metrics.request()
                 return _answer(decision, hit, cached=True)
         return Job(rid=rid, agent=eid, tick=world.tick, priority=priority, reasons=reasons,
-                   payload=request, key=key)
+                   payload=request, key=key,
+                   deadline_s=self.cfg.request_timeout_s + DEADLINE_GRACE_S)
 
-    # -- answering (the pipeline's worker threads) -------------------------------------------
+    # -- answering (the main thread hands over; the transport's loop thread answers) ------
 
     def answer(self, job: Job, reply: Reply) -> None:
-        me = threading.current_thread()
-        with self._callers_lock:
-            here = self._callers.get(me)
-            if here is None:
-                here = self._callers[me] = _Caller()
+        """Hand ``job`` to the transport and return at once; ``reply`` is called from the
+        transport's loop thread when the answer (or the fault) is known."""
+        try:
+            future = self.transport.submit(self._process(job))
+        except TransportClosed:  # the program is stopping
+            reply(Fault(kind="connect", error="the LLM transport is closed"))
+            return
+        with self._flying_lock:
+            self._flying[job.rid] = future
+        future.add_done_callback(functools.partial(self._finished, job, reply))
+
+    def _finished(self, job: Job, reply: Reply,
+                  future: concurrent.futures.Future[Answer | Fault]) -> None:
+        with self._flying_lock:
+            self._flying.pop(job.rid, None)
+        if future.cancelled():
+            return  # abandoned by the pipeline: nobody waits for it
         result: Answer | Fault
         try:
-            if here.provider is None:
-                here.provider = self._factory()
-            with self.concurrency:
-                result = here.loop.run_until_complete(self._process(here, job))
-        except ProviderError as exc:  # the provider could not even be made
-            self.gates.breaker.stop(f"{exc.kind}: {self.redact(str(exc))}")
-            result = self._failed(job, exc)
-        except Exception:  # a bug: say so loudly, count it, keep the worker alive
+            result = future.result()
+        except Exception:  # a bug: say so loudly, count it, keep going
             self.metrics.error("internal")
             self.report(self.redact(f"LLM worker bug (the agent falls back; please report "
                                     f"it):\n{traceback.format_exc()}"))
             result = Fault(kind="internal", error="internal error")
         reply(result)
 
-    def thread_done(self) -> None:
-        with self._callers_lock:
-            here = self._callers.pop(threading.current_thread(), None)
-        if here is None:
-            return
-        if here.provider is not None:
-            here.loop.run_until_complete(here.provider.aclose())
-        here.loop.close()
+    def abandon(self, job: Job) -> None:
+        """The pipeline gave ``job`` up or withdrew it: cancel its coroutine (which frees
+        its slot and its connection); an answer that still comes is dropped."""
+        with self._flying_lock:
+            future = self._flying.pop(job.rid, None)
+        if future is not None:
+            future.cancel()
 
-    async def _process(self, here: _Caller, job: Job) -> Answer | Fault:
+    async def _process(self, job: Job) -> Answer | Fault:
         try:
             self.gates.admit()
         except LLMUnavailable as exc:
@@ -238,17 +236,26 @@ class LLMAgents(Answering):
         self.metrics.request()
         flying = self.cache.claim(job.key)
         if flying is not None:  # the same call is in flight: share its answer
-            shared = await asyncio.wrap_future(flying)
+            try:  # shielded: this one given up must not cancel the call it shares
+                shared = await asyncio.shield(asyncio.wrap_future(flying))
+            except asyncio.CancelledError:
+                self.gates.breaker.release()
+                raise
             if shared is not None:
                 self.gates.succeeded()
                 decision = decide_from_text(shared.text, max_actions=self.cfg.plan_actions)
                 return self._deliver(job, decision, shared, cached=True)
         try:
-            response, decision = await self._ask(here, job)
+            response, decision = await self._ask(job)
         except ProviderError as exc:
             if flying is None:
                 self.cache.release(job.key, None)
             return self._failed(job, exc)
+        except asyncio.CancelledError:  # given up or withdrawn: nothing to say of it
+            if flying is None:
+                self.cache.release(job.key, None)
+            self.gates.breaker.release()
+            raise
         except InvalidAnswer as exc:
             if flying is None:
                 self.cache.release(job.key, None)
@@ -264,7 +271,7 @@ class LLMAgents(Answering):
             self.cache.release(job.key, response)
         return self._deliver(job, decision, response, cached=False)
 
-    async def _ask(self, here: _Caller, job: Job) -> tuple[LLMResponse, TextDecision]:
+    async def _ask(self, job: Job) -> tuple[LLMResponse, TextDecision]:
         """Call (with transport retries inside one deadline), then validate; one more try
         for a malformed, empty, cut-off or schema-breaking answer."""
         request: LLMRequest = job.payload
@@ -279,10 +286,8 @@ class LLMAgents(Answering):
         while True:
             metrics.call()
             try:
-                assert here.provider is not None
-                response = await call_with_retries(
-                    here.provider, request, deadline=deadline, clock=self.clock,
-                    policy=self.policy, rng=here.rng, pause=self.pause, on_retry=on_retry)
+                response = await self.transport.complete(request, deadline=deadline,
+                                                         on_retry=on_retry)
             except ProviderError as exc:
                 if (exc.kind in ("malformed", "empty") and second_chance
                         and self.clock.now() < deadline):
@@ -394,8 +399,7 @@ class LLMAgents(Answering):
     def for_brains(self) -> BrainLLM:
         """The LLM as users' brains call it (``Brain.llm``): within this manager's budget
         and breaker, its calls counted in its figures."""
-        return BrainLLM(self.cfg, self._factory, gates=self.gates,
-                        rules=lambda: self.prompts.system)
+        return BrainLLM(self.cfg, self.transport, rules=lambda: self.prompts.system)
 
     # -- figures -----------------------------------------------------------------------------
 
@@ -422,6 +426,7 @@ class LLMAgents(Answering):
             "cost/h": f"${figures['cost_per_hour']:.4f}",
             "budget left": budget,
             "breaker": self.breaker.describe(),
+            "endpoints": {e.url: e.describe() for e in self.transport.endpoint_stats()},
             "applied": m.applied,
             "paced": m.paced,
             "invalid": m.invalid,
@@ -483,11 +488,14 @@ class LLMAgents(Answering):
         self.memory.save(self.memories_dir, names, wait=wait)
 
     def stopped(self) -> None:
-        """After the workers stopped (answers that arrive later are dropped): the
-        provider factory's shared parts, and the memories saved."""
-        close = getattr(self._factory, "close", None)
-        if callable(close):
-            close()
+        """After the pipeline stopped: the requests still in flight cancelled, the
+        transport closed if it is this kind's own, and the memories saved."""
+        with self._flying_lock:
+            flying, self._flying = list(self._flying.values()), {}
+        for future in flying:
+            future.cancel()
+        if self._owns_transport:
+            self.transport.close()
         if self.memories_dir is not None:
             self.save_memories(wait=True)
         self.memory.close()

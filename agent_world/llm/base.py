@@ -1,4 +1,5 @@
-"""The part every HTTP provider shares: one aiohttp session per worker loop, explicit
+"""The part every HTTP provider shares: one aiohttp session (a keep-alive connection pool
+sized to the transport's concurrency) per endpoint, on the loop that calls it, explicit
 timeouts, one overall limit per attempt, and transport failures turned into
 ``ProviderError`` kinds the retry policy understands."""
 
@@ -16,7 +17,9 @@ from agent_world.llm.http import client_timeout, read_json
 from agent_world.llm.redact import Redactor
 from agent_world.types import JSON, LLMRequest, LLMResponse, ProviderError
 
-__all__ = ["HTTPProvider"]
+__all__ = ["KEEPALIVE_S", "HTTPProvider"]
+
+KEEPALIVE_S = 30.0  # an idle connection kept this long for the next request
 
 
 class HTTPProvider:
@@ -27,7 +30,13 @@ class HTTPProvider:
 
     def __init__(self, *, base_url: str, model: str, api_key: str | None,
                  connect_timeout_s: float, read_timeout_s: float, max_response_bytes: int,
-                 structured: str, redactor: Redactor | None = None) -> None:
+                 structured: str, redactor: Redactor | None = None,
+                 max_connections: int = 100) -> None:
+        """``max_connections``: the session's pool (open connections to the endpoint at
+        once); the transport passes ``llm.max_concurrent``, so it never waits on the pool."""
+        if max_connections < 1:
+            raise ValueError(f"max_connections must be >= 1, got {max_connections}")
+        self.max_connections = max_connections
         self.base_url = base_url.rstrip("/")
         self.model = model
         self.structured = structured
@@ -62,7 +71,10 @@ class HTTPProvider:
 
     async def _client(self) -> aiohttp.ClientSession:
         if self._session is None or self._session.closed:
-            self._session = aiohttp.ClientSession(timeout=self._timeout)
+            connector = aiohttp.TCPConnector(limit=self.max_connections,
+                                             limit_per_host=self.max_connections,
+                                             keepalive_timeout=KEEPALIVE_S)
+            self._session = aiohttp.ClientSession(timeout=self._timeout, connector=connector)
         return self._session
 
     async def complete(self, *, request: LLMRequest, timeout_s: float) -> LLMResponse:
@@ -74,6 +86,10 @@ class HTTPProvider:
             async with asyncio.timeout(timeout_s):
                 async with session.post(self.url(), data=data, headers=headers) as response:
                     doc = await read_json(response, self._limit, self.redact)
+        except (aiohttp.ClientConnectorError, aiohttp.ConnectionTimeoutError) as exc:
+            # No connection: the request never left, so another endpoint may take it.
+            raise ProviderError("connect", f"{type(exc).__name__}: "
+                                f"{self.redact(str(exc))[:200]}", sent=False) from None
         except TimeoutError:
             raise ProviderError("timeout", f"no complete answer within {timeout_s:.3g} s "
                                 f"from {self.base_url}") from None

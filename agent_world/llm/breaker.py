@@ -78,6 +78,13 @@ class CircuitBreaker:
             elif self.state == "closed" and self.failures >= self.threshold:
                 self._open(reason)
 
+    def release(self) -> None:
+        """A call let through was abandoned before it said anything of the endpoint (the
+        decision was given up or withdrawn): in half_open the probe may go again."""
+        with self._lock:
+            if self.state == "half_open":
+                self._probe_out = False
+
     def stop(self, reason: str) -> None:
         with self._lock:
             self.state = "stopped"

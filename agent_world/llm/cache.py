@@ -79,7 +79,7 @@ class ResponseCache:
     def release(self, key: str, response: LLMResponse | None) -> None:
         with self._lock:
             future = self._flying.pop(key, None)
-        if future is not None:
+        if future is not None and not future.done():
             future.set_result(response)
 
     @property

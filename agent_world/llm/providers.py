@@ -1,4 +1,4 @@
-"""Building providers, and LLM agents' answerer, from the configuration."""
+"""Building providers, the transport and LLM agents' answerer from the configuration."""
 
 from __future__ import annotations
 
@@ -15,9 +15,11 @@ from agent_world.llm.gates import Gates
 from agent_world.llm.local import LocalModel, LocalProvider, find_model_file
 from agent_world.llm.openai_api import OpenAIProvider
 from agent_world.llm.redact import Redactor
-from agent_world.types import Clock, LLMProvider
+from agent_world.llm.retry import RetryPolicy
+from agent_world.llm.transport import Transport
+from agent_world.types import Clock, LLMProvider, MonotonicClock
 
-__all__ = ["build_agents", "provider_factory", "provider_identity"]
+__all__ = ["build_agents", "build_transport", "provider_factory", "provider_identity"]
 
 
 def provider_identity(cfg: LLMConfig) -> dict[str, Any]:
@@ -28,20 +30,21 @@ def provider_identity(cfg: LLMConfig) -> dict[str, Any]:
             model = find_model_file(cfg.model).name
         except Exception:
             model = cfg.model
-    return {"provider": cfg.provider, "base_url": cfg.endpoint if cfg.provider != "local"
-            else "", "model": model, "structured": cfg.structured}
+    return {"provider": cfg.provider, "base_url": ",".join(cfg.endpoints)
+            if cfg.provider != "local" else "", "model": model, "structured": cfg.structured}
 
 
 class LocalFactory:
-    """Loads the local model once, in the first worker that needs it (not on the main
-    thread), and gives every worker a provider feeding that model's one thread."""
+    """Loads the local model once, when the transport first needs it (on a helper thread,
+    never the main thread or the transport's loop), and gives a provider feeding that
+    model's one thread."""
 
     def __init__(self, cfg: LLMConfig) -> None:
         self.cfg = cfg
         self._lock = threading.Lock()
         self._model: LocalModel | None = None
 
-    def __call__(self) -> LLMProvider:
+    def __call__(self, _base_url: str = "") -> LLMProvider:
         cfg = self.cfg
         with self._lock:
             if self._model is None:
@@ -57,24 +60,44 @@ class LocalFactory:
 
 
 def provider_factory(cfg: LLMConfig, redactor: Redactor) -> ProviderFactory:
-    """A function that makes one provider per worker thread. The local model is loaded once,
-    by the first worker that needs it, and shared (it runs on its own thread)."""
+    """A function that makes the provider of one endpoint, given its base URL (the
+    transport calls it once per endpoint). Each HTTP provider's connection pool holds
+    ``llm.max_concurrent`` connections. The local model is loaded once, and runs on its own
+    thread."""
     key = cfg.api_key()
     if key:
         redactor.add(key)
     http: dict[str, Any] = {
-        "base_url": cfg.endpoint, "model": cfg.model, "api_key": key,
+        "model": cfg.model, "api_key": key, "max_connections": cfg.max_concurrent,
         "connect_timeout_s": cfg.connect_timeout_s, "read_timeout_s": cfg.read_timeout_s,
         "max_response_bytes": cfg.max_response_bytes, "structured": cfg.structured,
         "redactor": redactor,
     }
     if cfg.provider == "openai":
-        return lambda: OpenAIProvider(app_url=cfg.app_url, app_title=cfg.app_title, **http)
+        return lambda base_url: OpenAIProvider(base_url=base_url, app_url=cfg.app_url,
+                                               app_title=cfg.app_title, **http)
     if cfg.provider == "anthropic":
-        return lambda: AnthropicProvider(**http)
+        return lambda base_url: AnthropicProvider(base_url=base_url, **http)
     if cfg.provider == "local":
         return LocalFactory(cfg)
     raise ValueError(f"llm.provider {cfg.provider!r} makes no provider")
+
+
+def build_transport(cfg: LLMConfig, gates: Gates, *, factory: ProviderFactory | None = None,
+                    redactor: Redactor | None = None, clock: Clock | None = None,
+                    name: str = "llm-loop") -> Transport:
+    """The configured model's transport: its endpoints (``llm.base_urls`` or the one
+    ``base_url``), ``llm.max_concurrent``, the retry policy and ``gates``. ``factory``
+    replaces the configured providers (tests); the thread starts on the first call."""
+    if factory is None:
+        factory = provider_factory(cfg, redactor if redactor is not None else gates.redact)
+    endpoints = cfg.endpoints if cfg.provider != "local" else ("local",)
+    return Transport(endpoints=endpoints, factory=factory, gates=gates,
+                     max_concurrent=cfg.max_concurrent,
+                     policy=RetryPolicy(max_retries=cfg.max_retries,
+                                        retry_after_cap_s=cfg.retry_after_cap_s),
+                     clock=clock or MonotonicClock(), breaker_failures=cfg.breaker_failures,
+                     breaker_cooldown_s=cfg.breaker_cooldown_s, name=name)
 
 
 def build_agents(cfg: LLMConfig, world: World, *, settings: KindPace,
@@ -82,18 +105,24 @@ def build_agents(cfg: LLMConfig, world: World, *, settings: KindPace,
                  memories: Path | None = None, report: Callable[[str], None] = print,
                  factory: ProviderFactory | None = None,
                  redactor: Redactor | None = None,
-                 prompt_log: Path | None = None, gates: Gates | None = None) -> LLMAgents:
+                 prompt_log: Path | None = None, gates: Gates | None = None,
+                 transport: Transport | None = None) -> LLMAgents:
     """LLM agents' answerer for a configured provider (``factory`` replaces the configured one).
     ``redactor`` is shared with the rest of the session; the key is added to it.
     ``prompt_log``: where every prompt and answer is written (``llm.log_prompts``).
-    ``gates``: the session's, when others (the angel) call the same LLM."""
+    ``gates`` and ``transport``: the session's, when others (the angel, users' brains) call
+    the same LLM; made here when not given (and the transport then closed with the kind)."""
     redactor = redactor if redactor is not None else Redactor()
-    made = factory or provider_factory(cfg, redactor)
-    if factory is not None:
-        key = cfg.api_key()
-        if key:
-            redactor.add(key)
-    return LLMAgents(cfg, world, settings=settings, provider_factory=made,
+    key = cfg.api_key()
+    if key:
+        redactor.add(key)
+    owned = transport is None
+    if transport is None:
+        if gates is None:
+            gates = Gates.from_config(cfg, clock=clock or MonotonicClock(), redact=redactor)
+        transport = build_transport(cfg, gates, factory=factory, redactor=redactor,
+                                    clock=clock)
+    return LLMAgents(cfg, world, settings=settings, transport=transport,
                      identity=provider_identity(cfg),
                      redactor=redactor, clock=clock, memories=memories, report=report,
-                     prompt_log=prompt_log, gates=gates)
+                     prompt_log=prompt_log, owns_transport=owned)

@@ -200,8 +200,8 @@ class LLMAsker:
         self.cfg = cfg
         redactor = Redactor()
         self.gates = Gates.from_config(cfg, clock=MonotonicClock(), redact=redactor)
-        self.model = ProviderTextModel(cfg, provider_factory(cfg, redactor), gates=self.gates,
-                                       max_tokens=cfg.max_tokens)
+        self.model = ProviderTextModel.alone(cfg, provider_factory(cfg, redactor),
+                                             gates=self.gates, max_tokens=cfg.max_tokens)
         self.prompts: PromptBuilder | None = None
         self._abilities: tuple[str, ...] | None = None
 

@@ -81,8 +81,8 @@ def _generator(request: TrainRequest, config: Config) -> PolicyGenerator:
     # A run's calls pass the same gates as a world's: llm.tokens_per_hour, cost_per_hour
     # and the breaker hold for the trainer too.
     gates = Gates.from_config(config.llm, clock=MonotonicClock(), redact=redactor)
-    model = ProviderTextModel(config.llm, provider_factory(config.llm, redactor),
-                              gates=gates, max_tokens=2500)
+    model = ProviderTextModel.alone(config.llm, provider_factory(config.llm, redactor),
+                                    gates=gates, max_tokens=2500)
     return LLMGenerator(model, contract_text())
 
 
