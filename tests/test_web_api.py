@@ -121,6 +121,22 @@ def test_the_inspector_reads_memory_and_relationships_as_names(tmp_path: Path) -
     run(go())
 
 
+def test_say_puts_words_in_an_agents_mouth(tmp_path: Path) -> None:
+    async def go() -> None:
+        async with served(tmp_path) as s:
+            eid, _row = s.world.agents()[0]
+            reply = await s.command(f"/say {eid} hello there")
+            assert reply["ok"], reply
+            await s.step(2)
+            said = (await s.get("/api/events?type=say&since_tick=0"))["events"]
+            assert [e["text"] for e in said if e["agent"] == eid] == ["hello there"]
+            assert said[0]["line"].endswith('"hello there" (heard by '
+                                            f'{said[0]["heard_by"]})')
+            bad = await s.command("/say", status=400)
+            assert "name the agent" in bad["reply"][0]
+    run(go())
+
+
 def test_readable_memory_leaves_other_text_alone() -> None:
     from agent_world.web.views import readable
     def nobody(eid: int) -> bool:

@@ -46,6 +46,7 @@ def state(server: WebServer) -> dict[str, Any]:
         "speed_hz": loop.tick_rate,
         "agents_alive": len(world.agents()),
         "map": {"width": world.terrain.width, "height": world.terrain.height},
+        "hearing_radius": world.rules.hearing_radius,
         "tick_ms": {"p50": round(figures.p50_ms, 3), "p99": round(figures.p99_ms, 3)},
         "overruns": figures.overruns,
         "skipped": {"ticks": figures.skipped, "lost_s": round(figures.lost_ms / 1000, 3)},
