@@ -230,6 +230,25 @@ def _a(noun: str) -> str:
     return f"an {noun}" if noun[:1] in "aeiou" else f"a {noun}"
 
 
+def _words(value: object) -> str:
+    if isinstance(value, str):
+        return f'"{value}"'
+    if isinstance(value, dict):
+        return " ".join(_words(v) for v in value.values())
+    return str(value)
+
+
+def _input_sentence(source: str, kind: str, data: dict[str, Any]) -> str:
+    """'console: plan for agent #61: say "hello"', 'web: kill #3'."""
+    if kind == "plan":
+        steps = [f"{a.get('name', '?')} {_words(a.get('args', {}))}".rstrip()
+                 for a in data.get("actions", []) if isinstance(a, dict)]
+        return f"{source}: plan for agent #{data.get('agent', '?')}: " + (
+            ", then ".join(steps) or "nothing")
+    rest = " ".join(f"{k} {_words(v)}" for k, v in data.items())
+    return f"{source}: {kind} {rest}".rstrip()
+
+
 def sentence(event: Event) -> str:
     """An event as the world log says it, without the tag: 'Asha#7 hits Bram#9 for 6 ->
     health 94' (the viewer's events panel shows these). An input reads as who sent what;
@@ -238,9 +257,8 @@ def sentence(event: Event) -> str:
     if kind == "input" or (kind not in (None, "event", "check", "marker")
                            and "source" in event):
         data = event.get("data")
-        fields = data if isinstance(data, dict) else {}
-        rest = " ".join(f"{k}={v}" for k, v in fields.items())
-        return f"{event.get('source', '?')} input: {event.get('type', '?')} {rest}".rstrip()
+        return _input_sentence(str(event.get("source", "?")), str(event.get("type", "?")),
+                               data if isinstance(data, dict) else {})
     fmt = _FORMATS.get(event.get("type", ""))
     if fmt is not None:
         try:

@@ -279,7 +279,11 @@ def test_a_sentence_is_the_line_without_its_tag() -> None:
     assert worldlog.sentence({"type": "state_hash", "kind": "check", "hash": "ab"}) == \
         "state_hash: hash=ab"
     assert worldlog.sentence({"kind": "input", "type": "kill", "source": "web",
-                              "data": {"target": 3}}) == "web input: kill target=3"
+                              "data": {"target": 3}}) == "web: kill target 3"
+    assert worldlog.sentence({"kind": "input", "type": "plan", "source": "web", "data": {
+        "agent": 61, "source": "console", "actions": [
+            {"name": "say", "args": {"text": "hi"}}, {"name": "rest", "args": {}}]}}) == \
+        'web: plan for agent #61: say "hi", then rest'
 
 
 def test_unknown_type_falls_back_to_key_value() -> None:

@@ -22,7 +22,7 @@ const OTHER_COLOR = '#dddddd';
 const TERRAIN_RGB = { grass: [88, 122, 66], water: [38, 92, 160], rock: [128, 122, 114] };
 // Objects: at far zoom one pixel per tile in these colours (light against dark and dark
 // against light, so they part by lightness too); closer, each kind has its own drawing.
-const OBJECT_COLORS = { tree: '#173d1c', berry_bush: '#CC79A7', rock: '#d9d4c8', shelter: '#8a5a2b', hazard: '#D55E00', capture_point: '#F0E442' };
+const OBJECT_COLORS = { tree: '#173d1c', berry_bush: '#CC79A7', rock: '#d9d4c8', shelter: '#d9a066', hazard: '#D55E00', capture_point: '#F0E442' };
 const OBJECT_NAMES = { tree: 'tree', berry_bush: 'berry bush', rock: 'rock', shelter: 'shelter', hazard: 'hazard', capture_point: 'capture point' };
 const ITEM_CATEGORY = {
   berries: 'food', apple: 'food', bread: 'food', meat: 'food', wood: 'material',
