@@ -473,11 +473,12 @@ perf.fps = 0;
 perf.measure = (ms) => new Promise((resolve) => {
   const start = performance.now();
   let frames = 0, worst = 0, last = start;
+  perf.measuring = true;  // render() asks for no frames of its own meanwhile
   const step = (t) => {
     render(); frames++;
     worst = Math.max(worst, t - last); last = t;
     if (t - start < ms) requestAnimationFrame(step);
-    else resolve({ fps: frames * 1000 / (t - start), frames, worst_ms: worst, drawn: lastDrawn });
+    else { perf.measuring = false; requestRender(); resolve({ fps: frames * 1000 / (t - start), frames, worst_ms: worst, drawn: lastDrawn, render_ms: perf.lastRenderMs }); }
   };
   requestAnimationFrame(step);
 });
@@ -642,7 +643,7 @@ function render() {
   updateZoomInfo();
   minimap.draw();
   // Keep drawing while something moves: glides, bubbles, effects.
-  if (motion.until > now || speech.byId.size || effects.list.length || flash.until > now) requestRender();
+  if (!perf.measuring && (motion.until > now || speech.byId.size || effects.list.length || flash.until > now)) requestRender();
 }
 
 function drawGrid(r, ox, oy, s) {
