@@ -23,8 +23,8 @@ from agent_world.config import Config, WorldConfig
 from agent_world.core import events as ev
 from agent_world.types import Event, TickReport
 
-__all__ = ["NOSAVE_LOGS_KEPT", "WorldLog", "format_event", "printable", "prune_nosave_logs",
-           "world_log_path"]
+__all__ = ["NOSAVE_LOGS_KEPT", "ROUTINE", "WorldLog", "format_event", "printable",
+           "prune_nosave_logs", "sentence", "world_log_path"]
 
 MAX_BACKLOG_LINES = 100_000
 NOSAVE_LOGS_KEPT = 10  # world logs of finished --no-save runs kept in logs/nosave/
@@ -203,7 +203,71 @@ _FORMATS: dict[str, Callable[[Event], str]] = {
                                 f"{e['limit']})",
     ev.ABILITY_REQUEST_EXPIRED: lambda e: f"EXPIRED  request #{e['request']} of agent "
                                          f"#{e['agent']} got no answer in time",
+    # Routine: left out of the log unless ``everything``, but shown by the viewer on demand.
+    ev.PICKUP: lambda e: f"PICKUP   {_who(e)} picks up {e.get('qty', 1)} {e['item']}",
+    ev.DROP: lambda e: f"DROP     {_who(e)} drops {e.get('qty', 1)} {e['item']}",
+    ev.EAT: lambda e: f"EAT      {_who(e)} eats {_a(e['item'])}",
+    ev.USE: lambda e: f"USE      {_who(e)} uses {_a(e['item'])}",
+    ev.HARVEST: lambda e: f"HARVEST  {_who(e)} gathers {e['item']} from "
+                         f"{_a(str(e['object']).replace('_', ' '))}",
+    ev.ACTION_FAILED: lambda e: f"FAILED   {_who(e)} could not {e['action']}: {e['reason']}",
+    ev.TRADE_OFFER: lambda e: f"OFFER    {_who(e)} offers {_goods(e['give'])} to "
+                             f"{_who(e, 'target', 'target_name')} for {_goods(e['want'])}",
+    ev.TRADE_DECLINED: lambda e: f"DECLINED {_who(e)} declines offer #{e['offer']} of "
+                                f"{_who(e, 'target', 'target_name')}",
+    ev.TRADE_EXPIRED: lambda e: f"EXPIRED  offer #{e['offer']} of agent #{e['agent']} to "
+                               f"agent #{e['target']} expired",
+    ev.DEFEND: lambda e: f"DEFEND   {_who(e)} raises a guard",
+    ev.SPOILED: lambda e: f"SPOILED  {_who(e)}'s {_goods(e['goods'])} spoiled",
+    ev.CENSUS: lambda e: "CENSUS   " + ", ".join(
+        f"{k.replace('_', ' ')} {v}" for k, v in e.items()
+        if k not in ("type", "tick", "seq", "kind", "x", "y") and not isinstance(v, dict | list)),
 }
+TAG_WIDTH = 8  # every phrase above starts with its tag, padded to this width, and a space
+
+
+def _a(noun: str) -> str:
+    return f"an {noun}" if noun[:1] in "aeiou" else f"a {noun}"
+
+
+def _words(value: object) -> str:
+    if isinstance(value, str):
+        return f'"{value}"'
+    if isinstance(value, dict):
+        return " ".join(_words(v) for v in value.values())
+    return str(value)
+
+
+def _input_sentence(source: str, kind: str, data: dict[str, Any]) -> str:
+    """'console: plan for agent #61: say "hello"', 'web: kill #3'."""
+    if kind == "plan":
+        steps = [f"{a.get('name', '?')} {_words(a.get('args', {}))}".rstrip()
+                 for a in data.get("actions", []) if isinstance(a, dict)]
+        return f"{source}: plan for agent #{data.get('agent', '?')}: " + (
+            ", then ".join(steps) or "nothing")
+    rest = " ".join(f"{k} {_words(v)}" for k, v in data.items())
+    return f"{source}: {kind} {rest}".rstrip()
+
+
+def sentence(event: Event) -> str:
+    """An event as the world log says it, without the tag: 'Asha#7 hits Bram#9 for 6 ->
+    health 94' (the viewer's events panel shows these). An input reads as who sent what;
+    an unknown or malformed event as its type and fields."""
+    kind = event.get("kind")
+    if kind == "input" or (kind not in (None, "event", "check", "marker")
+                           and "source" in event):
+        data = event.get("data")
+        return _input_sentence(str(event.get("source", "?")), str(event.get("type", "?")),
+                               data if isinstance(data, dict) else {})
+    fmt = _FORMATS.get(event.get("type", ""))
+    if fmt is not None:
+        try:
+            return fmt(event)[TAG_WIDTH + 1:]
+        except (KeyError, TypeError, ValueError, AttributeError):
+            pass
+    rest = " ".join(f"{k}={v}" for k, v in event.items()
+                    if k not in ("type", "tick", "seq", "kind"))
+    return f"{event.get('type', 'event')}: {rest}"
 
 
 def format_event(event: Event) -> str:

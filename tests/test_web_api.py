@@ -95,6 +95,59 @@ def test_agents_scoreboard_and_one_agent(tmp_path: Path) -> None:
     run(go())
 
 
+def test_the_inspector_reads_memory_and_relationships_as_names(tmp_path: Path) -> None:
+    """Memory lines read as sentences (goods in words, agents by name, the dead marked), a
+    dead agent in relationships keeps its name, and event lines carry the world log's
+    sentence (issue 35)."""
+    async def go() -> None:
+        async with served(tmp_path) as s:
+            await s.step(5)
+            (a, _row_a), (b, _row_b) = s.world.agents()[:2]
+            name_b = s.world.name_of(b)
+            social = s.world.agent_row(a)[7]  # type: ignore[index]
+            social.relationships[b] = -0.5
+            s.world.remember(a, f"{s.world.label(b)} offers {{'herb': 1}} for "
+                                f"{{'gold': 2, 'wood': 3}} (offer 4)")
+            await s.command(f"/kill {b}")
+            await s.step(1)
+            detail = await s.get(f"/api/agents/{a}")
+            rel = next(r for r in detail["relationships"] if r["id"] == b)
+            assert rel == {"id": b, "name": name_b, "alive": False, "value": -0.5}
+            assert detail["memory"][-1]["line"] == (
+                f"{name_b} (dead) offers 1 herb for 2 gold and 3 wood (offer 4)")
+            lines = (await s.get("/api/events?since_tick=0&limit=5000"))["events"]
+            death = next(e for e in lines if e["type"] == "death")
+            assert death["line"].startswith(f"{name_b}#{b} (") and "=" not in death["line"]
+    run(go())
+
+
+def test_say_puts_words_in_an_agents_mouth(tmp_path: Path) -> None:
+    async def go() -> None:
+        async with served(tmp_path) as s:
+            eid, _row = s.world.agents()[0]
+            reply = await s.command(f"/say {eid} hello there")
+            assert reply["ok"], reply
+            await s.step(2)
+            said = (await s.get("/api/events?type=say&since_tick=0"))["events"]
+            assert [e["text"] for e in said if e["agent"] == eid] == ["hello there"]
+            assert said[0]["line"].endswith('"hello there" (heard by '
+                                            f'{said[0]["heard_by"]})')
+            bad = await s.command("/say", status=400)
+            assert "name the agent" in bad["reply"][0]
+    run(go())
+
+
+def test_readable_memory_leaves_other_text_alone() -> None:
+    from agent_world.web.views import readable
+    def nobody(eid: int) -> bool:
+        return False
+
+    assert readable("plan interrupted: attacked", nobody) == "plan interrupted: attacked"
+    assert readable("Una#125 hit me for 5.13", lambda eid: eid == 125) == \
+        "Una (dead) hit me for 5.13"
+    assert readable("gave me {}", nobody) == "gave me nothing"
+
+
 def test_stats_metrics_abilities_and_log(tmp_path: Path) -> None:
     async def go() -> None:
         async with served(tmp_path) as s:

@@ -12,6 +12,7 @@ Skipped where Chromium or Playwright is missing, unless ``AW_REQUIRE_BROWSER`` i
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import re
@@ -189,3 +190,225 @@ def test_the_viewer_draws_inspects_pauses_and_steps(world_url: str, tmp_path: Pa
     assert len(asked) == 1 and "access token" in asked[0], asked
     assert urls and not [u for u in urls if token in u], "the token went into a URL"
     assert len(list(shots.glob("*.png"))) == 3
+
+
+# -- issue 35: the page as a place to watch ------------------------------------------------------
+
+VIEWPORTS = [(1400, 900), (1280, 720)]
+# Panels that float over the map or sit beside it: none may cover another.
+PANELS = ["#map-tools", "#inspector", "#minimap", "#map-foot", "#side", "#statusbar"]
+
+
+def _boxes(page: Any) -> dict[str, dict[str, float]]:
+    boxes: dict[str, dict[str, float]] = page.evaluate(
+        """(ids) => {
+            const out = {};
+            for (const id of ids) {
+                const el = document.querySelector(id);
+                if (!el || el.hidden || el.offsetParent === null) continue;
+                const r = el.getBoundingClientRect();
+                if (r.width && r.height) out[id] = {x: r.x, y: r.y, w: r.width, h: r.height};
+            }
+            const map = document.querySelector('#map-area').getBoundingClientRect();
+            out['#map-area'] = {x: map.x, y: map.y, w: map.width, h: map.height};
+            return out;
+        }""", PANELS)
+    return boxes
+
+
+def _overlap(a: dict[str, float], b: dict[str, float]) -> bool:
+    return (a["x"] < b["x"] + b["w"] - 0.5 and b["x"] < a["x"] + a["w"] - 0.5
+            and a["y"] < b["y"] + b["h"] - 0.5 and b["y"] < a["y"] + a["h"] - 0.5)
+
+
+def _map_share(page: Any) -> float:
+    """The share of the map canvas' sampled pixels that are not its empty background."""
+    share: float = page.evaluate(
+        """() => {
+            const cv = document.querySelector('#map');
+            const d = cv.getContext('2d').getImageData(0, 0, cv.width, cv.height).data;
+            let drawn = 0, n = 0;
+            for (let y = 3; y < cv.height; y += 17) for (let x = 3; x < cv.width; x += 17) {
+                const i = (y * cv.width + x) * 4;
+                const off = Math.abs(d[i] - 10) + Math.abs(d[i + 1] - 12) + Math.abs(d[i + 2] - 15);
+                n++; if (off > 12) drawn++;
+            }
+            return drawn / n;
+        }""")
+    return share
+
+
+def _wait_drawn(page: Any) -> None:
+    page.wait_for_function("document.body.dataset.mapDrawn === '1' && "
+                           "Number(document.body.dataset.agentsDrawn || 0) > 0", timeout=20_000)
+
+
+def test_panels_never_overlap_and_the_map_is_never_blank(world_url: str,
+                                                         tmp_path: Path) -> None:
+    from playwright.sync_api import sync_playwright
+
+    errors: list[str] = []
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        for width, height in VIEWPORTS:
+            page = browser.new_page(viewport={"width": width, "height": height})
+            page.on("pageerror", lambda exc: errors.append(str(exc)))
+            page.goto(world_url)
+            _wait_drawn(page)
+            for stage in ("fit", "inspector", "zoomed"):
+                if stage == "inspector":
+                    first = _get(world_url + "api/agents?limit=1")["agents"][0]["id"]
+                    page.evaluate("(id) => window.agentWorld.selectAgent(id, {centre: true})",
+                                  first)
+                    page.wait_for_selector("#inspector:not([hidden])")
+                if stage == "zoomed":
+                    page.evaluate("() => window.agentWorld.view.centreOn(10, 10, 40)")
+                    page.wait_for_function("!document.querySelector('#minimap').hidden")
+                page.wait_for_timeout(300)
+                page.screenshot(path=str(tmp_path / f"{width}x{height}-{stage}.png"))
+                boxes = _boxes(page)
+                assert {"#map-tools", "#map-foot", "#side", "#map-area"} <= set(boxes), boxes
+                names = [n for n in boxes if n != "#map-area"]
+                for one, other in itertools.combinations(names, 2):
+                    assert not _overlap(boxes[one], boxes[other]), \
+                        f"{width}x{height} {stage}: {one} covers {other}: {boxes}"
+                # The strip below the map (timeline, legend) never covers the map itself.
+                assert not _overlap(boxes["#map-foot"], boxes["#map-area"])
+                for name, box in boxes.items():
+                    assert box["y"] + box["h"] <= height + 0.5, f"{name} runs off the page"
+                share = _map_share(page)
+                assert share > 0.25, f"{width}x{height} {stage}: the map is blank ({share:.2f})"
+            page.close()
+        browser.close()
+    assert errors == [], f"errors in the page: {errors}"
+
+
+def test_a_session_selects_follows_and_sees_speech(world_url: str, tmp_path: Path) -> None:
+    from playwright.sync_api import sync_playwright
+
+    errors: list[str] = []
+    token = _token(world_url, tmp_path / "runtime")
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1400, "height": 900})
+        page.on("pageerror", lambda exc: errors.append(str(exc)))
+        page.on("dialog", lambda dialog: dialog.accept(token))
+        page.goto(world_url)
+        _wait_drawn(page)
+        agent = _get(world_url + "api/agents?limit=1")["agents"][0]
+        # Find it by name, as a person would: it is selected, centred and followed.
+        page.fill("#find-agent", agent["name"])
+        page.press("#find-agent", "Enter")
+        page.wait_for_function(
+            "(name) => (document.querySelector('#inspector-name')?.textContent || '')"
+            ".includes(name)", arg=agent["name"], timeout=10_000)
+        assert page.evaluate("() => window.agentWorld.inspector.follow")
+        assert page.evaluate("() => location.hash") == f"#agent={agent['id']}"
+        # Make it speak: a bubble over it, and its hearers marked while it is selected.
+        page.evaluate("(line) => window.agentWorld.api.command(line)",
+                      f"/say {agent['id']} Hello from the test")
+        page.wait_for_function(
+            "(id) => window.agentWorld.speech.byId.get(id)?.text === 'Hello from the test'"
+            " && Number(document.body.dataset.bubbles || 0) >= 1", arg=agent["id"],
+            timeout=15_000)
+        page.screenshot(path=str(tmp_path / "speech.png"))
+        assert "hearers" in page.evaluate("() => Object.keys(document.body.dataset)")
+        # The camera followed: the agent is at the map's focus point.
+        at = page.evaluate("(id) => window.agentWorld.screenOf(id)", agent["id"])
+        focus = page.evaluate("() => [window.agentWorld.view.fx(), window.agentWorld.view.h / 2]")
+        assert abs(at["x"] - focus[0]) < 40 and abs(at["y"] - focus[1]) < 40, (at, focus)
+        # The events panel reads in sentences and hides routine lines until asked.
+        page.wait_for_function("document.querySelector('#event-list').textContent"
+                               ".includes('Hello from the test')", timeout=10_000)
+        said = page.evaluate("() => [...document.querySelectorAll('#event-list li.t-say .text')]"
+                             ".map((e) => e.textContent)")
+        assert any(line.endswith(')') and "Hello from the test" in line and "=" not in line
+                   for line in said), said
+        shown = page.evaluate("() => [...document.querySelectorAll('#event-list .type')]"
+                              ".map((e) => e.textContent)")
+        assert not {"pickup", "eat", "census", "state_hash"} & set(shown)
+        browser.close()
+    assert errors == [], f"errors in the page: {errors}"
+
+
+@pytest.fixture
+def replay_url(tmp_path: Path) -> Iterator[str]:
+    """A world recorded as 'rec35', then served with replay --serve under a config whose
+    world is 'default' (the name the header used to show)."""
+    saves = tmp_path / "saves"
+    recording = tmp_path / "record.yaml"
+    recording.write_text(yaml.safe_dump({
+        "world": {"size": [32, 32], "starting_agents": 12, "seed": 5, "name": "rec35"},
+        "web": {"enabled": False},
+        "persistence": {"seek_interval_ticks": 50, "seek_target_ms": 0},
+        "paths": {"logs": str(tmp_path / "logs"), "saves": str(saves)}}), encoding="utf-8")
+    subprocess.run([sys.executable, str(MAIN), "--config", str(recording), "--headless",
+                    "--ticks", "300"], cwd=tmp_path, stdin=subprocess.DEVNULL, check=True,
+                   capture_output=True, timeout=120)
+    serving = tmp_path / "serve.yaml"
+    serving.write_text(yaml.safe_dump({
+        "web": {"port": 0, "runtime_dir": str(tmp_path / "runtime")},
+        "paths": {"logs": str(tmp_path / "logs"), "saves": str(saves)}}), encoding="utf-8")
+    proc = subprocess.Popen([sys.executable, str(MAIN), "replay", str(saves / "rec35"),
+                             "--serve", "--config", str(serving), "--headless"],
+                            cwd=tmp_path, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True)
+    try:
+        assert proc.stdout is not None
+        url = None
+        give_up = time.monotonic() + 60
+        while url is None:
+            line = proc.stdout.readline()
+            assert line or proc.poll() is None, "the replay exited before serving"
+            found = re.search(r"viewer:\s+(http://\S+/)", line)
+            if found:
+                url = found.group(1)
+            assert time.monotonic() < give_up, "no viewer URL from replay --serve"
+        yield url
+    finally:
+        proc.send_signal(signal.SIGINT)
+        try:
+            proc.communicate(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.communicate()
+
+
+def test_a_replay_names_its_recording_refuses_changes_and_seeks(replay_url: str,
+                                                               tmp_path: Path) -> None:
+    from playwright.sync_api import sync_playwright
+
+    errors: list[str] = []
+    token = _token(replay_url, tmp_path / "runtime")
+    assert _get(replay_url + "api/state")["world"] == "rec35"
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1280, "height": 720})
+        page.on("pageerror", lambda exc: errors.append(str(exc)))
+        page.on("dialog", lambda dialog: dialog.accept(token))
+        page.goto(replay_url)
+        _wait_drawn(page)
+        page.wait_for_function("document.querySelector('#status-world').textContent"
+                               ".includes('replay of rec35')", timeout=10_000)
+        assert page.title().startswith("rec35")
+        agent = _get(replay_url + "api/agents?limit=1")["agents"][0]
+        page.evaluate("(id) => window.agentWorld.selectAgent(id, {centre: true})", agent["id"])
+        page.wait_for_selector("#inspector:not([hidden])")
+        for button in ("#btn-spawn", "#btn-kill", "#btn-give", "#btn-ability"):
+            assert page.is_disabled(button), f"{button} is enabled in a replay"
+        assert page.is_visible("#replay-bar") and page.is_visible("#replay-note")
+        boxes = _boxes(page)
+        assert not _overlap(boxes["#map-foot"], boxes["#map-area"])
+        assert not _overlap(boxes["#map-foot"], boxes["#inspector"])
+        # Seek with the timeline bar's slider; the page follows to that tick.
+        page.evaluate("""() => {
+            const sl = document.querySelector('#replay-slider');
+            sl.value = '200'; sl.dispatchEvent(new Event('change'));
+        }""")
+        page.wait_for_function("document.querySelector('#status-tick').textContent.trim()"
+                               " === '200'", timeout=30_000)
+        _wait_drawn(page)
+        assert _map_share(page) > 0.25
+        page.screenshot(path=str(tmp_path / "replay.png"))
+        browser.close()
+    assert errors == [], f"errors in the page: {errors}"

@@ -105,22 +105,31 @@ async def serving(folder: SaveFolder, config: Config
         sandbox.close()
 
 
+def timeline_name(state: dict[str, Any]) -> str:
+    return str(state["replay"]["world"])
+
+
 def test_a_served_replay_plays_seeks_steps_and_refuses_changes(tmp_path: Path) -> None:
     # A seek point on every 100th tick, whatever the ticks cost (the seeks below name them).
     config = web_config(tmp_path).replace(
         persistence={"seek_interval_ticks": 100, "seek_target_ms": 0})
-    folder = record(config)
+    # Recorded as "recorded", served under a config whose world is "default".
+    folder = record(config.replace(world={"name": "recorded"}))
+    assert folder.name == "recorded" and config.world.name == "default"
     want = {t: hash_at(folder, config, t) for t in (150, 355)}
 
     async def go() -> None:
         async with serving(folder, config) as (viewer, task):
             state = await viewer.state()
+            # The recording's name, not the operator's config's world (issue 35).
+            assert state["world"] == folder.name == timeline_name(state)
             timeline = state["replay"]
             assert timeline["first_tick"] == 0 and timeline["last_tick"] == TICKS
             assert timeline["tick"] == 0 and not timeline["playing"]
 
             ws = await viewer.http.ws_connect(viewer.url + "/ws")
-            await ws.receive()  # hello
+            hello = orjson.loads((await ws.receive()).data)
+            assert hello["t"] == "hello" and hello["world"] == folder.name
             await ws.send_str('{"op": "subscribe", "rate": 10}')
             key = orjson.loads((await ws.receive()).data)
             assert key["t"] == "key" and key["tick"] == 0

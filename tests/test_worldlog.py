@@ -224,6 +224,35 @@ EXAMPLES: dict[str, list[tuple[Event, str]]] = {
     "ability_request_expired": [({"type": "ability_request_expired", "request": 2,
                                   "agent": 7},
                                  "EXPIRED  request #2 of agent #7 got no answer in time")],
+    # routine: logged only with ``everything``; the viewer shows them on demand
+    "pickup": [({"type": "pickup", "agent": 7, "name": "Asha", "item": "apple", "qty": 1},
+                "PICKUP   Asha#7 picks up 1 apple")],
+    "drop": [({"type": "drop", "agent": 7, "name": "Asha", "item": "stone", "qty": 2},
+              "DROP     Asha#7 drops 2 stone")],
+    "eat": [({"type": "eat", "agent": 7, "name": "Asha", "item": "apple", "hunger": 12.5},
+             "EAT      Asha#7 eats an apple")],
+    "use": [({"type": "use", "agent": 7, "name": "Asha", "item": "herb", "health": 80.0},
+             "USE      Asha#7 uses a herb")],
+    "harvest": [({"type": "harvest", "agent": 7, "name": "Asha", "object": "berry_bush",
+                  "item": "berries"}, "HARVEST  Asha#7 gathers berries from a berry bush")],
+    "action_failed": [({"type": "action_failed", "agent": 7, "name": "Asha", "action": "eat",
+                        "reason": "no food carried"},
+                       "FAILED   Asha#7 could not eat: no food carried")],
+    "trade_offer": [({"type": "trade_offer", "agent": 7, "name": "Asha", "target": 9,
+                      "target_name": "Bram", "offer": 3, "give": {"wood": 2},
+                      "want": {"gold": 5}},
+                     "OFFER    Asha#7 offers 2 wood to Bram#9 for 5 gold")],
+    "trade_declined": [({"type": "trade_declined", "agent": 9, "name": "Bram", "target": 7,
+                         "target_name": "Asha", "offer": 3},
+                        "DECLINED Bram#9 declines offer #3 of Asha#7")],
+    "trade_expired": [({"type": "trade_expired", "offer": 3, "agent": 7, "target": 9},
+                       "EXPIRED  offer #3 of agent #7 to agent #9 expired")],
+    "defend": [({"type": "defend", "agent": 7, "name": "Asha"}, "DEFEND   Asha#7 raises a guard")],
+    "spoiled": [({"type": "spoiled", "agent": 7, "name": "Asha", "goods": {"berries": 2}},
+                 "SPOILED  Asha#7's 2 berries spoiled")],
+    "census": [({"type": "census", "agents": 20, "gold_total": 300,
+                 "by_personality": {"trader": 20}},
+                "CENSUS   agents 20, gold total 300")],
 }
 
 CASES = [case for cases in EXAMPLES.values() for case in cases]
@@ -242,6 +271,19 @@ def test_known_events_use_their_fixed_phrase(event: Event, expected: str) -> Non
 
 
 # -- the fallback -----------------------------------------------------------------------------
+
+
+def test_a_sentence_is_the_line_without_its_tag() -> None:
+    for event, expected in CASES:
+        assert worldlog.sentence(event) == expected[worldlog.TAG_WIDTH + 1:]
+    assert worldlog.sentence({"type": "state_hash", "kind": "check", "hash": "ab"}) == \
+        "state_hash: hash=ab"
+    assert worldlog.sentence({"kind": "input", "type": "kill", "source": "web",
+                              "data": {"target": 3}}) == "web: kill target 3"
+    assert worldlog.sentence({"kind": "input", "type": "plan", "source": "web", "data": {
+        "agent": 61, "source": "console", "actions": [
+            {"name": "say", "args": {"text": "hi"}}, {"name": "rest", "args": {}}]}}) == \
+        'web: plan for agent #61: say "hi", then rest'
 
 
 def test_unknown_type_falls_back_to_key_value() -> None:
@@ -309,8 +351,8 @@ def test_every_example_is_written_through_the_log(tmp_path: Path,
     for i, (event, _) in enumerate(CASES):
         log.on_tick(TickReport(tick=i + 1, inputs=[], events=[event]))
     log.close()
-    assert texts(read_lines(path)) == [(i + 1, expected) for i, (_, expected) in
-                                       enumerate(CASES)]
+    assert texts(read_lines(path)) == [(i + 1, expected) for i, (event, expected) in
+                                       enumerate(CASES) if event["type"] not in ROUTINE]
 
 
 ROUTINE_EVENTS: list[Event] = [
@@ -352,7 +394,7 @@ def test_everything_logs_routine_events_too(tmp_path: Path, logs: list[WorldLog]
     log.close()
     lines = texts(read_lines(path))
     assert [text for _, text in lines] == [format_event(e) for e in ROUTINE_EVENTS]
-    assert lines[0] == (5, "PICKUP   agent=7 name=Asha item=apple qty=1")
+    assert lines[0] == (5, "PICKUP   Asha#7 picks up 1 apple")
 
 
 def test_notes_are_logged_verbatim(tmp_path: Path, logs: list[WorldLog]) -> None:

@@ -17,6 +17,7 @@ from agent_world.commands.parsing import (
     CommandError,
     EntityRef,
     GiveArgs,
+    SayArgs,
     SpawnArgs,
     did_you_mean,
 )
@@ -130,6 +131,15 @@ async def kill(console: Console, ref: EntityRef) -> list[str]:
     what = ("dies and drops what it carries" if world.is_agent(eid)
             else f"({kind_of(world, eid)}) is removed")
     return [f"{world.label(eid)} {what} {_when(console)}"]
+
+
+async def say(console: Console, args: SayArgs) -> list[str]:
+    """The agent says TEXT next: a ``plan`` input, as /cast orders an ability."""
+    world = console.world
+    eid = resolve(world, args.speaker, agent=True)
+    console.submit("plan", {"agent": eid, "source": "console", "actions": [
+        {"name": "say", "args": {"text": args.text}}]})
+    return [f"{world.label(eid)} says \"{args.text}\" {_when(console)}"]
 
 
 async def give(console: Console, args: GiveArgs) -> list[str]:

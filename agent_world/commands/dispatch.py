@@ -26,6 +26,7 @@ from agent_world.commands.parsing import (
     parse_list,
     parse_no_args,
     parse_one_entity,
+    parse_say,
     parse_spawn,
     parse_speed,
     parse_step,
@@ -245,6 +246,8 @@ COMMANDS: dict[str, Command[Any]] = _table(
             "and drops what it carries", parse=parse_one_entity, run=changes.kill),
     Command(name="give", usage="/give ID|NAME ITEM [N]", summary="put N (default 1) of an "
             "item into an agent's inventory", parse=parse_give, run=changes.give),
+    Command(name="say", usage="/say ID|NAME TEXT", summary="make an agent say TEXT to "
+            "those within hearing", parse=parse_say, run=changes.say),
     Command(name="debug", usage="/debug ID|NAME", summary="everything about one entity",
             parse=parse_one_entity, run=views.debug,
             details=("Components, brain and plan, inventory, relationships, memory and the "

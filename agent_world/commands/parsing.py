@@ -30,6 +30,7 @@ __all__ = [
     "HelpArgs",
     "ListArgs",
     "NoArgs",
+    "SayArgs",
     "SpawnArgs",
     "SpeedArgs",
     "StepArgs",
@@ -43,6 +44,7 @@ __all__ = [
     "parse_list",
     "parse_no_args",
     "parse_one_entity",
+    "parse_say",
     "parse_spawn",
     "parse_speed",
     "parse_step",
@@ -175,6 +177,24 @@ class SpawnArgs:
             if value is not None:
                 data[key] = value
         return data
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SayArgs:
+    speaker: EntityRef
+    text: str
+
+
+MAX_SAY = 200  # characters an operator puts in an agent's mouth
+
+
+def parse_say(argv: Sequence[str]) -> SayArgs:
+    if len(argv) < 2:
+        raise CommandError('name the agent and what it says, e.g. /say Zed "hello there"')
+    text = " ".join(argv[1:]).strip()
+    if not text or len(text) > MAX_SAY:
+        raise CommandError(f"TEXT must be 1 to {MAX_SAY} characters, got {len(text)}")
+    return SayArgs(speaker=parse_entity_ref(argv[0]), text=text)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -19,7 +19,7 @@ from agent_world.config import PERSONALITIES
 from agent_world.core.metrics import METRICS
 from agent_world.persistence.eventlog import LogReader
 from agent_world.web import views
-from agent_world.web.feed import LAYERS, BBox
+from agent_world.web.feed import LAYERS, BBox, with_lines
 
 if TYPE_CHECKING:
     from agent_world.web.server import WebServer
@@ -260,7 +260,7 @@ async def _events(server: WebServer, request: web.Request) -> dict[str, Any]:
         found.extend(islice((e for e in ring if wanted(e)), max(0, limit - len(found) + 1)))
         found.sort(key=lambda line: line.get("tick", 0))  # log lines of later ticks, merged
     truncated = len(found) > limit
-    return {"events": found[:limit], "truncated": truncated, "from": origin,
+    return {"events": with_lines(found[:limit]), "truncated": truncated, "from": origin,
             "memory_from_tick": oldest}
 
 

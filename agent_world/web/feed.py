@@ -24,9 +24,10 @@ from typing import Any
 from agent_world.core import components as c
 from agent_world.core.world import AgentRow, World
 from agent_world.types import ENTITY_KEYS, Event, TickReport
+from agent_world.worldlog import sentence
 
 __all__ = ["AGENT_FIELDS", "FIELDS", "ITEM_FIELDS", "LAYERS", "OBJECT_FIELDS", "BBox", "Delta",
-           "LiveFeed", "agent_record", "event_position"]
+           "LiveFeed", "agent_record", "event_position", "with_lines"]
 
 LAYERS = ("agents", "items", "objects")
 AGENT_FIELDS = ("id", "x", "y", "hp", "flags", "name", "personality", "brain")
@@ -108,6 +109,16 @@ def event_position(world: World, event: Mapping[str, Any]) -> tuple[int, int] | 
             if pos is not None:
                 return pos.x, pos.y
     return None
+
+
+def with_lines(lines: list[Event]) -> list[Event]:
+    """``lines`` with each one's ``line``: the world log's sentence for it (the viewer shows
+    it). Added where a line first leaves the process (a frame, an API reply), never in the
+    tick; a line that has one keeps it."""
+    for line in lines:
+        if "line" not in line:
+            line["line"] = sentence(line)
+    return lines
 
 
 @dataclass(slots=True)
@@ -257,7 +268,7 @@ class LiveFeed:
         delta = Delta(tick=self.world.tick)
         self._diff_agents(delta)
         self._diff_ground(delta)
-        delta.events, self._pending = self._pending, []
+        delta.events, self._pending = with_lines(self._pending), []
         delta.events_dropped, self._pending_dropped = self._pending_dropped, 0
         for listener in self.listeners:
             listener(delta)

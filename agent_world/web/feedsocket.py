@@ -227,7 +227,7 @@ class FeedSockets:
         session = self.server.session
         world = session.world
         return orjson.dumps({
-            "t": "hello", "tick": world.tick, "world": session.config.world.name,
+            "t": "hello", "tick": world.tick, "world": self.server.world_name,
             "map": {"width": world.terrain.width, "height": world.terrain.height},
             "read_only": self.server.read_only, "replay": self.server.replay_info()})
 

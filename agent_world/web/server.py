@@ -168,6 +168,14 @@ class WebServer:
         s = self.session.loop.stats()
         return s.p50_ms, s.p99_ms
 
+    @property
+    def world_name(self) -> str:
+        """The name the page shows: a served replay's is its recording's (its session runs
+        under the operator's config, whose world is another, usually ``default``)."""
+        if self.playback is not None:
+            return self.playback.folder.name
+        return self.session.config.world.name
+
     def replay_info(self) -> dict[str, Any] | None:
         """The timeline of a served replay (None: a live world)."""
         return self.playback.info() if self.playback is not None else None
@@ -405,7 +413,7 @@ class WebServer:
         token_file = TokenFile(folder, port)
         try:
             token_file.write(url=self.url or "", token=self.token,
-                             world=self.session.config.world.name)
+                             world=self.world_name)
         except OSError as exc:
             self.session.report_problem(
                 f"web: cannot keep the access token in {token_file.path} "

@@ -9,15 +9,21 @@
 
 // -- constants ----------------------------------------------------------------------------
 
+// Colours from Okabe and Ito's palette, told apart with every common colour-vision
+// deficiency (tests/test_viewer_palette.py simulates deuteranopia, protanopia and
+// tritanopia); each personality has its own shape as well, so colour is never the only cue.
 const PERSONALITY_COLORS = {
-  aggressive: '#ff5252', cautious: '#40a9ff', gatherer: '#e27bff', trader: '#ffb02e',
+  aggressive: '#D55E00', cautious: '#56B4E9', gatherer: '#F0E442', trader: '#CC79A7',
 };
-const BRAIN_COLORS = { builtin: '#9fb3c8', llm: '#ff5fd2' };
+const PERSONALITY_SHAPES = { aggressive: 'triangle', cautious: 'circle', gatherer: 'square', trader: 'diamond' };
+const BRAIN_COLORS = { builtin: '#56B4E9', llm: '#E69F00', remote: '#CC79A7' };
 const OTHER_COLOR = '#dddddd';
 // Terrain ids are the server's legend keys; unknown ids get magenta so they stand out.
-const TERRAIN_RGB = { grass: [52, 84, 47], water: [31, 72, 120], rock: [92, 88, 84] };
-const OBJECT_COLORS = { tree: '#0f3b18', berry_bush: '#b0407e', rock: '#a3a3a3', shelter: '#d6ab6a', hazard: '#c2410c', capture_point: '#facc15' };
-const WHOLE_TILE_OBJECTS = new Set(['shelter', 'hazard', 'capture_point']);  // drawn tile-sized
+const TERRAIN_RGB = { grass: [88, 122, 66], water: [38, 92, 160], rock: [128, 122, 114] };
+// Objects: at far zoom one pixel per tile in these colours (light against dark and dark
+// against light, so they part by lightness too); closer, each kind has its own drawing.
+const OBJECT_COLORS = { tree: '#173d1c', berry_bush: '#CC79A7', rock: '#d9d4c8', shelter: '#d9a066', hazard: '#D55E00', capture_point: '#F0E442' };
+const OBJECT_NAMES = { tree: 'tree', berry_bush: 'berry bush', rock: 'rock', shelter: 'shelter', hazard: 'hazard', capture_point: 'capture point' };
 const ITEM_CATEGORY = {
   berries: 'food', apple: 'food', bread: 'food', meat: 'food', wood: 'material',
   stone: 'material', iron: 'material', club: 'weapon', spear: 'weapon', sword: 'weapon',
@@ -59,7 +65,7 @@ function agentColor(personality, brain) {
 }
 function hpColor(hp) { return hp > 60 ? '#46c46e' : hp > 30 ? '#f5b041' : '#ef5b5b'; }
 
-const ui = { colorByBrain: false, readOnly: false, picking: false, readsNeedToken: false };
+const ui = { colorByBrain: false, readOnly: false, replay: false, picking: false, readsNeedToken: false, hearing: 0 };
 
 // -- api ----------------------------------------------------------------------------------
 
@@ -227,11 +233,18 @@ const store = {
     this.fields = msg.fields || this.fields;
     // A keyframe replaces its layers; layers it lacks are no longer subscribed, so they
     // would never be updated again: empty them rather than show stale things.
+    const now = performance.now();
     for (const name of ['agents', 'items', 'objects']) {
       const layer = this[name];
+      const before = name === 'agents' ? new Map(layer.byId) : null;
       layer.clear();
-      for (const rec of msg[name] || []) layer.put(rec);
+      for (const rec of msg[name] || []) {
+        layer.put(rec);
+        const old = before && before.get(rec[0]);
+        if (old && (old[1] !== rec[1] || old[2] !== rec[2])) motion.moved(rec[0], old[1], old[2], rec[1], rec[2], now);
+      }
     }
+    for (const id of motion.byId.keys()) if (!this.agents.byId.has(id)) motion.byId.delete(id);
     for (const rec of msg.agents || []) this.names.set(rec[0], rec[5]);
     this.objectsDirty = true;
     this.tick = msg.tick;
@@ -242,12 +255,20 @@ const store = {
       const part = msg[name];
       if (!part) continue;
       const layer = this[name];
-      if (part.drop) for (const id of part.drop) layer.drop(id);
+      if (part.drop) for (const id of part.drop) { layer.drop(id); if (name === 'agents') motion.byId.delete(id); }
       if (part.add) for (const rec of part.add) layer.put(rec);
-      if (part.upd) for (const u of part.upd) layer.upd(u);
+      if (part.upd) for (const u of part.upd) this.update(layer, u);
       if (name === 'agents' && part.add) for (const rec of part.add) this.names.set(rec[0], rec[5]);
       if (name === 'objects' && (part.add || part.drop)) this.objectsDirty = true;
     }
+  },
+  // An agent that moved glides there (motion); other records are simply overwritten.
+  update(layer, u) {
+    if (layer === this.agents) {
+      const rec = layer.get(u[0]);
+      if (rec && u.length > 2 && (rec[1] !== u[1] || rec[2] !== u[2])) motion.moved(u[0], rec[1], rec[2], u[1], u[2], performance.now());
+    }
+    layer.upd(u);
   },
   learnNames(e) {
     if (isInt(e.agent) && typeof e.name === 'string') this.names.set(e.agent, e.name);
@@ -331,7 +352,9 @@ const view = {
   },
   fit() {
     if (!store.width) return;
-    this.scale = clamp(Math.min((this.w - 2 * this.offX) / store.width, this.h / store.height) * 0.96, this.minScale(), this.maxScale());
+    // Clear of the tools along the top (the same margin below keeps the map centred).
+    const top = this.h > 300 ? 2 * TOOLS_H : 0;
+    this.scale = clamp(Math.min((this.w - 2 * this.offX) / store.width, (this.h - top) / store.height) * 0.98, this.minScale(), this.maxScale());
     this.cx = store.width / 2; this.cy = store.height / 2;
     this.changed();
   },
@@ -341,6 +364,85 @@ const view = {
     subs.check();
   },
 };
+
+// -- motion, speech and effects -----------------------------------------------------------
+
+// The feed sends absolute positions a few times a second; between them an agent glides from
+// where it was drawn to where it now is, over about one frame interval, and faces the way
+// it last moved. Only drawing changes: the records stay as the server sent them.
+const JUMP = 3;
+const TOOLS_H = 40;  // px the map tools take along the top of the map  // tiles: a longer move (a seek, a teleport) is shown as a jump
+const motion = {
+  byId: new Map(),     // id -> {fx, fy, t0, dir}: glide start, start time, facing (radians)
+  interval: 100,       // ms between frames, a moving average
+  lastFrameAt: 0,
+  until: 0,            // glides last until then: keep drawing
+  x: 0, y: 0,          // out-parameters of at(), so the hot loop allocates nothing
+  frameArrived(now) {
+    if (this.lastFrameAt) this.interval = clamp(0.8 * this.interval + 0.2 * (now - this.lastFrameAt), 40, 400);
+    this.lastFrameAt = now;
+  },
+  moved(id, ox, oy, nx, ny, now) {
+    const m = this.byId.get(id);
+    let fx = ox, fy = oy;
+    if (m) { this.at(m, ox, oy, now); fx = this.x; fy = this.y; }
+    if (Math.abs(nx - fx) > JUMP || Math.abs(ny - fy) > JUMP) { fx = nx; fy = ny; }
+    const dir = nx !== ox || ny !== oy ? Math.atan2(ny - oy, nx - ox) : (m ? m.dir : null);
+    if (m) { m.fx = fx; m.fy = fy; m.t0 = now; m.dir = dir; } else this.byId.set(id, { fx, fy, t0: now, dir });
+    this.until = Math.max(this.until, now + this.interval);
+  },
+  // Where the agent whose record says (x, y) is drawn at time now: sets this.x, this.y.
+  at(m, x, y, now) {
+    const t = m ? (now - m.t0) / this.interval : 1;
+    if (t >= 1) { this.x = x; this.y = y; return; }
+    const k = t <= 0 ? 0 : t * (2 - t);  // ease out
+    this.x = m.fx + (x - m.fx) * k; this.y = m.fy + (y - m.fy) * k;
+  },
+  of(a, now) { this.at(this.byId.get(a[0]), a[1], a[2], now); },
+  clear() { this.byId.clear(); },
+};
+
+// Speech bubbles: what an agent said, over its head for a few seconds.
+const SPEECH_MS = 5000;
+const speech = {
+  byId: new Map(),  // speaker id -> {text, to, until}
+  said(e, now) {
+    const text = String(e.text ?? '');
+    if (!isInt(e.agent) || !text) return;
+    this.byId.set(e.agent, { text: text.length > 90 ? text.slice(0, 88) + '…' : text, to: isInt(e.to) ? e.to : null, until: now + SPEECH_MS });
+  },
+  prune(now) { for (const [id, b] of this.byId) if (b.until <= now) this.byId.delete(id); },
+};
+
+// Short effects where things happen: a fight, a theft, a trade or gift, a death, a cast.
+const EFFECT_MS = 1400;
+const EFFECT_STYLE = {
+  attack: { color: '#ff4d4d', line: true }, theft: { color: '#CC79A7', line: true, dash: true },
+  trade: { color: '#F0E442', line: true }, gift: { color: '#F0E442', line: true },
+  death: { color: '#ffffff', cross: true }, ability: { color: '#56B4E9', burst: true },
+  capture: { color: '#F0E442', burst: true }, spawn: { color: '#009E73', burst: true },
+};
+const effects = {
+  list: [],
+  add(e, now) {
+    const style = EFFECT_STYLE[e.type];
+    if (!style || !isInt(e.x) || !isInt(e.y)) return;
+    const other = e.target ?? e.victim ?? e.to;
+    const rec = isInt(other) ? store.agents.get(other) : null;
+    this.list.push({ style, x: e.x, y: e.y, tx: rec ? rec[1] : null, ty: rec ? rec[2] : null, t0: now });
+    if (this.list.length > 300) this.list.splice(0, this.list.length - 300);
+  },
+  prune(now) { if (this.list.length && this.list[0].t0 + EFFECT_MS < now) this.list = this.list.filter((f) => f.t0 + EFFECT_MS > now); },
+};
+
+// What the feed's events show on the map.
+function eventsOnMap(list, now) {
+  for (const e of list) {
+    if (e.kind && e.kind !== 'event') continue;
+    if (e.type === 'say' || e.type === 'team_say') speech.said(e, now);
+    else effects.add(e, now);
+  }
+}
 
 // -- renderer -----------------------------------------------------------------------------
 
@@ -359,6 +461,30 @@ function requestRender() {
   requestAnimationFrame(render);
 }
 
+// Frames drawn per second, counted by the page itself (the status line and the benchmark
+// read it); perf.measure(ms) draws every animation frame for ms and returns the rate.
+function countFrame(now) {
+  perf.frameTimes.push(now);
+  while (perf.frameTimes.length && perf.frameTimes[0] < now - 1000) perf.frameTimes.shift();
+  perf.fps = perf.frameTimes.length;
+}
+perf.frameTimes = [];
+perf.fps = 0;
+perf.measure = (ms) => new Promise((resolve) => {
+  const start = performance.now();
+  let frames = 0, worst = 0, last = start;
+  perf.measuring = true;  // render() asks for no frames of its own meanwhile
+  const step = (t) => {
+    render(); frames++;
+    worst = Math.max(worst, t - last); last = t;
+    if (t - start < ms) requestAnimationFrame(step);
+    else { perf.measuring = false; requestRender(); resolve({ fps: frames * 1000 / (t - start), frames, worst_ms: worst, drawn: lastDrawn, render_ms: perf.lastRenderMs }); }
+  };
+  requestAnimationFrame(step);
+});
+
+// Setting a canvas' size clears it: draw at once, in the same frame, or a resize shows one
+// black frame (and a capture taken then, an all-black map).
 function resizeCanvas() {
   const box = canvas.parentElement.getBoundingClientRect();
   view.dpr = window.devicePixelRatio || 1;
@@ -367,6 +493,7 @@ function resizeCanvas() {
   canvas.height = Math.round(view.h * view.dpr);
   if (inspector.id != null) view.offX = inspectorOffset();
   view.changed();
+  render();
 }
 
 // One load at a time: the page start and a WebSocket hello may both ask for the map.
@@ -462,10 +589,25 @@ function group(key) {
 }
 function resetGroups() { for (const g of groups.values()) g.length = 0; }
 
+// Where each visible agent is drawn this frame (screen pixels), by its index in seen.
+const seen = { recs: [], xs: new Float32Array(1024), ys: new Float32Array(1024), n: 0 };
+function collectAgents(r, now, ox, oy, s) {
+  seen.n = 0; seen.recs.length = 0;
+  store.agents.forEachIn(r.x0 - 1, r.y0 - 1, r.x1 + 1, r.y1 + 1, (a) => {
+    if (seen.n >= seen.xs.length) {
+      const xs = new Float32Array(seen.xs.length * 2), ys = new Float32Array(seen.ys.length * 2);
+      xs.set(seen.xs); ys.set(seen.ys); seen.xs = xs; seen.ys = ys;
+    }
+    motion.of(a, now);
+    seen.xs[seen.n] = ox + (motion.x + 0.5) * s; seen.ys[seen.n] = oy + (motion.y + 0.5) * s;
+    seen.recs.push(a); seen.n++;
+  });
+}
+
 function render() {
   renderQueued = false;
   const now = performance.now();
-  followSelected();
+  followSelected(now);
   const s = view.scale, W = view.w, H = view.h;
   ctx.setTransform(view.dpr, 0, 0, view.dpr, 0, 0);
   ctx.fillStyle = '#0a0c0f';
@@ -473,167 +615,343 @@ function render() {
   const r = view.rect();
   const ox = view.fx() - view.cx * s, oy = H / 2 - view.cy * s;  // screen x, y of tile 0,0
   if (terrain.canvas) blitTileCanvas(terrain.canvas, r);
-
-  if (s >= 14 && store.width) {  // tile grid once tiles are big enough to count
-    ctx.strokeStyle = 'rgba(0,0,0,0.18)'; ctx.lineWidth = 1;
-    ctx.beginPath();
-    const gx0 = Math.max(0, Math.floor(r.x0)), gx1 = Math.min(store.width, Math.ceil(r.x1));
-    const gy0 = Math.max(0, Math.floor(r.y0)), gy1 = Math.min(store.height, Math.ceil(r.y1));
-    for (let x = gx0; x <= gx1; x++) { const px = Math.round(ox + x * s) + 0.5; ctx.moveTo(px, oy + gy0 * s); ctx.lineTo(px, oy + gy1 * s); }
-    for (let y = gy0; y <= gy1; y++) { const py = Math.round(oy + y * s) + 0.5; ctx.moveTo(ox + gx0 * s, py); ctx.lineTo(ox + gx1 * s, py); }
-    ctx.stroke();
-  }
-
-  // objects
-  if (s < OBJECT_SPRITE_SCALE) {
-    if (store.objectsDirty) rebuildObjectLayer();
-    if (objectLayer.canvas) blitTileCanvas(objectLayer.canvas, r);
-  } else {
-    resetGroups();
-    store.objects.forEachIn(r.x0, r.y0, r.x1, r.y1, (o) => group((o[3] === 0 ? 'e:' : 'o:') + o[4]).push(o));
-    for (const [key, list] of groups) {
-      if (!list.length) continue;
-      const kind = key.slice(2);
-      const size = s * (WHOLE_TILE_OBJECTS.has(kind) ? 0.86 : 0.62), off = (s - size) / 2;
-      ctx.globalAlpha = key[0] === 'e' ? 0.45 : 1;  // harvested bare
-      ctx.fillStyle = OBJECT_COLORS[kind] || '#cccccc';
-      ctx.beginPath();
-      for (const o of list) ctx.rect(ox + o[1] * s + off, oy + o[2] * s + off, size, size);
-      ctx.fill();
-      if (s >= 10) { ctx.strokeStyle = 'rgba(0,0,0,0.5)'; ctx.lineWidth = 1; ctx.stroke(); }
-    }
-    ctx.globalAlpha = 1;
-  }
-
-  // items
-  if (s >= MIN_ITEM_SCALE) {
-    resetGroups();
-    store.items.forEachIn(r.x0, r.y0, r.x1, r.y1, (it) => group(ITEM_CATEGORY[it[4]] || 'other').push(it));
-    const rad = Math.max(1, s * 0.16);
-    for (const [cat, list] of groups) {
-      if (!list.length) continue;
-      ctx.fillStyle = CATEGORY_COLORS[cat] || '#ffffff';
-      ctx.beginPath();
-      for (const it of list) {
-        // Items share a tile with what stands there: nudge them to a corner.
-        const cx = ox + (it[1] + 0.72) * s, cy = oy + (it[2] + 0.72) * s;
-        if (s < 4) ctx.rect(cx - 1, cy - 1, 2, 2);
-        else { ctx.moveTo(cx + rad, cy); ctx.arc(cx, cy, rad, 0, Math.PI * 2); }
-      }
-      ctx.fill();
-    }
-  }
-
-  // agents
-  resetGroups();
-  const thinking = [], defending = [];
-  let drawn = 0;
-  store.agents.forEachIn(r.x0, r.y0, r.x1, r.y1, (a) => {
-    group(agentColor(a[6], a[7])).push(a);
-    if (a[4] & THINKING) thinking.push(a);
-    if (a[4] & DEFENDING) defending.push(a);
-    drawn++;
-  });
+  if (s >= 14 && store.width) drawGrid(r, ox, oy, s);
+  drawObjects(r, ox, oy, s);
+  if (s >= MIN_ITEM_SCALE) drawItems(r, ox, oy, s);
+  collectAgents(r, now, ox, oy, s);
   const ar = clamp(s * 0.38, 3, 15);
-  for (const [color, list] of groups) {
-    if (!list.length) continue;
-    ctx.fillStyle = color;
-    ctx.beginPath();
-    for (const a of list) {
-      const cx = ox + (a[1] + 0.5) * s, cy = oy + (a[2] + 0.5) * s;
-      if (s < 2) ctx.rect(Math.floor(cx) - 1, Math.floor(cy) - 1, 2, 2);
-      else { ctx.moveTo(cx + ar, cy); ctx.arc(cx, cy, ar, 0, Math.PI * 2); }
-    }
-    ctx.fill();
-    if (s >= 4) { ctx.strokeStyle = 'rgba(0,0,0,0.65)'; ctx.lineWidth = 1; ctx.stroke(); }
-  }
-  if (thinking.length) {
-    ctx.strokeStyle = '#ffffff'; ctx.lineWidth = s < 2 ? 1 : 1.5;
-    ctx.beginPath();
-    const tr = s < 2 ? 2.5 : ar + 2.5;
-    for (const a of thinking) {
-      const cx = ox + (a[1] + 0.5) * s, cy = oy + (a[2] + 0.5) * s;
-      ctx.moveTo(cx + tr, cy); ctx.arc(cx, cy, tr, 0, Math.PI * 2);
-    }
-    ctx.stroke();
-  }
-  if (defending.length && s >= 4) {
-    ctx.strokeStyle = '#7fe7ff'; ctx.lineWidth = 2;
-    ctx.beginPath();
-    for (const a of defending) {
-      const cx = ox + (a[1] + 0.5) * s, cy = oy + (a[2] + 0.5) * s;
-      ctx.moveTo(cx + (ar + 1.5) * Math.cos(Math.PI * 0.8), cy + (ar + 1.5) * Math.sin(Math.PI * 0.8));
-      ctx.arc(cx, cy, ar + 1.5, Math.PI * 0.8, Math.PI * 1.2);
-      ctx.moveTo(cx + (ar + 1.5) * Math.cos(-Math.PI * 0.2), cy + (ar + 1.5) * Math.sin(-Math.PI * 0.2));
-      ctx.arc(cx, cy, ar + 1.5, -Math.PI * 0.2, Math.PI * 0.2);
-    }
-    ctx.stroke();
-  }
-  if (s >= 8) {  // health bars
-    const bw = Math.max(10, s * 0.9), bh = s >= 16 ? 4 : 3;
-    store.agents.forEachIn(r.x0, r.y0, r.x1, r.y1, (a) => {
-      const x = ox + (a[1] + 0.5) * s - bw / 2, y = oy + (a[2] + 0.5) * s - ar - bh - 4;
-      ctx.fillStyle = 'rgba(0,0,0,0.7)'; ctx.fillRect(x - 1, y - 1, bw + 2, bh + 2);
-      ctx.fillStyle = hpColor(a[3]); ctx.fillRect(x, y, bw * clamp(a[3], 0, 100) / 100, bh);
-    });
-  }
   const sel = inspector.id != null ? store.agents.get(inspector.id) : null;
-  if (s >= 20 || sel) {  // names: everyone when close, the selected agent always
-    ctx.font = '600 11px system-ui, sans-serif';
-    ctx.textAlign = 'center'; ctx.textBaseline = 'top';
-    ctx.lineWidth = 3; ctx.strokeStyle = 'rgba(0,0,0,0.85)';
-    const label = (a) => {
-      const x = ox + (a[1] + 0.5) * s, y = oy + (a[2] + 0.5) * s + Math.max(ar, 2) + 3;
-      ctx.strokeText(a[5], x, y); ctx.fillStyle = '#fff'; ctx.fillText(a[5], x, y);
-    };
-    if (s >= 20) store.agents.forEachIn(r.x0, r.y0, r.x1, r.y1, label);
-    else if (sel) label(sel);
-  }
-  if (sel) {
-    const cx = ox + (sel[1] + 0.5) * s, cy = oy + (sel[2] + 0.5) * s;
-    ctx.strokeStyle = '#ffe066'; ctx.lineWidth = 2;
-    ctx.beginPath(); ctx.arc(cx, cy, Math.max(ar, 3) + 5, 0, Math.PI * 2); ctx.stroke();
-  }
-  if (flash.until > now) {
-    const t = 1 - (flash.until - now) / 1500;
-    const cx = ox + (flash.x + 0.5) * s, cy = oy + (flash.y + 0.5) * s;
-    ctx.strokeStyle = `rgba(255,224,102,${1 - t})`; ctx.lineWidth = 3;
-    ctx.beginPath(); ctx.arc(cx, cy, 6 + t * 36, 0, Math.PI * 2); ctx.stroke();
-    ctx.beginPath(); ctx.arc(cx, cy, Math.max(4, s * 0.7), 0, Math.PI * 2); ctx.stroke();
-    requestRender();  // keep animating until the flash is over
-  }
+  if (sel) drawHearing(sel, now, ox, oy, s, ar);
+  drawEffects(now, ox, oy, s);
+  drawAgents(s, ar);
+  if (s >= 8) drawHealth(ar, s);
+  drawNames(s, ar, sel);
+  if (sel) drawSelected(sel, now, ox, oy, s, ar);
+  drawSpeech(now, s, ar, sel);
+  drawFlash(now, ox, oy, s);
   if (ui.picking && hover.tile) {
     const [tx, ty] = hover.tile;
     ctx.strokeStyle = '#5aa9ff'; ctx.lineWidth = 2;
     ctx.strokeRect(ox + tx * s, oy + ty * s, Math.max(s, 3), Math.max(s, 3));
   }
-  lastDrawn = drawn;
+  lastDrawn = seen.n;
   perf.renders++;
   perf.lastRenderMs = performance.now() - now;
-  document.body.dataset.agentsDrawn = String(drawn);
+  countFrame(now);
+  document.body.dataset.agentsDrawn = String(seen.n);
+  if (terrain.canvas) document.body.dataset.mapDrawn = '1';
   updateZoomInfo();
+  minimap.draw();
+  // Keep drawing while something moves: glides, bubbles, effects.
+  if (!perf.measuring && (motion.until > now || speech.byId.size || effects.list.length || flash.until > now)) requestRender();
 }
 
-function followSelected() {
+function drawGrid(r, ox, oy, s) {
+  ctx.strokeStyle = 'rgba(0,0,0,0.14)'; ctx.lineWidth = 1;
+  ctx.beginPath();
+  const gx0 = Math.max(0, Math.floor(r.x0)), gx1 = Math.min(store.width, Math.ceil(r.x1));
+  const gy0 = Math.max(0, Math.floor(r.y0)), gy1 = Math.min(store.height, Math.ceil(r.y1));
+  for (let x = gx0; x <= gx1; x++) { const px = Math.round(ox + x * s) + 0.5; ctx.moveTo(px, oy + gy0 * s); ctx.lineTo(px, oy + gy1 * s); }
+  for (let y = gy0; y <= gy1; y++) { const py = Math.round(oy + y * s) + 0.5; ctx.moveTo(ox + gx0 * s, py); ctx.lineTo(ox + gx1 * s, py); }
+  ctx.stroke();
+}
+
+// Each kind of object has a drawing of its own once tiles are a few pixels wide: a tree is a
+// dark crown on a trunk, a bush a round shrub with berries, a rock a pale boulder, a shelter
+// a hut, a hazard a spiked diamond, a capture point a flag in a ring. Harvested-bare ones fade.
+const OBJECT_DRAW = {
+  tree(c, x, y, s) { c.moveTo(x + s * 0.42, y); c.arc(x, y - s * 0.06, s * 0.42, 0, Math.PI * 2); },
+  berry_bush(c, x, y, s) { c.moveTo(x + s * 0.32, y + s * 0.05); c.arc(x, y + s * 0.05, s * 0.32, 0, Math.PI * 2); },
+  rock(c, x, y, s) { const k = s * 0.34; c.moveTo(x - k, y + k * 0.7); c.lineTo(x - k * 0.8, y - k * 0.4); c.lineTo(x - k * 0.1, y - k * 0.9); c.lineTo(x + k * 0.8, y - k * 0.5); c.lineTo(x + k, y + k * 0.7); c.closePath(); },
+  shelter(c, x, y, s) { const k = s * 0.4; c.moveTo(x - k, y - k * 0.1); c.lineTo(x, y - k); c.lineTo(x + k, y - k * 0.1); c.lineTo(x + k * 0.8, y - k * 0.1); c.lineTo(x + k * 0.8, y + k * 0.85); c.lineTo(x - k * 0.8, y + k * 0.85); c.lineTo(x - k * 0.8, y - k * 0.1); c.closePath(); },
+  hazard(c, x, y, s) { const k = s * 0.44; c.moveTo(x, y - k); c.lineTo(x + k * 0.3, y - k * 0.3); c.lineTo(x + k, y); c.lineTo(x + k * 0.3, y + k * 0.3); c.lineTo(x, y + k); c.lineTo(x - k * 0.3, y + k * 0.3); c.lineTo(x - k, y); c.lineTo(x - k * 0.3, y - k * 0.3); c.closePath(); },
+  capture_point(c, x, y, s) { const k = s * 0.42; c.moveTo(x + k, y); c.arc(x, y, k, 0, Math.PI * 2); c.moveTo(x + k * 0.6, y); c.arc(x, y, k * 0.6, 0, Math.PI * 2, true); },
+};
+function drawObjects(r, ox, oy, s) {
+  if (s < OBJECT_SPRITE_SCALE) {
+    if (store.objectsDirty) rebuildObjectLayer();
+    if (objectLayer.canvas) blitTileCanvas(objectLayer.canvas, r);
+    return;
+  }
+  resetGroups();
+  store.objects.forEachIn(r.x0, r.y0, r.x1, r.y1, (o) => group((o[3] === 0 ? 'e:' : 'o:') + o[4]).push(o));
+  for (const [key, list] of groups) {
+    if (!list.length) continue;
+    const kind = key.slice(2), shape = OBJECT_DRAW[kind];
+    ctx.globalAlpha = key[0] === 'e' ? 0.5 : 1;
+    ctx.beginPath();
+    for (const o of list) {
+      const x = ox + (o[1] + 0.5) * s, y = oy + (o[2] + 0.5) * s;
+      if (shape) shape(ctx, x, y, s); else ctx.rect(x - s * 0.3, y - s * 0.3, s * 0.6, s * 0.6);
+    }
+    ctx.fillStyle = OBJECT_COLORS[kind] || '#cccccc';
+    ctx.fill('evenodd');
+    ctx.strokeStyle = kind === 'tree' ? '#9fd38a' : 'rgba(0,0,0,0.7)';
+    ctx.lineWidth = s >= 10 ? 1.5 : 1;
+    ctx.stroke();
+    if (s >= 7) objectDetails(kind, list, ox, oy, s);
+  }
+  ctx.globalAlpha = 1;
+}
+// The second strokes of a drawing: trunks, berries, roofs, flags.
+function objectDetails(kind, list, ox, oy, s) {
+  const at = (o) => [ox + (o[1] + 0.5) * s, oy + (o[2] + 0.5) * s];
+  ctx.beginPath();
+  if (kind === 'tree') {
+    for (const o of list) { const [x, y] = at(o); ctx.rect(x - s * 0.06, y + s * 0.3, s * 0.12, s * 0.18); }
+    ctx.fillStyle = '#6b4423'; ctx.fill();
+  } else if (kind === 'berry_bush') {
+    for (const o of list) {
+      if (o[3] === 0) continue;
+      const [x, y] = at(o);
+      for (const [dx, dy] of [[-0.12, -0.02], [0.1, 0.08], [0.0, 0.18]]) { ctx.moveTo(x + dx * s + s * 0.06, y + dy * s); ctx.arc(x + dx * s, y + dy * s, s * 0.06, 0, Math.PI * 2); }
+    }
+    ctx.fillStyle = '#3a1030'; ctx.fill();
+  } else if (kind === 'capture_point') {
+    for (const o of list) { const [x, y] = at(o); ctx.moveTo(x, y + s * 0.2); ctx.lineTo(x, y - s * 0.3); ctx.lineTo(x + s * 0.22, y - s * 0.2); ctx.lineTo(x, y - s * 0.1); }
+    ctx.strokeStyle = '#1a1a1a'; ctx.lineWidth = 1.5; ctx.stroke();
+  } else if (kind === 'hazard') {
+    for (const o of list) { const [x, y] = at(o); ctx.moveTo(x - s * 0.12, y - s * 0.12); ctx.lineTo(x + s * 0.12, y + s * 0.12); ctx.moveTo(x + s * 0.12, y - s * 0.12); ctx.lineTo(x - s * 0.12, y + s * 0.12); }
+    ctx.strokeStyle = '#1a1a1a'; ctx.lineWidth = 2; ctx.stroke();
+  }
+}
+
+function drawItems(r, ox, oy, s) {
+  resetGroups();
+  store.items.forEachIn(r.x0, r.y0, r.x1, r.y1, (it) => group(ITEM_CATEGORY[it[4]] || 'other').push(it));
+  const rad = Math.max(1, s * 0.14);
+  for (const [cat, list] of groups) {
+    if (!list.length) continue;
+    ctx.fillStyle = CATEGORY_COLORS[cat] || '#ffffff';
+    ctx.beginPath();
+    for (const it of list) {
+      // Items share a tile with what stands there: nudge them to a corner.
+      const cx = ox + (it[1] + 0.75) * s, cy = oy + (it[2] + 0.75) * s;
+      if (s < 4) ctx.rect(cx - 1, cy - 1, 2, 2);
+      else { ctx.moveTo(cx + rad, cy); ctx.arc(cx, cy, rad, 0, Math.PI * 2); }
+    }
+    ctx.fill();
+    if (s >= 6) { ctx.strokeStyle = 'rgba(0,0,0,0.6)'; ctx.lineWidth = 1; ctx.stroke(); }
+  }
+}
+
+// An agent's body: its personality's shape in its colour, outlined dark.
+function agentShape(c, shape, x, y, r) {
+  switch (shape) {
+    case 'triangle': c.moveTo(x, y - r * 1.2); c.lineTo(x + r * 1.1, y + r * 0.85); c.lineTo(x - r * 1.1, y + r * 0.85); c.closePath(); break;
+    case 'square': c.rect(x - r * 0.85, y - r * 0.85, r * 1.7, r * 1.7); break;
+    case 'diamond': c.moveTo(x, y - r * 1.2); c.lineTo(x + r * 1.2, y); c.lineTo(x, y + r * 1.2); c.lineTo(x - r * 1.2, y); c.closePath(); break;
+    default: c.moveTo(x + r, y); c.arc(x, y, r, 0, Math.PI * 2);
+  }
+}
+function drawAgents(s, ar) {
+  resetGroups();
+  for (let i = 0; i < seen.n; i++) {
+    const a = seen.recs[i];
+    group(`${agentColor(a[6], a[7])}|${PERSONALITY_SHAPES[a[6]] || 'circle'}`).push(i);
+  }
+  for (const [key, list] of groups) {
+    if (!list.length) continue;
+    const [color, shape] = key.split('|');
+    ctx.fillStyle = color;
+    ctx.beginPath();
+    for (const i of list) {
+      const x = seen.xs[i], y = seen.ys[i];
+      if (s < 2) ctx.rect(Math.floor(x) - 1, Math.floor(y) - 1, 3, 3);
+      else agentShape(ctx, shape, x, y, ar);
+    }
+    ctx.fill();
+    if (s >= 4) { ctx.strokeStyle = 'rgba(0,0,0,0.8)'; ctx.lineWidth = 1.2; ctx.stroke(); }
+  }
+  if (s < 4) return;
+  // Facing: a short white mark on the side the agent last moved towards.
+  ctx.beginPath();
+  for (let i = 0; i < seen.n; i++) {
+    const m = motion.byId.get(seen.recs[i][0]);
+    if (!m || m.dir == null) continue;
+    const dx = Math.cos(m.dir), dy = Math.sin(m.dir), x = seen.xs[i], y = seen.ys[i];
+    ctx.moveTo(x + dx * ar * 0.6, y + dy * ar * 0.6); ctx.lineTo(x + dx * (ar + 3), y + dy * (ar + 3));
+  }
+  ctx.strokeStyle = '#ffffff'; ctx.lineWidth = 2; ctx.stroke();
+  // Waiting for its brain: a white ring; defending: a cyan shield arc.
+  ctx.beginPath();
+  for (let i = 0; i < seen.n; i++) {
+    if (!(seen.recs[i][4] & THINKING)) continue;
+    const x = seen.xs[i], y = seen.ys[i];
+    ctx.moveTo(x + ar + 3, y); ctx.arc(x, y, ar + 3, 0, Math.PI * 2);
+  }
+  ctx.strokeStyle = '#ffffff'; ctx.lineWidth = 1.5; ctx.stroke();
+  ctx.beginPath();
+  for (let i = 0; i < seen.n; i++) {
+    if (!(seen.recs[i][4] & DEFENDING)) continue;
+    const x = seen.xs[i], y = seen.ys[i], rr = ar + 2;
+    ctx.moveTo(x + rr * Math.cos(Math.PI * 0.8), y + rr * Math.sin(Math.PI * 0.8)); ctx.arc(x, y, rr, Math.PI * 0.8, Math.PI * 1.2);
+    ctx.moveTo(x + rr * Math.cos(-Math.PI * 0.2), y + rr * Math.sin(-Math.PI * 0.2)); ctx.arc(x, y, rr, -Math.PI * 0.2, Math.PI * 0.2);
+  }
+  ctx.strokeStyle = '#7fe7ff'; ctx.lineWidth = 2; ctx.stroke();
+}
+
+function drawHealth(ar, s) {
+  const bw = Math.max(10, s * 0.9), bh = s >= 16 ? 4 : 3;
+  for (let i = 0; i < seen.n; i++) {
+    const a = seen.recs[i];
+    const x = seen.xs[i] - bw / 2, y = seen.ys[i] - ar - bh - 5;
+    ctx.fillStyle = 'rgba(0,0,0,0.75)'; ctx.fillRect(x - 1, y - 1, bw + 2, bh + 2);
+    ctx.fillStyle = hpColor(a[3]); ctx.fillRect(x, y, bw * clamp(a[3], 0, 100) / 100, bh);
+  }
+}
+
+const NAMES_AT = 12, NAMES_MAX = 400;  // px per tile from which names show; most at once
+function drawNames(s, ar, sel) {
+  const all = s >= NAMES_AT && seen.n <= NAMES_MAX;
+  if (!all && !sel) return;
+  ctx.font = '600 11px system-ui, sans-serif';
+  ctx.textAlign = 'center'; ctx.textBaseline = 'top';
+  ctx.lineWidth = 3; ctx.strokeStyle = 'rgba(0,0,0,0.85)'; ctx.fillStyle = '#fff';
+  for (let i = 0; i < seen.n; i++) {
+    const a = seen.recs[i];
+    if (!all && a !== sel) continue;
+    const x = seen.xs[i], y = seen.ys[i] + Math.max(ar, 2) + 3;
+    ctx.strokeText(a[5], x, y); ctx.fillText(a[5], x, y);
+  }
+}
+
+function screenAt(a, now, ox, oy, s) {
+  motion.of(a, now);
+  return [ox + (motion.x + 0.5) * s, oy + (motion.y + 0.5) * s];
+}
+
+function drawSelected(sel, now, ox, oy, s, ar) {
+  const [x, y] = screenAt(sel, now, ox, oy, s);
+  ctx.strokeStyle = '#ffe066'; ctx.lineWidth = 2;
+  ctx.beginPath(); ctx.arc(x, y, Math.max(ar, 3) + 6, 0, Math.PI * 2); ctx.stroke();
+}
+
+// The selected agent's hearers while it speaks: its hearing range and a ring on each agent
+// inside it; a line to the one it spoke to.
+function drawHearing(sel, now, ox, oy, s, ar) {
+  const b = speech.byId.get(sel[0]);
+  if (!b || !ui.hearing) return;
+  const [x, y] = screenAt(sel, now, ox, oy, s);
+  const R = ui.hearing * s;
+  ctx.setLineDash([5, 4]); ctx.strokeStyle = 'rgba(255,224,102,0.7)'; ctx.lineWidth = 1.5;
+  ctx.beginPath(); ctx.arc(x, y, R, 0, Math.PI * 2); ctx.stroke(); ctx.setLineDash([]);
+  ctx.beginPath();
+  let hearers = 0;
+  for (let i = 0; i < seen.n; i++) {
+    const a = seen.recs[i];
+    if (a === sel || Math.hypot(a[1] - sel[1], a[2] - sel[2]) > ui.hearing) continue;
+    ctx.moveTo(seen.xs[i] + ar + 4, seen.ys[i]); ctx.arc(seen.xs[i], seen.ys[i], ar + 4, 0, Math.PI * 2);
+    hearers++;
+  }
+  ctx.strokeStyle = '#ffe066'; ctx.lineWidth = 2; ctx.stroke();
+  document.body.dataset.hearers = String(hearers);
+  const to = b.to != null ? store.agents.get(b.to) : null;
+  if (to) {
+    const [tx, ty] = screenAt(to, now, ox, oy, s);
+    ctx.beginPath(); ctx.moveTo(x, y); ctx.lineTo(tx, ty); ctx.stroke();
+  }
+}
+
+// Bubbles over speakers: those on screen, the selected one's always, at most 40.
+function drawSpeech(now, s, ar, sel) {
+  speech.prune(now);
+  document.body.dataset.bubbles = '0';
+  if (!speech.byId.size) return;
+  ctx.font = '12px system-ui, sans-serif';
+  ctx.textAlign = 'left'; ctx.textBaseline = 'middle';
+  let shown = 0;
+  for (let i = 0; i < seen.n && shown < 40; i++) {
+    const a = seen.recs[i];
+    const b = speech.byId.get(a[0]);
+    if (!b || (s < 4 && a !== sel)) continue;
+    drawBubble(b, seen.xs[i], seen.ys[i] - ar - (s >= 8 ? 10 : 4), now);
+    shown++;
+  }
+  document.body.dataset.bubbles = String(shown);
+}
+function drawBubble(b, x, y, now) {
+  const text = b.text, w = Math.min(260, ctx.measureText(text).width) + 12, h = 20;
+  const left = clamp(x - w / 2, 2, view.w - w - 2), top = y - h - 6;
+  ctx.globalAlpha = clamp((b.until - now) / 600, 0, 1);
+  ctx.fillStyle = 'rgba(250,250,245,0.95)'; ctx.strokeStyle = 'rgba(0,0,0,0.6)'; ctx.lineWidth = 1;
+  ctx.beginPath();
+  ctx.roundRect(left, top, w, h, 6);
+  ctx.moveTo(x - 4, top + h); ctx.lineTo(x, top + h + 6); ctx.lineTo(x + 4, top + h);
+  ctx.fill(); ctx.stroke();
+  ctx.fillStyle = '#111';
+  ctx.save(); ctx.beginPath(); ctx.rect(left + 4, top, w - 8, h); ctx.clip();
+  ctx.fillText(text, left + 6, top + h / 2 + 0.5);
+  ctx.restore();
+  ctx.globalAlpha = 1;
+}
+
+function drawEffects(now, ox, oy, s) {
+  effects.prune(now);
+  for (const f of effects.list) {
+    const t = (now - f.t0) / EFFECT_MS;
+    if (t < 0 || t > 1) continue;
+    const st = f.style, x = ox + (f.x + 0.5) * s, y = oy + (f.y + 0.5) * s;
+    ctx.globalAlpha = 1 - t; ctx.strokeStyle = st.color; ctx.lineWidth = 2.5;
+    ctx.beginPath();
+    if (st.line && f.tx != null) {
+      if (st.dash) ctx.setLineDash([4, 3]);
+      ctx.moveTo(x, y); ctx.lineTo(ox + (f.tx + 0.5) * s, oy + (f.ty + 0.5) * s);
+    } else if (st.cross) {
+      const k = Math.max(5, s * 0.5);
+      ctx.moveTo(x - k, y - k); ctx.lineTo(x + k, y + k); ctx.moveTo(x + k, y - k); ctx.lineTo(x - k, y + k);
+      ctx.moveTo(x + k * 1.6 + t * 10, y); ctx.arc(x, y, k * 1.6 + t * 10, 0, Math.PI * 2);
+    } else {
+      const rr = Math.max(4, s * 0.4) + t * Math.max(14, s * 1.5);
+      ctx.moveTo(x + rr, y); ctx.arc(x, y, rr, 0, Math.PI * 2);
+    }
+    ctx.stroke(); ctx.setLineDash([]);
+  }
+  ctx.globalAlpha = 1;
+}
+
+function drawFlash(now, ox, oy, s) {
+  if (flash.until <= now) return;
+  const t = 1 - (flash.until - now) / 1500;
+  const cx = ox + (flash.x + 0.5) * s, cy = oy + (flash.y + 0.5) * s;
+  ctx.strokeStyle = `rgba(255,224,102,${1 - t})`; ctx.lineWidth = 3;
+  ctx.beginPath(); ctx.arc(cx, cy, 6 + t * 36, 0, Math.PI * 2); ctx.stroke();
+  ctx.beginPath(); ctx.arc(cx, cy, Math.max(4, s * 0.7), 0, Math.PI * 2); ctx.stroke();
+}
+
+// Follow: the camera glides with the selected agent (its drawn position).
+function followSelected(now) {
   if (!inspector.follow || inspector.id == null) return;
   const rec = store.agents.get(inspector.id);
-  const pos = rec ? [rec[1], rec[2]] : inspector.detail ? [inspector.detail.x, inspector.detail.y] : null;
-  if (!pos) return;
-  const tx = pos[0] + 0.5, ty = pos[1] + 0.5;
+  let tx, ty;
+  if (rec) { motion.of(rec, now); tx = motion.x + 0.5; ty = motion.y + 0.5; } else if (inspector.detail) { tx = inspector.detail.x + 0.5; ty = inspector.detail.y + 0.5; } else return;
   if (tx !== view.cx || ty !== view.cy) { view.cx = tx; view.cy = ty; subs.check(); }
 }
 
 function updateZoomInfo() {
-  const t = hover.tile ? ` · tile ${hover.tile[0]},${hover.tile[1]} ${terrainAt(hover.tile[0], hover.tile[1]) ?? ''}` : '';
-  $('zoom-info').textContent = `${view.scale >= 1 ? view.scale.toFixed(1) : view.scale.toFixed(2)} px/tile · ${lastDrawn} drawn${t}`;
+  const t = hover.tile ? ` · ${hover.tile[0]},${hover.tile[1]} ${terrainAt(hover.tile[0], hover.tile[1]) ?? ''}` : '';
+  $('zoom-info').textContent = `${view.scale >= 1 ? view.scale.toFixed(1) : view.scale.toFixed(2)} px/tile · ${lastDrawn} drawn · ${perf.fps} fps${t}`;
 }
 
+// The legend draws its swatches with the map's own drawing functions.
 function renderLegend() {
-  const entries = ui.colorByBrain ? BRAIN_COLORS : PERSONALITY_COLORS;
-  let html = Object.entries(entries).map(([k, c]) => `<span><i style="background:${c}"></i>${esc(k)}</span>`).join('');
-  html += '<span><i style="background:transparent;border:1.5px solid #fff"></i>thinking</span>';
-  html += Object.entries(OBJECT_COLORS).map(([k, c]) => `<span><i class="sq" style="background:${c}"></i>${esc(k.replace('_', ' '))}</span>`).join('');
-  $('legend').innerHTML = html;
+  const entries = ui.colorByBrain ? Object.entries(BRAIN_COLORS) : Object.entries(PERSONALITY_COLORS);
+  const sw = (draw) => {
+    const cv = document.createElement('canvas');
+    cv.width = 14; cv.height = 14; cv.className = 'sw';
+    const c = cv.getContext('2d');
+    c.beginPath(); draw(c); return cv;
+  };
+  const el = $('legend');
+  el.textContent = '';
+  const add = (canvasEl, label) => { const span = document.createElement('span'); span.append(canvasEl, label); el.append(span); };
+  for (const [k, color] of entries) {
+    add(sw((c) => { agentShape(c, ui.colorByBrain ? 'circle' : PERSONALITY_SHAPES[k], 7, 7, 4.5); c.fillStyle = color; c.fill(); c.strokeStyle = '#000'; c.stroke(); }), k);
+  }
+  add(sw((c) => { c.arc(7, 7, 5, 0, Math.PI * 2); c.strokeStyle = '#fff'; c.lineWidth = 1.5; c.stroke(); }), 'thinking');
+  for (const [k, name] of Object.entries(OBJECT_NAMES)) {
+    add(sw((c) => { c.fillStyle = '#587a42'; c.fillRect(0, 0, 14, 14); c.beginPath(); OBJECT_DRAW[k](c, 7, 7, 14); c.fillStyle = OBJECT_COLORS[k]; c.fill('evenodd'); c.strokeStyle = k === 'tree' ? '#9fd38a' : '#000'; c.stroke(); }), name);
+  }
 }
 
 // Nearest agent centre within tol CSS pixels of a canvas point, or null.
@@ -642,13 +960,50 @@ function agentNear(px, py, tol = 10) {
   const rt = tol / view.scale + 1;
   let best = null, bestD = Infinity;
   const lim = Math.max(tol, clamp(view.scale * 0.38, 3, 15) + 3);
+  const now = performance.now();
   store.agents.forEachIn(tx - rt, ty - rt, tx + rt, ty + rt, (a) => {
-    const [sx, sy] = view.toScreen(a[1] + 0.5, a[2] + 0.5);
+    motion.of(a, now);
+    const [sx, sy] = view.toScreen(motion.x + 0.5, motion.y + 0.5);
     const d = Math.hypot(sx - px, sy - py);
     if (d <= lim && d < bestD) { best = a; bestD = d; }
   });
   return best;
 }
+
+// The minimap: the whole terrain, the agents this page knows of, and the view's frame.
+const minimap = {
+  last: 0,
+  draw() {
+    const cv = $('minimap');
+    // Only while part of the world is off screen: fitted, the map is its own minimap.
+    const r = view.rect();
+    cv.hidden = !store.width || (r.x0 <= 0.5 && r.y0 <= 0.5 && r.x1 >= store.width - 0.5 && r.y1 >= store.height - 0.5);
+    if (!terrain.canvas || cv.hidden) return;
+    const now = performance.now();
+    if (now - this.last < 200) return;  // a few times a second is plenty
+    this.last = now;
+    const c = cv.getContext('2d'), W = cv.width, H = cv.height;
+    const k = Math.min(W / store.width, H / store.height);
+    const w = store.width * k, h = store.height * k, x0 = (W - w) / 2, y0 = (H - h) / 2;
+    this.box = { x0, y0, k };
+    c.fillStyle = '#0a0c0f'; c.fillRect(0, 0, W, H);
+    c.imageSmoothingEnabled = true;
+    c.drawImage(terrain.canvas, x0, y0, w, h);
+    if (objectLayer.canvas) c.drawImage(objectLayer.canvas, x0, y0, w, h);
+    c.fillStyle = '#ffffff';
+    for (const a of store.agents.byId.values()) c.fillRect(x0 + a[1] * k - 0.5, y0 + a[2] * k - 0.5, 1.6, 1.6);
+    c.strokeStyle = '#ffe066'; c.lineWidth = 1.5;
+    c.strokeRect(x0 + r.x0 * k, y0 + r.y0 * k, (r.x1 - r.x0) * k, (r.y1 - r.y0) * k);
+  },
+  click(ev) {
+    if (!this.box) return;
+    const b = $('minimap').getBoundingClientRect();
+    const sx = (ev.clientX - b.left) * ($('minimap').width / b.width), sy = (ev.clientY - b.top) * ($('minimap').height / b.height);
+    if (inspector.follow) setFollow(false);
+    view.centreOn((sx - this.box.x0) / this.box.k - 0.5, (sy - this.box.y0) / this.box.k - 0.5);
+    this.last = 0;
+  },
+};
 
 // -- ws -----------------------------------------------------------------------------------
 
@@ -763,6 +1118,7 @@ const ws = {
         }
         store.world = msg.world;
         status.applyReadOnly(!!msg.read_only);
+        status.applyReplay(!!msg.replay);
         {
           const other = terrain.canvas && (terrain.canvas.width !== msg.map.width || terrain.canvas.height !== msg.map.height);
           ensureTerrain(other).then(() => subs.send()).catch(() => {});
@@ -776,13 +1132,16 @@ const ws = {
         store.frames++;
         setTick(msg.tick);
         requestRender();
+        link.apply();
         break;
       case 'delta':
+        motion.frameArrived(performance.now());
         store.applyDelta(msg);
+        if (msg.events) { eventsOnMap(msg.events, performance.now()); timeline.add(msg.events); }
         store.frames++;
         setTick(msg.tick);
         if (msg.events && events.scope === 'view' && store.addEvents(msg.events)) events.changed();
-        if (msg.agents || msg.items || msg.objects) requestRender();
+        if (msg.agents || msg.items || msg.objects || msg.events) requestRender();
         if (msg.events_dropped) events.dropped += msg.events_dropped;
         break;
       case 'error':
@@ -822,6 +1181,8 @@ const inspector = {
   close() {
     clearInterval(this.timer);
     this.id = null; this.detail = null; this.gone = false;
+    setFollow(false);
+    link.update();
     $('inspector').hidden = true;
     view.setOffset(0);
     controls.selectionChanged();
@@ -896,13 +1257,13 @@ const inspector = {
     html += sec(`plan${d.plan_source ? ` <span class="muted">(${esc(d.plan_source)})</span>` : ''}`,
       list(d.plan, (p) => `<li class="mono">${act(p)}</li>`, 'no plan'));
     if (d.llm && d.llm.length) html += sec('last decision (LLM)', `<div class="llm-lines mono">${esc(d.llm.join('\n'))}</div>`);
-    html += sec('relationships', list(d.relationships, (r) => `<li>${ent(r.id, r.name)} <span class="muted">${fmt(r.value, 2)}</span></li>`));
+    html += sec('relationships', list(d.relationships, relationLine));
     const sees = d.sees || {};
     html += sec('sees', `<div>${(sees.agents || []).length ? (sees.agents || []).map((id) => ent(id)).join(', ') : '<span class="none">no agents</span>'}` +
       ` <span class="muted">· ${(sees.items || []).length} items · ${(sees.objects || []).length} objects</span></div>`);
     html += sec('heard', list((d.heard || []).slice(-8).reverse(), (h) => `<li><span class="muted">${esc(h.tick)}</span> ${ent(h.from, h.name)}: “${esc(h.text)}”</li>`, 'nothing'));
-    html += sec('memory', list((d.memory || []).slice().reverse(), (m) => `<li><span class="muted">${esc(m.tick)}</span> ${esc(m.text ?? JSON.stringify(m))}</li>`, 'nothing yet'));
-    html += sec('recent events', list((d.recent_events || []).slice().reverse(), (e) => `<li><span class="muted">${esc(e.tick)}</span> <b>${esc(e.type)}</b> ${esc(summarize(e))}</li>`));
+    html += sec('memory', list((d.memory || []).slice().reverse(), (m) => `<li><span class="muted">${esc(m.tick)}</span> ${esc(m.line ?? m.text ?? '')}</li>`, 'nothing yet'));
+    html += sec('recent events', list((d.recent_events || []).slice().reverse(), (e) => `<li><span class="muted">${esc(e.tick)}</span> ${sentenceHtml(e)}</li>`));
     body.innerHTML = html;
     body.scrollTop = scroll;
   },
@@ -914,63 +1275,30 @@ const inspector = {
 // replaces kind: "input"; a source outside the world's kinds gives it away.
 const isInput = (e) => e.kind === 'input' || (!['event', 'check', 'marker'].includes(e.kind) && e.source != null);
 
-// One readable line per event type; anything unknown falls back to its fields.
-function summarize(e) {
-  const n = (id, name) => name || store.nameOf(id) || (isInt(id) ? `#${id}` : '?');
-  const who = n(e.agent, e.name);
-  const act = (a) => `${a.name}(${Object.entries(a.args || {}).map(([k, v]) => `${k}=${typeof v === 'object' ? JSON.stringify(v) : v}`).join(', ')})`;
-  switch (isInput(e) ? (e.type === 'plan' ? 'plan' : 'input') : e.type) {
-    case 'plan':  // an LLM decision arriving
-      return `${who} decided (${e.source || '?'}${e.latency_ms != null ? `, ${(e.latency_ms / 1000).toFixed(1)} s` : ''}): ` +
-        `${(e.actions || []).map(act).join(', ')}${e.thought ? ` — “${e.thought}”` : ''}`;
-    case 'input': {
-      const skip = ['tick', 'seq', 'type', 'source', 'raw', 'usage'];
-      const rest = Object.entries(e).filter(([k, v]) => !skip.includes(k) && !(k === 'kind' && v === 'input'))
-        .map(([k, v]) => `${k}=${typeof v === 'object' ? JSON.stringify(v) : v}`).join(' ');
-      return `${e.source || '?'}: ${e.type} ${rest}`;
-    }
-    case 'say': return `${who}${isInt(e.to) ? ` → ${n(e.to, e.to_name)}` : ''}: “${e.text}”`;
-    case 'attack': return `${who} hit ${n(e.target, e.target_name)} for ${fmt(e.damage, 1)}${e.defended ? ' (defended)' : ''} → ${fmt(e.health, 1)} hp`;
-    case 'death': return `${who} died: ${e.cause || '?'}${e.age != null ? ` (age ${e.age})` : ''}`;
-    case 'spawn': return `${who} (${e.personality || '?'}) appeared at ${e.x},${e.y}`;
-    case 'pickup': return `${who} picked up ${e.qty ?? 1} ${e.item}`;
-    case 'drop': return `${who} dropped ${e.qty ?? 1} ${e.item}`;
-    case 'eat': return `${who} ate ${e.item}`;
-    case 'use': return `${who} used ${e.item}`;
-    case 'harvest': return `${who} harvested ${e.item || 'nothing'} from a ${String(e.object || '?').replace('_', ' ')}`;
-    case 'theft': return e.success === false
-      ? `${who} tried to steal ${e.item || ''} from ${n(e.victim, e.victim_name)}${e.noticed ? ' and was caught' : ''}`
-      : `${who} stole ${e.qty ?? ''} ${e.item || ''} from ${n(e.victim, e.victim_name)}${e.noticed ? ' (seen)' : ''}`;
-    case 'gift': return `${who} gave ${e.item ? `${e.qty ?? 1} ${e.item}` : goods(e.goods)} to ${n(e.target, e.target_name)}`;
-    case 'team_say': return `${who} → team ${e.team}: “${e.text}”`;
-    case 'craft': return `${who} crafted a ${e.item}`;
-    case 'capture': return `team ${e.team} took the point at ${e.x},${e.y}${e.previous ? ` from ${e.previous}` : ''}`;
-    case 'hazard': return `${who} hurt by thorns (${fmt(e.damage, 1)})`;
-    case 'trade_offer': return `${who} offers ${goods(e.give)} to ${n(e.target, e.target_name)} for ${goods(e.want)}`;
-    case 'trade': return `${who} traded ${goods(e.give)} with ${n(e.target, e.target_name)} for ${goods(e.want)}`;
-    case 'trade_declined': return `${who} declined ${n(e.target, e.target_name)}'s offer`;
-    case 'trade_undone': return `${who}'s trade with ${n(e.target, e.target_name)} fell through${e.reason ? `: ${e.reason}` : ''}`;
-    case 'trade_expired': return `offer ${e.offer} from ${n(e.agent)} to ${n(e.target)} expired`;
-    case 'spoiled': return `${who}'s ${goods(e.goods)} spoiled`;
-    case 'price': return `${e.item}: ${fmt(e.old)} → ${fmt(e.price)} (supply ${e.supply}, demand ${e.demand})`;
-    case 'defend': return `${who} defends`;
-    case 'weapon_broke': return `${who}'s ${e.item} broke`;
-    case 'action_failed': return `${who}: ${e.action} failed: ${e.reason}`;
-    case 'given': return `${n(e.target, e.target_name)} was given ${e.qty} ${e.item}`;
-    case 'removed': return `${e.what || n(e.target)} removed`;
-    case 'ability': return `${who} used ability ${e.ability}`;
-    case 'ability_requested': return `${who} asks the angel: “${e.text}”`;
-    case 'input_rejected': return `${e.source || ''} ${e.input} rejected: ${e.reason}`;
-    case 'census': return Object.entries(e).filter(([k]) => !['tick', 'seq', 'kind', 'type'].includes(k))
-      .slice(0, 8).map(([k, v]) => `${k}=${typeof v === 'object' ? JSON.stringify(v) : v}`).join(' ');
-    default: {
-      const skip = new Set(['tick', 'seq', 'kind', 'type', 'x', 'y', 'agent', 'name']);
-      const rest = Object.entries(e).filter(([k]) => !skip.has(k))
-        .map(([k, v]) => `${k}=${typeof v === 'object' ? JSON.stringify(v) : v}`).join(' ');
-      return `${isInt(e.agent) ? who + ' ' : ''}${rest}`;
-    }
-  }
+// An event as a sentence: the world log's own (the server sends it as ``line``), with each
+// agent named in it ("Asha#7") a link that selects that agent.
+const LABEL = /([A-Za-z][\w'-]*)#(\d+)/g;
+function sentence(e) {
+  if (typeof e.line === 'string') return e.line;
+  const rest = Object.entries(e).filter(([k]) => !['tick', 'seq', 'kind', 'type'].includes(k))
+    .map(([k, v]) => `${k}=${typeof v === 'object' ? JSON.stringify(v) : v}`).join(' ');
+  return `${e.type}: ${rest}`;
 }
+function sentenceHtml(e) {
+  return esc(sentence(e)).replace(LABEL, (_m, name, id) => `<a class="ent" data-id="${id}">${name}</a>`);
+}
+// A relationship: the other's name (a link while it lives, "(dead)" after) and the feeling.
+function relationLine(r) {
+  const name = r.name || store.nameOf(r.id) || `#${r.id}`;
+  const who = r.alive === false ? `<span class="dead">${esc(name)} (dead)</span>` : `<a class="ent" data-id="${r.id}">${esc(name)}</a>`;
+  const feel = r.value >= 0.5 ? 'likes' : r.value > 0 ? 'warm to' : r.value <= -0.5 ? 'hates' : r.value < 0 ? 'wary of' : 'neutral';
+  return `<li>${who} <span class="muted">${feel} (${fmt(r.value, 2)})</span></li>`;
+}
+
+// Routine types (the world log's, plus the market's prices and the log's state checks):
+// hidden from the events panel until "routine" is ticked.
+const ROUTINE = new Set(['pickup', 'harvest', 'eat', 'action_failed', 'trade_offer', 'trade_declined',
+  'trade_expired', 'defend', 'use', 'drop', 'census', 'spoiled', 'price', 'state_hash']);
 
 // The agent an event is about: the first entity field that names someone; for a death,
 // rather the killer, since the dead one cannot be inspected any more.
@@ -981,7 +1309,7 @@ function eventAgent(e) {
 }
 
 const events = {
-  scope: 'view', paused: false, dropped: 0, timer: 0, shown: [], pollSince: null, pollTimer: 0,
+  scope: 'view', paused: false, routine: false, hidden: 0, dropped: 0, timer: 0, shown: [], pollSince: null, pollTimer: 0,
   changed() {
     if (this.timer) return;
     this.timer = setTimeout(() => { this.timer = 0; this.render(); }, 250);  // coalesce bursts
@@ -999,6 +1327,7 @@ const events = {
   matches(e) {
     const type = $('event-type').value;
     if (type && e.type !== type) return false;
+    if (!type && !this.routine && ROUTINE.has(e.type)) { this.hidden++; return false; }
     const who = $('event-agent').value.trim().replace(/^#/, '').toLowerCase();
     if (who) {
       if (/^\d+$/.test(who)) {
@@ -1010,17 +1339,19 @@ const events = {
       }
     }
     const text = $('event-text').value.trim().toLowerCase();
-    if (text && !(`${e.type} ${summarize(e)}`.toLowerCase().includes(text))) return false;
+    if (text && !(`${e.type} ${sentence(e)}`.toLowerCase().includes(text))) return false;
     return true;
   },
   render() {
     if (this.paused) return;
     this.syncTypes();
+    this.hidden = 0;
     this.shown = store.events.filter((e) => this.matches(e));
+    $('event-hidden').textContent = this.routine ? '' : `(${this.hidden} hidden)`;
     const html = this.shown.map((e, i) => {
       const click = isInt(e.x) || eventAgent(e) != null;
       return `<li data-i="${i}" class="t-${esc(e.type)}${isInput(e) ? ' input' : ''}${click ? ' clickable' : ''}">` +
-        `<span class="tick">${e.tick}</span><span class="type" title="${esc(e.type)}">${esc(e.type)}</span><span class="text">${esc(summarize(e))}</span></li>`;
+        `<span class="tick">${e.tick}</span><span class="type" title="${esc(e.type)}">${esc(e.type)}</span><span class="text">${sentenceHtml(e)}</span></li>`;
     }).join('');
     $('event-list').innerHTML = html || '<li class="muted">no events yet</li>';
     $('event-count').textContent = `${this.shown.length}/${store.events.length}${this.dropped ? ` · ${this.dropped} dropped` : ''}`;
@@ -1059,6 +1390,7 @@ const events = {
   async prefill() {
     try {
       const r = await api.get(`/api/events?since_tick=${Math.max(0, store.tick - 150)}&limit=${MAX_EVENTS}`);
+      timeline.add(r.events || []);
       if (store.addEvents(r.events || [])) this.changed();
     } catch { /* not fatal: the socket fills the feed */ }
   },
@@ -1211,11 +1543,14 @@ const controls = {
     const id = inspector.id;
     const live = id != null && !inspector.gone;
     $('selected-label').textContent = id == null ? 'none' : `${store.nameOf(id) || ''} #${id}${inspector.gone ? ' (gone)' : ''}`;
-    $('btn-kill').disabled = !live || ui.readOnly;
-    $('btn-give').disabled = !live || ui.readOnly;
+    // A recording changes only as it was recorded: the server refuses these, so they are off.
+    const refuse = ui.readOnly || ui.replay;
+    $('btn-kill').disabled = !live || refuse;
+    $('btn-give').disabled = !live || refuse;
+    for (const el of ['btn-spawn', 'spawn-name', 'btn-ability', 'ability-text']) $(el).disabled = refuse;
   },
   setPicking(on) {
-    ui.picking = on && !ui.readOnly;
+    ui.picking = on && !ui.readOnly && !ui.replay;
     $('pick-banner').hidden = !ui.picking;
     $('btn-spawn').classList.toggle('armed', ui.picking);
     canvas.classList.toggle('picking', ui.picking);
@@ -1269,7 +1604,9 @@ const status = {
       this.failures = 0;
       this.last = s;
       store.world = s.world;
-      $('status-world').textContent = `${s.world} · seed ${s.seed} · ${s.map.width}×${s.map.height}`;
+      $('status-world').textContent = `${s.replay ? 'replay of ' : ''}${s.world} · seed ${s.seed} · ${s.map.width}×${s.map.height}`;
+      document.title = `${s.world}${s.replay ? ' (replay)' : ''} · Agent World`;
+      ui.hearing = s.hearing_radius || 0;
       setTick(s.tick);
       const el = $('status-state');
       const held = s.held_by && s.held_by.length ? ` (held by ${s.held_by.join(', ')})` : '';
@@ -1284,7 +1621,9 @@ const status = {
       $('status-llm').textContent = s.llm;
       $('status-llm').title = s.llm;
       this.applyReadOnly(!!s.read_only);
+      this.applyReplay(!!s.replay);
       replay.update(s.replay);
+      timeline.loadReplay(s.replay);
     } catch (err) {
       this.failures++;
       const el = $('status-state');
@@ -1292,6 +1631,13 @@ const status = {
       el.title = err.message;
       el.className = 'pill bad';
     }
+  },
+  applyReplay(on) {
+    if (on === ui.replay) return;
+    ui.replay = on;
+    $('replay-note').hidden = !on;
+    if (on) controls.setPicking(false);
+    controls.selectionChanged();
   },
   applyReadOnly(ro) {
     if (ro === ui.readOnly && $('read-only-note').hidden === !ro) return;
@@ -1346,6 +1692,7 @@ function selectAgent(id, opts = {}) {
   id = Number(id);
   if (!Number.isInteger(id)) return null;
   inspector.open(id);
+  link.update();
   scoreboard.markSelected();
   if (opts.centre) {
     const rec = store.agents.get(id);
@@ -1382,6 +1729,165 @@ function setFollow(on) {
   $('inspector-follow').checked = on;
   if (on) requestRender();
 }
+
+// -- timeline -----------------------------------------------------------------------------
+
+// Notable events along the ticks: deaths, fights, thefts, trades, casts, the angel's work and
+// arrivals. Live, the last LIVE_SPAN ticks (a click centres on where it happened); in a
+// replay, the whole recording (a click seeks there). Each kind can be switched off.
+const LIVE_SPAN = 3000;
+const MARKS = {
+  death: { types: ['death'], color: '#ffffff', label: 'deaths' },
+  fight: { types: ['attack', 'theft'], color: '#D55E00', label: 'fights' },
+  trade: { types: ['trade', 'gift'], color: '#F0E442', label: 'trades' },
+  cast: { types: ['ability'], color: '#56B4E9', label: 'casts' },
+  angel: { types: ['ability_accepted', 'ability_refused', 'ability_requested'], color: '#CC79A7', label: 'angel' },
+  arrival: { types: ['spawn'], color: '#009E73', label: 'arrivals' },
+};
+const MARK_OF = {};
+for (const [k, m] of Object.entries(MARKS)) for (const t of m.types) MARK_OF[t] = k;
+
+const timeline = {
+  marks: [], keys: new Set(), off: new Set(), loadedReplay: null,
+  add(list) {
+    let added = 0;
+    for (const e of list) {
+      const kind = MARK_OF[e.type];
+      if (!kind || (e.kind && e.kind !== 'event')) continue;
+      const key = `${e.tick}:${e.seq}:${e.type}`;
+      if (this.keys.has(key)) continue;
+      this.keys.add(key);
+      this.marks.push({ key, tick: e.tick, kind, x: e.x, y: e.y, agent: eventAgent(e) });
+      added++;
+    }
+    if (this.marks.length > 20000) {
+      for (const m of this.marks.splice(0, this.marks.length - 20000)) this.keys.delete(m.key);
+    }
+    if (added) this.changed();
+  },
+  changed() { if (!this.timer) this.timer = setTimeout(() => { this.timer = 0; this.draw(); }, 300); },
+  range() {
+    const r = status.last && status.last.replay;
+    if (r) return [r.first_tick ?? 0, Math.max((r.last_tick ?? 0), (r.first_tick ?? 0) + 1)];
+    return [Math.max(0, store.tick - LIVE_SPAN), Math.max(store.tick, 1)];
+  },
+  // A replay's notable events come from its event log, once.
+  async loadReplay(r) {
+    if (!r || this.loadedReplay === r.world) return;
+    this.loadedReplay = r.world;
+    const types = Object.values(MARKS).flatMap((m) => m.types).join(',');
+    try {
+      const got = await api.get(`/api/events?type=${types}&since_tick=${r.first_tick ?? 0}&until_tick=${r.last_tick ?? 0}&limit=20000`);
+      this.add(got.events || []);
+    } catch { /* the marks the feed brings still show */ }
+  },
+  draw() {
+    const cv = $('timeline');
+    const dpr = window.devicePixelRatio || 1, W = cv.clientWidth || 300, H = cv.clientHeight || 26;
+    if (cv.width !== Math.round(W * dpr)) cv.width = Math.round(W * dpr);
+    if (cv.height !== Math.round(H * dpr)) cv.height = Math.round(H * dpr);
+    const c = cv.getContext('2d');
+    c.setTransform(dpr, 0, 0, dpr, 0, 0);
+    c.clearRect(0, 0, W, H);
+    const [t0, t1] = this.range();
+    const X = (t) => 4 + (t - t0) / (t1 - t0) * (W - 8);
+    const rows = Object.keys(MARKS), rowH = (H - 4) / rows.length;
+    let shown = 0;
+    for (const m of this.marks) {
+      if (m.tick < t0 || m.tick > t1 || this.off.has(m.kind)) continue;
+      c.fillStyle = MARKS[m.kind].color;
+      c.fillRect(Math.round(X(m.tick)), 2 + rows.indexOf(m.kind) * rowH, 2, Math.max(2, rowH - 1));
+      shown++;
+    }
+    c.fillStyle = '#ffe066';
+    c.fillRect(Math.round(X(store.tick)) - 1, 0, 2, H);
+    cv.dataset.marks = String(shown);
+  },
+  click(ev) {
+    const cv = $('timeline'), b = cv.getBoundingClientRect();
+    const [t0, t1] = this.range();
+    const tick = Math.round(t0 + (ev.clientX - b.left - 4) / (b.width - 8) * (t1 - t0));
+    if (status.last && status.last.replay) { runCommand(`/seek ${clamp(tick, t0, t1)}`); return; }
+    let best = null;
+    for (const m of this.marks) {
+      if (this.off.has(m.kind) || !isInt(m.x)) continue;
+      if (!best || Math.abs(m.tick - tick) < Math.abs(best.tick - tick)) best = m;
+    }
+    if (!best) return;
+    if (inspector.follow) setFollow(false);
+    if (best.agent != null && store.agents.get(best.agent)) selectAgent(best.agent);
+    view.centreOn(best.x, best.y, view.scale < 4 ? 10 : undefined);
+    flash.x = best.x; flash.y = best.y; flash.until = performance.now() + 1500;
+    requestRender();
+  },
+  init() {
+    $('timeline-filters').innerHTML = Object.entries(MARKS).map(([k, m]) =>
+      `<label><input type="checkbox" data-mark="${k}" checked><i style="background:${m.color}"></i>${m.label}</label>`).join('');
+    $('timeline-filters').addEventListener('change', (e) => {
+      const k = e.target.dataset.mark;
+      if (e.target.checked) this.off.delete(k); else this.off.add(k);
+      this.draw();
+    });
+    $('timeline').addEventListener('click', (e) => this.click(e));
+    setInterval(() => this.draw(), 1000);
+  },
+};
+
+// -- find and link ------------------------------------------------------------------------
+
+// Find an agent by name (the box above the map): select it, centre on it and follow it.
+const finder = {
+  async find(text) {
+    const want = text.trim().replace(/^#/, '').toLowerCase();
+    if (!want) return;
+    let id = /^\d+$/.test(want) ? Number(want) : null;
+    if (id == null) {
+      for (const a of store.agents.byId.values()) if (a[5].toLowerCase() === want) { id = a[0]; break; }
+    }
+    let at = null;
+    if (id == null || !store.agents.get(id)) {
+      try {
+        const r = await api.get('/api/agents?sort=name&limit=100000');
+        const hit = r.agents.find((a) => a.id === id) || r.agents.find((a) => a.name.toLowerCase() === want)
+          || r.agents.find((a) => a.name.toLowerCase().startsWith(want));
+        if (hit) { id = hit.id; at = [hit.x, hit.y]; }
+      } catch { /* fall through: not found */ }
+    }
+    if (id == null) { logLine(`error: no living agent is called ${text.trim()}`, 'err'); return; }
+    selectAgent(id, { centre: true, at });
+    setFollow(true);
+  },
+  init() {
+    $('find-agent').addEventListener('keydown', (e) => { if (e.key === 'Enter') this.find(e.target.value); });
+    $('find-agent').addEventListener('focus', () => {
+      $('agent-names').innerHTML = [...store.agents.byId.values()].slice(0, 500).map((a) => `<option value="${esc(a[5])}">`).join('');
+    });
+  },
+};
+
+// A shareable address: #agent=ID opens the viewer on that agent (followed); #tick=N opens a
+// replay at that tick (live, it centres on nothing and is ignored).
+const link = {
+  applied: false,
+  update() {
+    const id = inspector.id;
+    const hash = id != null ? `#agent=${id}` : '';
+    if (location.hash !== hash) history.replaceState(null, '', location.pathname + location.search + hash);
+  },
+  async apply() {
+    if (this.applied) return;
+    this.applied = true;
+    const params = new URLSearchParams(location.hash.slice(1));
+    const tick = Number(params.get('tick'));
+    if (params.has('tick') && Number.isInteger(tick) && status.last && status.last.replay) await runCommand(`/seek ${tick}`);
+    const id = Number(params.get('agent'));
+    if (params.has('agent') && Number.isInteger(id)) {
+      const rec = store.agents.get(id);
+      if (rec) selectAgent(id, { centre: true }); else await finder.find(String(id));
+      setFollow(true);
+    }
+  },
+};
 
 // -- input --------------------------------------------------------------------------------
 
@@ -1516,11 +2022,17 @@ function init() {
     if (a) selectAgent(Number(a.dataset.id), { centre: true });
   });
   $('event-list').addEventListener('click', (e) => {
+    const link = e.target.closest('a.ent');
+    if (link) { selectAgent(Number(link.dataset.id), { centre: true }); return; }
     const li = e.target.closest('li[data-i]');
     if (li) events.click(Number(li.dataset.i));
   });
   for (const id of ['event-type', 'event-agent', 'event-text']) $(id).addEventListener('input', () => events.render());
   $('event-scope').addEventListener('change', (e) => events.setScope(e.target.value));
+  $('event-routine').addEventListener('change', (e) => { events.routine = e.target.checked; events.render(); });
+  $('minimap').addEventListener('click', (e) => minimap.click(e));
+  finder.init();
+  timeline.init();
   $('event-pause').onclick = (e) => {
     events.paused = !events.paused;
     e.currentTarget.classList.toggle('armed', events.paused);
@@ -1537,7 +2049,9 @@ function init() {
 
   new ResizeObserver(() => resizeCanvas()).observe(canvas.parentElement);
   resizeCanvas();
-  window.addEventListener('resize', () => { if (charts.data) charts.draw(); });
+  window.addEventListener('resize', () => { if (charts.data) charts.draw(); timeline.draw(); });
+  // A hidden tab gets no animation frames: draw as soon as it shows again.
+  document.addEventListener('visibilitychange', () => { if (!document.hidden) { renderQueued = false; requestRender(); } });
 
   ensureTerrain().catch(() => {});
   status.refresh().then(() => events.prefill());
@@ -1550,6 +2064,6 @@ function init() {
   events.render();
 }
 
-window.agentWorld = { store, view, selectAt, selectAgent, screenOf, colourOf, inspector, ws, subs, api, perf, replay };
+window.agentWorld = { store, view, selectAt, selectAgent, screenOf, colourOf, inspector, ws, subs, api, perf, replay, speech, motion, timeline, setFollow };
 init();
 })();
