@@ -292,6 +292,8 @@ class World:
             mix = self.settings.personality_mix
             names = [p for p in PERSONALITIES if mix.get(p, 0) > 0] or list(PERSONALITIES)
             personality = self.rng.choices(names, [mix.get(p, 1.0) for p in names])[0]
+        if brain == "llm" and self.config.llm.model_for:  # its team's or personality's model
+            brain = self.config.llm.brain_for(personality, team)
         if name is None:
             name = pick_name(self.rng, self.population.names)
         x, y = self._place(x, y)
