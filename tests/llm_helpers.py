@@ -49,7 +49,8 @@ def run_until(session: Session, ticks: int, until: Callable[[], bool] | None = N
             await session.loop.run(max_ticks=1, paced=False)
             if until is not None and until():
                 return n + 1
-            if session.llm is not None and (session.llm.in_flight or session.llm.queue.depth):
+            if any(llm.in_flight or llm.queue.depth
+                   for llm in (session.llm, *session.llm_models.values()) if llm is not None):
                 await asyncio.sleep(pause_s)  # a real round trip takes real time
             if time.monotonic() - began > wall_s:
                 return n + 1

@@ -469,9 +469,9 @@ class LLMAgents(Answering):
                  f"{usage.completion_tokens} answer"
                  + (f", ${usage.cost:.5f}" if usage.cost is not None else "")
                  if usage is not None else "no call answered yet")
-        lines = [f"model: {self.profile_name} profile ({self.identity.get('provider')} "
+        lines = [f"state: {status}",
+                 f"model: {self.profile_name} profile ({self.identity.get('provider')} "
                  f"{self.identity.get('model')})",
-                 f"state: {status}",
                  f"last prompt: ~{mind.last_prompt_tokens} tokens; last call: {spent}; "
                  f"{mind.decisions} decisions, {mind.errors} errors"]
         lines.extend(self.pipeline.last_lines(mind, "error"))
