@@ -24,7 +24,7 @@ from agent_world.eval import load_scenario
 from agent_world.eval.runner import evaluate
 from agent_world.persistence import SaveFolder, replay
 from agent_world.persistence.snapshots import load_first_snapshot
-from agent_world.userbrains.registry import brain_refusal
+from agent_world.userbrains.registry import brain_refusal, load_brains, unregistered
 from tests.llm_helpers import KEY, KEY_ENV, llm_config, llm_inputs, open_session, run_until
 from tests.llm_server import FakeLLMServer, fake_llm_server
 
@@ -200,9 +200,12 @@ def test_model_for_gives_a_team_or_personality_its_model(
         asyncio.run(console.execute("/spawn agent Ann brain=llm team=blue"))
         run_until(session, 2)
         brains = {row.agent.name: row.agent.brain for _eid, row in session.world.agents()}
+        # resumed without the profile, its agent would think with its built-in brain
+        left = unregistered(session.world, {}, ())
     finally:
         session.close()
     assert brains["Zed"] == "llm:fast" and brains["Ann"] == "llm"
+    assert left == {"llm:fast": 1}
 
 
 def test_a_two_model_world_replays_with_no_server_running(
@@ -252,3 +255,38 @@ def test_eval_compares_two_models_with_the_same_seeds(
         Config().replace(llm={"provider": "openai", "model": "m", "api_key_env": "",
                               "models": {"a": {"max_concurrent": -1,
                                                "base_url": "http://a:1/v1"}}})
+
+
+# -- LLMBrain subclasses name their model ------------------------------------------------------
+
+TALKERS = '''
+from agent_world.agents import LLMBrain
+
+class FastTalker(LLMBrain):
+    model = "fast"
+
+class LostTalker(LLMBrain):
+    model = "lost"
+'''
+
+
+def test_an_llm_brain_names_its_model_and_an_unknown_one_stops_start_up(
+        tmp_path: Path, server: FakeLLMServer, fast: FakeLLMServer) -> None:
+    (tmp_path / "talkers.py").write_text(TALKERS, encoding="utf-8")
+    config = two_models(tmp_path, server, fast).replace(
+        brains={"path": str(tmp_path), "registered": {"talker": "talkers:FastTalker"}})
+    classes = load_brains(config.brains, llm=True, models=config.llm.models)
+    session = open_session(config, brains=classes)
+    try:
+        assert session.brains is not None
+        llm = session.brains.llm_of(classes["talker"])
+        assert llm is not None and llm.cfg.model == "fast-model"
+        assert llm.complete("hello") and models_of(fast) == {"fast-model"}
+        assert not server.requests
+    finally:
+        session.close()
+    lost = config.replace(brains={"path": str(tmp_path),
+                                  "registered": {"talker": "talkers:LostTalker"}})
+    with pytest.raises(ConfigError, match=r"LostTalker.model is 'lost', not a model profile "
+                       r"\(models: default, fast\)"):
+        load_brains(lost.brains, llm=True, models=lost.llm.models)

@@ -67,7 +67,7 @@ from agent_world.cli.verify import build_parser as build_verify_parser
 from agent_world.cli.verify import main as verify_main
 from agent_world.cli.worlds import build_parser as build_worlds_parser
 from agent_world.cli.worlds import main as worlds_main
-from agent_world.config import Config, ConfigError, llm_profile_of, load_config
+from agent_world.config import Config, ConfigError, llm_profile_of, load_config, unknown_model
 from agent_world.console import StdinKind, run_console, stdin_kind
 from agent_world.llm.local import check_local
 from agent_world.persistence import (
@@ -450,10 +450,12 @@ async def _run(config: Config, opened: OpenedWorld, args: argparse.Namespace,
         prune_nosave_logs(log.parent)  # throwaway runs leave a log each: keep the latest
     session = Session(config, opened.world, echo=echo, folder=opened.folder,
                       resumed=opened.resumed, sandbox=sandbox, brains=brains, world_log=log)
-    for brain, count in unregistered(session.world, brains).items():
-        session.report_problem(f"{count} agent(s) have brain {brain!r}, which is not "
-                               "registered (brains: in the config); they use their built-in "
-                               "brains")
+    for brain, count in unregistered(session.world, brains, session.llm_profiles).items():
+        profile = llm_profile_of(brain)
+        why = (unknown_model(profile, session.llm_profiles) if profile else
+               "which is not registered (brains: in the config)")
+        session.report_problem(f"{count} agent(s) have brain {brain!r}, {why}; they use "
+                               "their built-in brains")
     out = sys.stderr if args.headless or mode == "pipe" else sys.stdout
     try:
         sandbox.ready()  # started while the world was opened; before "Ctrl-C stops cleanly"

@@ -108,13 +108,16 @@ def brain_refusal(brain: str, registered: Mapping[str, object], *, llm: bool,
     return None
 
 
-def unregistered(world: World, registered: Mapping[str, object]) -> dict[str, int]:
+def unregistered(world: World, registered: Mapping[str, object],
+                 models: Collection[str] = ()) -> dict[str, int]:
     """Agents whose brain is neither built in nor registered now (a world resumed without
-    its brains), counted by brain: they think with their built-in brains."""
+    its brains, or without the model profile ``llm:NAME`` names: ``models``), counted by
+    brain: they think with their built-in brains."""
     counts: dict[str, int] = {}
     for _eid, row in world.agents():
         brain = row.agent.brain
-        if (brain not in ("builtin", "remote") and llm_profile_of(brain) is None
-                and brain not in registered):
+        profile = llm_profile_of(brain)
+        if (profile not in ("", *models) if profile is not None
+                else brain not in ("builtin", "remote") and brain not in registered):
             counts[brain] = counts.get(brain, 0) + 1
     return dict(sorted(counts.items()))
