@@ -198,14 +198,27 @@ def test_model_for_gives_a_team_or_personality_its_model(
     try:
         asyncio.run(console.execute("/spawn agent Zed brain=llm team=red"))
         asyncio.run(console.execute("/spawn agent Ann brain=llm team=blue"))
-        run_until(session, 2)
+        run_until(session, 60)
         brains = {row.agent.name: row.agent.brain for _eid, row in session.world.agents()}
+        live_hash = session.world.state_hash()
         # resumed without the profile, its agent would think with its built-in brain
         left = unregistered(session.world, {}, ())
     finally:
         session.close()
     assert brains["Zed"] == "llm:fast" and brains["Ann"] == "llm"
     assert left == {"llm:fast": 1}
+    # The choice is logged with the spawn: a replay under a configuration without
+    # llm.model_for (or with another) rebuilds the same world.
+    folder = tmp_path / "saves" / "w"
+    other = config.replace(llm={"model_for": {"team": {"blue": "fast"}}})
+    start = load_first_snapshot(SaveFolder.open(folder), other)
+    result = replay(start.world, SaveFolder.open(folder))
+    assert result.checks > 0  # a divergence raises
+    names = {row.agent.name: row.agent.brain for _eid, row in start.world.agents()}
+    replayed_hash = start.world.state_hash()
+    start.world.close()
+    assert replayed_hash == live_hash
+    assert names["Zed"] == "llm:fast" and names["Ann"] == "llm"
 
 
 def test_a_two_model_world_replays_with_no_server_running(
@@ -290,3 +303,15 @@ def test_an_llm_brain_names_its_model_and_an_unknown_one_stops_start_up(
     with pytest.raises(ConfigError, match=r"LostTalker.model is 'lost', not a model profile "
                        r"\(models: default, fast\)"):
         load_brains(lost.brains, llm=True, models=lost.llm.models)
+
+
+def test_with_the_llm_off_profiles_are_kept_but_unused() -> None:
+    """A replay or a branch runs with llm.provider none and the world's own llm.models and
+    llm.model_for (which decide the brains of agents spawned with plain llm)."""
+    cfg = Config().replace(llm={
+        "provider": "openai", "model": "m", "api_key_env": "",
+        "models": {"big": {"base_url": "http://a:1/v1"}},
+        "model_for": {"team": {"red": "big"}}})
+    off = cfg.replace(llm={"provider": "none"})
+    assert llm_profiles(off.llm) == {} and off.llm.model_for == {"team": {"red": "big"}}
+    assert off.llm.brain_for("trader", "red") == "llm:big"

@@ -122,7 +122,11 @@ async def spawn(console: Console, args: SpawnArgs) -> list[str]:
                                "(world.max_agents): raise it in the config, or /kill some")
     if args.x is not None and args.y is not None:
         check_spawn_tile(world, args.kind, args.x, args.y)
-    console.submit("spawn", args.input_data())
+    data = args.input_data()
+    model_for = console.world.config.llm.model_for
+    if args.kind == "agent" and args.brain == "llm" and model_for:
+        data["model_for"] = model_for  # logged with it: replay needs no configuration
+    console.submit("spawn", data)
     if args.kind == "agent":
         console.pending_agents += 1
     if args.name is not None:

@@ -18,6 +18,7 @@ from agent_world.config.brains import (
     BrainsConfig,
     llm_brain,
     llm_profile_of,
+    model_for_brain,
     unknown_model,
 )
 from agent_world.config.collector import CollectorConfig
@@ -69,6 +70,7 @@ __all__ = [
     "llm_profile_of",
     "llm_profiles",
     "load_config",
+    "model_for_brain",
     "setting",
     "unknown_model",
 ]

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 
 from agent_world.config.base import ConfigError, setting
 
 __all__ = ["BRAIN_CLASS", "BRAIN_NAME", "LLM_BRAIN", "PROFILE_NAME", "BrainsConfig",
-           "llm_brain", "llm_profile_of", "unknown_model"]
+           "llm_brain", "llm_profile_of", "model_for_brain", "unknown_model"]
 
 # policy:NAME: docs/policies.md; llm:NAME: the LLM's model profile NAME (llm.models)
 BRAIN_NAME = re.compile(r"(policy:)?[a-z][a-z0-9_]{1,31}|llm:[a-z][a-z0-9_]{0,31}")
@@ -33,6 +33,15 @@ def unknown_model(profile: str, models: Collection[str]) -> str:
     """The one line for a model profile that is not configured, naming the known ones."""
     return (f"unknown model {profile!r} (models: {', '.join(['default', *models])}); "
             "define it under llm.models in the configuration")
+
+
+def model_for_brain(model_for: Mapping[str, Mapping[str, str]], personality: str,
+                    team: str | None) -> str:
+    """The brain an agent spawned with plain ``llm`` gets under ``model_for``
+    (``llm.model_for``): its team's profile, else its personality's, else ``llm``."""
+    chosen = (model_for.get("team", {}).get(team or "")
+              or model_for.get("personality", {}).get(personality) or "")
+    return llm_brain(chosen)
 
 
 def llm_brain(profile: str) -> str:

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from agent_world.config.base import ConfigError, setting
-from agent_world.config.brains import PROFILE_NAME, llm_brain
+from agent_world.config.brains import PROFILE_NAME, model_for_brain
 from agent_world.config.world import PERSONALITIES
 
 __all__ = ["DEFAULT_BASE_URLS", "MAX_CONCURRENT", "NOT_PER_PROFILE", "LLMConfig"]
@@ -202,10 +202,6 @@ class LLMConfig:
                 raise ConfigError(
                     f"llm.models.{name}: a model profile's name is 1-32 of a-z, 0-9 and _, "
                     "starting with a letter, and not 'default'; rename it")
-        if self.models and self.provider == "none":
-            raise ConfigError(
-                "llm.models: profiles change the default one (llm.provider, llm.model, ...) "
-                "and llm.provider is none; set llm.provider and llm.model first")
         for by, table in self.model_for.items():
             if by not in ("team", "personality"):
                 raise ConfigError(
@@ -228,9 +224,7 @@ class LLMConfig:
     def brain_for(self, personality: str, team: str | None) -> str:
         """The brain an agent spawned with plain ``llm`` gets (``model_for``): its team's
         profile, else its personality's, else ``llm`` (the default profile)."""
-        chosen = (self.model_for.get("team", {}).get(team or "")
-                  or self.model_for.get("personality", {}).get(personality) or "")
-        return llm_brain(chosen)
+        return model_for_brain(self.model_for, personality, team)
 
     @property
     def endpoints(self) -> tuple[str, ...]:

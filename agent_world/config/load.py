@@ -247,7 +247,9 @@ def llm_profiles(llm: LLMConfig) -> dict[str, LLMConfig]:
     """Each model profile of ``llm.models`` as a whole ``llm`` section: the default's
     settings with the profile's own over them. A profile names its endpoint (``base_url``
     or ``base_urls``) or keeps the default's when it keeps its provider too; its prices
-    add to the default's. ConfigError names ``llm.models.NAME.KEY`` and the fix."""
+    add to the default's. ConfigError names ``llm.models.NAME.KEY`` and the fix. With
+    ``llm.provider: none`` (no LLM: a replay, a branch without one) the profiles' settings
+    are checked and none is returned: every agent uses its built-in brain."""
     fields_by_name = {f.name: f for f in dataclasses.fields(LLMConfig)}
     allowed = [k for k in fields_by_name if k not in NOT_PER_PROFILE]
     hints = typing.get_type_hints(LLMConfig)
@@ -275,10 +277,12 @@ def llm_profiles(llm: LLMConfig) -> dict[str, LLMConfig]:
         if "prices" in values:
             values["prices"] = {**llm.prices, **values["prices"]}
         merged = base | values
-        if merged["provider"] == "none":
+        if not llm.enabled:
+            merged["provider"] = "none"
+        elif merged["provider"] == "none":
             raise ConfigError(f"{where}.provider: a profile needs a provider (openai, "
                               "anthropic or local); remove the profile instead")
-        if (merged["provider"] != "local" and not merged["base_url"]
+        if (merged["provider"] not in ("local", "none") and not merged["base_url"]
                 and not merged["base_urls"]):
             raise ConfigError(
                 f"{where}: no endpoint; set {where}.base_url (e.g. "
@@ -288,7 +292,7 @@ def llm_profiles(llm: LLMConfig) -> dict[str, LLMConfig]:
             profiles[name] = LLMConfig(**merged)
         except ConfigError as exc:
             raise ConfigError(str(exc).replace("llm.", f"{where}.", 1)) from None
-    return profiles
+    return profiles if llm.enabled else {}
 
 
 RETIRED = {

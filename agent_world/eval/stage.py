@@ -281,6 +281,8 @@ class Stage(Scoring):
                 data["personality"] = group.personality
             if team:
                 data["team"] = team
+            if data["brain"] == "llm" and config.llm.model_for:
+                data["model_for"] = config.llm.model_for  # logged: replay reads it there
             self.world.inbox.submit("spawn", data, source="eval")
         if self.session.brains is not None:  # heard before the first decision
             self.session.brains.begin_episode(
