@@ -25,7 +25,7 @@ from agent_world.angel import (
 )
 from agent_world.angel.link import AngelLink, Sent
 from agent_world.angel.usage import AbilityUsage
-from agent_world.config import Config, ConfigError
+from agent_world.config import Config, ConfigError, LLMConfig, llm_profiles
 from agent_world.contract.brains import Brain
 from agent_world.core.loop import TickLoop
 from agent_world.core.world import World
@@ -35,7 +35,7 @@ from agent_world.decisions.pipeline import Pipeline
 from agent_world.gcpolicy import GcPolicy
 from agent_world.llm import LLMAgents, ProviderFactory, provider_factory
 from agent_world.llm.gates import Gates
-from agent_world.llm.providers import build_transport
+from agent_world.llm.providers import build_agents, build_transport
 from agent_world.llm.redact import Redactor
 from agent_world.llm.textmodel import ProviderTextModel
 from agent_world.llm.transport import Transport
@@ -60,8 +60,9 @@ def known_secrets(config: Config) -> list[str]:
     """The secrets this configuration uses: the LLM's API key and the web's access token,
     when they are set (one configured but not set hides nothing, and nothing uses it)."""
     secrets = []
-    with contextlib.suppress(ConfigError):
-        secrets.append(config.llm.api_key())
+    for cfg in (config.llm, *llm_profiles(config.llm).values()):
+        with contextlib.suppress(ConfigError):
+            secrets.append(cfg.api_key())
     token_env = config.web.token_env
     if token_env:
         secrets.append(os.environ.get(token_env, ""))
@@ -204,6 +205,23 @@ class Session:
         self.llm: LLMAgents | None = None
         self.brains: UserBrains | None = None
         self.remote: RemoteBrains | None = None
+        # Agents of the other model profiles (llm.models; brain llm:NAME): each profile its
+        # own transport (loop thread, endpoints, concurrency), gates (budget, breaker,
+        # figures) and pipeline, so a profile whose server fails or answers 429 for
+        # minutes slows its own agents only.
+        self.llm_models: dict[str, LLMAgents] = {}
+        self.llm_profiles: dict[str, LLMConfig] = (
+            llm_profiles(config.llm) if config.llm.enabled else {})
+        for name, cfg in self.llm_profiles.items():
+            self.llm_models[name] = build_agents(
+                cfg, world, settings=config.decisions.of("llm"), clock=llm_clock,
+                memories=folder.memories_dir if folder is not None else None,
+                report=self.report_problem, redactor=self.redactor, profile=name,
+                gates=Gates.from_config(cfg, clock=llm_clock or MonotonicClock(),
+                                        redact=self.redactor),
+                prompt_log=((folder.root / "llm" if folder is not None
+                             else Path(config.paths.logs)) / f"prompts-{name}.jsonl"
+                            if config.llm.log_prompts else None))
         context = KindContext(
             config=config, world=world, report=self.report_problem, redactor=self.redactor,
             llm_gates=self.llm_gates, llm_transport=self.llm_transport, llm_clock=llm_clock,
@@ -211,13 +229,15 @@ class Session:
             prompt_log=((folder.root / "llm" if folder is not None
                          else Path(config.paths.logs)) / "prompts.jsonl"
                         if config.llm.log_prompts else None),
-            brains=brains)
+            brains=brains, llm_models=self.llm_models)
         started: dict[str, Answerer] = {}
         for kind in KINDS:
             answerer = kind.make(context, started)
             if answerer is not None:
                 started[kind.name] = answerer
                 self.attach_kind(kind.name, answerer)
+        for model in self.llm_models.values():
+            self.attach_kind("", model)
         # Asked in turn when the operator presses Ctrl-C; one that returns True handled it
         # (the console cancels a long command), otherwise the world stops.
         self.interrupt_handlers: list[Callable[[], bool]] = []
@@ -247,11 +267,13 @@ class Session:
 
     def attach_kind(self, name: str, answerer: Answerer) -> Pipeline:
         """Start deciding with a kind of brain (``decisions.kinds``): its pipeline runs after
-        each tick, and the kind is found as ``session.<name>``."""
+        each tick, and the kind is found as ``session.<name>`` (no name: not found so; a
+        model profile's LLM agents are found in ``session.llm_models``)."""
         pipeline = Pipeline(self.world, answerer, report=self.report_problem,
                             note=lambda text: self.world_log.note(self.world.tick, text))
         self._pipelines.append(pipeline)
-        setattr(self, name, answerer)
+        if name:
+            setattr(self, name, answerer)
         return pipeline
 
     def detach_kind(self, name: str, answerer: Answerer) -> None:
@@ -375,6 +397,10 @@ class Session:
             "elapsed_s": round(elapsed, 3),
             "ticks_per_s": round(ticks / elapsed, 1) if elapsed > 0 else None,
             **({"llm_decisions": self.llm.metrics.applied} if self.llm is not None else {}),
+            **({"llm_decisions_by_model": {
+                "default": self.llm.metrics.applied if self.llm is not None else 0,
+                **{name: m.metrics.applied for name, m in self.llm_models.items()}}}
+               if self.llm_models else {}),
         } | self._ability_summary()
 
     def _ability_summary(self) -> dict[str, Any]:
@@ -403,6 +429,8 @@ class Session:
                                          lambda: persistence.close(keep_lock=True))
         if self.llm is not None:
             self._stopping("the LLM workers", self.llm.close)
+        for name, model in self.llm_models.items():
+            self._stopping(f"the LLM workers of model {name}", model.close)
         if self.brains is not None:
             self._stopping("the brains' workers", self.brains.close)
         if self.angel is not None:

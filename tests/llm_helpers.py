@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 from agent_world.app import Session
 from agent_world.config import Config
+from agent_world.contract.brains import Brain
 from agent_world.persistence import open_world
 from agent_world.types import Clock
 from tests.llm_server import FakeLLMServer
@@ -32,10 +33,11 @@ def llm_config(tmp: Path, server: FakeLLMServer, *, provider: str = "openai",
 
 
 def open_session(config: Config, *, llm_clock: Clock | None = None,
-                 clock: Clock | None = None) -> Session:
+                 clock: Clock | None = None,
+                 brains: Mapping[str, type[Brain]] | None = None) -> Session:
     opened = open_world(config)
     return Session(config, opened.world, folder=opened.folder, resumed=opened.resumed,
-                   llm_clock=llm_clock, clock=clock)
+                   llm_clock=llm_clock, clock=clock, brains=brains)
 
 
 def run_until(session: Session, ticks: int, until: Callable[[], bool] | None = None,
@@ -49,7 +51,8 @@ def run_until(session: Session, ticks: int, until: Callable[[], bool] | None = N
             await session.loop.run(max_ticks=1, paced=False)
             if until is not None and until():
                 return n + 1
-            if session.llm is not None and (session.llm.in_flight or session.llm.queue.depth):
+            if any(llm.in_flight or llm.queue.depth
+                   for llm in (session.llm, *session.llm_models.values()) if llm is not None):
                 await asyncio.sleep(pause_s)  # a real round trip takes real time
             if time.monotonic() - began > wall_s:
                 return n + 1

@@ -118,10 +118,31 @@ def _registered_brains(doc: Doc) -> set[str]:
     return names
 
 
+def _model_profiles() -> set[str]:
+    """Model profiles the docs define in a YAML example (``llm: {models: {NAME: ...}}``)."""
+    names: set[str] = set()
+    for doc in all_docs():
+        for block in doc.blocks:
+            if block.lang != "yaml":
+                continue
+            for data in _yaml_documents(block.text):
+                llm = data.get("llm") if isinstance(data, dict) else None
+                models = llm.get("models") if isinstance(llm, dict) else None
+                if isinstance(models, dict):
+                    names |= set(models)
+    return names
+
+
 def _brain_problem(doc: Doc, name: str) -> str | None:
     """Why ``name`` is not a brain the program knows (None: it is)."""
     if name in ("builtin", "llm", "remote") or PLACEHOLDER.match(name):
         return None
+    if name.startswith("llm:"):
+        profile = name.removeprefix("llm:")
+        if profile in _model_profiles() or PLACEHOLDER.match(profile):
+            return None
+        return (f"no model profile {profile!r} in the docs' examples (they define "
+                f"{', '.join(sorted(_model_profiles())) or 'none'}); use one of them")
     if name.startswith("policy:"):
         policy = name.removeprefix("policy:")
         # A trained version (training.md: STEM_vN) is a file of its run's folder, which the

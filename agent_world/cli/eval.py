@@ -99,12 +99,13 @@ def _check(args: argparse.Namespace, scenario: Scenario
     brains = [b.strip() for b in args.brains.split(",") if b.strip()]
     if not brains:
         raise ValueError("--brains: name at least one brain (builtin, llm or a registered one)")
-    registered = load_brains(config.brains, path=args.brains_path, llm=config.llm.enabled)
+    registered = load_brains(config.brains, path=args.brains_path,
+                             llm=config.llm.enabled, models=config.llm.models)
     where = dict.fromkeys(brains, "--brains")
     where.update(dict.fromkeys(scenario.other_brains(),
                                f"scenario {scenario.name}: a team's brain"))
     for brain, said in where.items():
-        refusal = brain_refusal(brain, registered, llm=config.llm.enabled)
+        refusal = brain_refusal(brain, registered, llm=config.llm.enabled, models=config.llm.models)
         if refusal is not None:
             raise ValueError(f"{said}: {refusal}")
     if args.ticks is not None and not 1 <= args.ticks <= 10**7:

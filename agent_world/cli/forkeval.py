@@ -68,9 +68,10 @@ def _check(args: argparse.Namespace) -> tuple[list[str], ForkPlan, Config]:
     brains = list(dict.fromkeys(b.strip() for b in args.brains.split(",") if b.strip()))
     if not brains:
         raise ValueError("--brains: name at least one brain (builtin, llm or a registered one)")
-    registered = load_brains(config.brains, path=args.brains_path, llm=config.llm.enabled)
+    registered = load_brains(config.brains, path=args.brains_path,
+                             llm=config.llm.enabled, models=config.llm.models)
     for brain in brains:
-        refusal = brain_refusal(brain, registered, llm=config.llm.enabled)
+        refusal = brain_refusal(brain, registered, llm=config.llm.enabled, models=config.llm.models)
         if refusal is not None:
             raise ValueError(f"--brains: {refusal}")
     agents = list(dict.fromkeys(a.strip() for a in args.agents.split(",") if a.strip()))

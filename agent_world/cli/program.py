@@ -67,7 +67,7 @@ from agent_world.cli.verify import build_parser as build_verify_parser
 from agent_world.cli.verify import main as verify_main
 from agent_world.cli.worlds import build_parser as build_worlds_parser
 from agent_world.cli.worlds import main as worlds_main
-from agent_world.config import Config, ConfigError, load_config
+from agent_world.config import Config, ConfigError, llm_profile_of, load_config, unknown_model
 from agent_world.console import StdinKind, run_console, stdin_kind
 from agent_world.llm.local import check_local
 from agent_world.persistence import (
@@ -351,6 +351,12 @@ def _banner(session: Session, opened: OpenedWorld, *, terminal: bool = False,
     ]
     if session.llm is not None:
         lines.append(f"  LLM cost:    {session.llm.estimate(thinkers, others)}")
+    by_model = Counter(llm_profile_of(row.agent.brain) for _eid, row in world.agents())
+    for name, model in session.llm_models.items():
+        profile = session.llm_profiles[name]
+        lines.append(f"  model {name}: {profile.provider} ({profile.model} at "
+                     f"{', '.join(profile.endpoints)}), {by_model[name]} agents; "
+                     f"{model.estimate(by_model[name])}")
     book = world.abilities
     if session.angel is not None:
         lines.append(f"  abilities:   {len(book.builtins)} built-in, {len(book.generated)} "
@@ -437,16 +443,19 @@ async def _run(config: Config, opened: OpenedWorld, args: argparse.Namespace,
     mode = _console_mode(args)
     # Piped commands get their replies on stdout: world-log lines would be mixed into them.
     echo = None if args.headless or mode == "pipe" or not config.log.echo else sys.stdout
-    brains = load_brains(config.brains, path=args.brains_path, llm=config.llm.enabled)
+    brains = load_brains(config.brains, path=args.brains_path,
+                         llm=config.llm.enabled, models=config.llm.models)
     log = world_log_path(config)
     if not config.persistence.enabled:
         prune_nosave_logs(log.parent)  # throwaway runs leave a log each: keep the latest
     session = Session(config, opened.world, echo=echo, folder=opened.folder,
                       resumed=opened.resumed, sandbox=sandbox, brains=brains, world_log=log)
-    for brain, count in unregistered(session.world, brains).items():
-        session.report_problem(f"{count} agent(s) have brain {brain!r}, which is not "
-                               "registered (brains: in the config); they use their built-in "
-                               "brains")
+    for brain, count in unregistered(session.world, brains, session.llm_profiles).items():
+        profile = llm_profile_of(brain)
+        why = (unknown_model(profile, session.llm_profiles) if profile else
+               "which is not registered (brains: in the config)")
+        session.report_problem(f"{count} agent(s) have brain {brain!r}, {why}; they use "
+                               "their built-in brains")
     out = sys.stderr if args.headless or mode == "pipe" else sys.stdout
     try:
         sandbox.ready()  # started while the world was opened; before "Ctrl-C stops cleanly"
@@ -722,7 +731,8 @@ def _main(argv: Sequence[str] | None) -> int:
         args = build_parser().parse_args(argv)
         config = _configure(args)
         # One line and exit 2 if a brain cannot be used.
-        load_brains(config.brains, path=args.brains_path, llm=config.llm.enabled)
+        load_brains(config.brains, path=args.brains_path,
+                    llm=config.llm.enabled, models=config.llm.models)
         sandbox = Sandbox(config, wait=False)
         opened = open_world(config, seed_given=args.seed is not None, setup=sandbox.install)
     except (ConfigError, SaveError, WorkerDied) as exc:

@@ -21,6 +21,7 @@ from agent_world.commands.parsing import (
     SpawnArgs,
     did_you_mean,
 )
+from agent_world.config import llm_profile_of, unknown_model
 from agent_world.core.items import ITEMS, OBJECTS
 from agent_world.core.world import World
 
@@ -35,7 +36,8 @@ SPAWN_HELP = (
     "X Y: a free tile on the map (not water, rock, a tree ...); without them a random free "
     "tile is used.",
     "Agent options: personality=aggressive|cautious|trader|gatherer brain=builtin|llm gold=N "
-    "team=NAME (teams take capture points and talk with team_say).",
+    "team=NAME (teams take capture points and talk with team_say) model=NAME (with "
+    "brain=llm: the model profile of llm.models it thinks with; brain=llm:NAME says the same).",
     "Item option: qty=N.",
     "Examples: /spawn agent Zed 5 5 personality=trader gold=10 | /spawn apple 3 4 qty=3 | "
     "/spawn tree",
@@ -92,14 +94,19 @@ async def spawn(console: Console, args: SpawnArgs) -> list[str]:
             if key in console.pending_names:
                 raise CommandError(f"an agent named {args.name!r} is already being spawned; "
                                    "pick another name")
-        if args.brain == "llm" and getattr(console.session, "llm", None) is None:
+        profile = llm_profile_of(args.brain) if args.brain is not None else None
+        if profile is not None and getattr(console.session, "llm", None) is None:
             raise CommandError("brain=llm needs an LLM and this world runs without one "
                                "(llm.provider is none); use brain=builtin")
+        models = getattr(console.session, "llm_models", {})
+        if profile and profile not in models:
+            raise CommandError(f"{unknown_model(profile, list(models))}"
+                               f"{did_you_mean(profile, list(models))}")
         if args.brain == "remote" and getattr(console.session, "remote", None) is None:
             raise CommandError("brain=remote is for agents played over the web server's "
                                "/agents WebSocket, and this world takes none (no web server, "
                                "or remote.enabled: false)")
-        if args.brain is not None and args.brain not in (*BRAINS, "remote"):
+        if args.brain is not None and args.brain not in (*BRAINS, "remote") and not profile:
             brains = getattr(console.session, "brains", None)
             known = brains.names() if brains is not None else []
             if args.brain not in known:
@@ -116,7 +123,11 @@ async def spawn(console: Console, args: SpawnArgs) -> list[str]:
                                "(world.max_agents): raise it in the config, or /kill some")
     if args.x is not None and args.y is not None:
         check_spawn_tile(world, args.kind, args.x, args.y)
-    console.submit("spawn", args.input_data())
+    data = args.input_data()
+    model_for = console.world.config.llm.model_for
+    if args.kind == "agent" and args.brain == "llm" and model_for:
+        data["model_for"] = model_for  # logged with it: replay needs no configuration
+    console.submit("spawn", data)
     if args.kind == "agent":
         console.pending_agents += 1
     if args.name is not None:

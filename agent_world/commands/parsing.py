@@ -14,7 +14,8 @@ import shlex
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from agent_world.config import BRAIN_NAME, PERSONALITIES
+from agent_world.config import BRAIN_NAME, PERSONALITIES, llm_brain
+from agent_world.config.brains import PROFILE_NAME
 from agent_world.core.items import ITEMS, OBJECTS
 from agent_world.core.teams import TEAM_NAME
 
@@ -299,7 +300,7 @@ def parse_help(argv: Sequence[str]) -> HelpArgs:
 # -- /spawn ----------------------------------------------------------------------------------
 
 _SPAWN_OPTIONS = {
-    "agent": ("personality", "brain", "gold", "team"),
+    "agent": ("personality", "brain", "model", "gold", "team"),
     "item": ("qty",),
     "object": (),
 }
@@ -370,6 +371,16 @@ def parse_spawn(argv: Sequence[str]) -> SpawnArgs:
             raise CommandError(f"unknown brain {brain!r} (brains: {', '.join(BRAINS)}, or "
                                "one registered in the config's brains: section)"
                                f"{did_you_mean(brain, BRAINS)}")
+    model = options.get("model")
+    if model is not None:  # brain=llm model=NAME is brain llm:NAME
+        model = model.lower()
+        if brain not in (None, "llm"):
+            raise CommandError(f"model={model} is for LLM agents; give brain=llm (or leave "
+                               "brain= out) with it")
+        if not PROFILE_NAME.fullmatch(model):
+            raise CommandError(f"model={model!r:.40} is not a model profile's name (a-z, 0-9 "
+                               "and _, starting with a letter; llm.models names them)")
+        brain = llm_brain("" if model == "default" else model)
     qty = gold = None
     if "qty" in options:
         qty = parse_int(options["qty"], "qty", low=1, high=MAX_SPAWN_QTY)

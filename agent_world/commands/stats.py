@@ -230,6 +230,9 @@ def sections(console: Console) -> list[tuple[str, Figures]]:
         part = getattr(console.session, attr, None)
         if part is not None and callable(getattr(part, "stats", None)):
             out.append((attr, part.stats()))
+        if attr == "llm":  # then each model profile's LLM agents (llm.models), by name
+            for name, model in getattr(console.session, "llm_models", {}).items():
+                out.append((f"llm:{name}", model.stats()))
     return out
 
 

@@ -224,6 +224,9 @@ def _seam_lines(console: Console, eid: int) -> list[str]:
         describe = getattr(part, "describe_entity", None)
         if callable(describe):
             lines.extend(f"{attr}: {line}" for line in describe(eid))
+        if attr == "llm":
+            for model in getattr(console.session, "llm_models", {}).values():
+                lines.extend(f"llm: {line}" for line in model.describe_entity(eid))
     return lines
 
 

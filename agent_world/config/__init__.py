@@ -12,7 +12,15 @@ One module per group of sections (``world``, ``llm``, ``web``, ``brains``, ``sto
 
 from agent_world.config.abilities import AbilitiesConfig, AngelConfig, SandboxConfig
 from agent_world.config.base import ConfigError, setting
-from agent_world.config.brains import BRAIN_CLASS, BRAIN_NAME, BrainsConfig
+from agent_world.config.brains import (
+    BRAIN_CLASS,
+    BRAIN_NAME,
+    BrainsConfig,
+    llm_brain,
+    llm_profile_of,
+    model_for_brain,
+    unknown_model,
+)
 from agent_world.config.collector import CollectorConfig
 from agent_world.config.decisions import DecisionsConfig, KindPace
 from agent_world.config.llm import DEFAULT_BASE_URLS, LLMConfig
@@ -22,6 +30,7 @@ from agent_world.config.load import (
     Config,
     config_from_dict,
     example_yaml,
+    llm_profiles,
     load_config,
 )
 from agent_world.config.storage import MIN_RUNS_BYTES, LogConfig, PathsConfig, PersistenceConfig
@@ -57,6 +66,11 @@ __all__ = [
     "WorldConfig",
     "config_from_dict",
     "example_yaml",
+    "llm_brain",
+    "llm_profile_of",
+    "llm_profiles",
     "load_config",
+    "model_for_brain",
     "setting",
+    "unknown_model",
 ]

@@ -3,13 +3,50 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 
 from agent_world.config.base import ConfigError, setting
 
-__all__ = ["BRAIN_CLASS", "BRAIN_NAME", "BrainsConfig"]
+__all__ = ["BRAIN_CLASS", "BRAIN_NAME", "LLM_BRAIN", "PROFILE_NAME", "BrainsConfig",
+           "llm_brain", "llm_profile_of", "model_for_brain", "unknown_model"]
 
-BRAIN_NAME = re.compile(r"(policy:)?[a-z][a-z0-9_]{1,31}")  # policy:NAME: docs/policies.md
+# policy:NAME: docs/policies.md; llm:NAME: the LLM's model profile NAME (llm.models)
+BRAIN_NAME = re.compile(r"(policy:)?[a-z][a-z0-9_]{1,31}|llm:[a-z][a-z0-9_]{0,31}")
+PROFILE_NAME = re.compile(r"[a-z][a-z0-9_]{0,31}")
+LLM_BRAIN = "llm"
+
+
+def llm_profile_of(brain: str) -> str | None:
+    """The model profile an agent with ``brain`` thinks with: ``""`` for ``llm`` (the
+    default profile, the ``llm`` section itself), ``NAME`` for ``llm:NAME``, None when
+    ``brain`` is not an LLM brain. The one place a brain name is read as a model."""
+    if brain == LLM_BRAIN:
+        return ""
+    if brain.startswith("llm:"):
+        name = brain[4:]
+        return name if PROFILE_NAME.fullmatch(name) else None
+    return None
+
+
+def unknown_model(profile: str, models: Collection[str]) -> str:
+    """The one line for a model profile that is not configured, naming the known ones."""
+    return (f"unknown model {profile!r} (models: {', '.join(['default', *models])}); "
+            "define it under llm.models in the configuration")
+
+
+def model_for_brain(model_for: Mapping[str, Mapping[str, str]], personality: str,
+                    team: str | None) -> str:
+    """The brain an agent spawned with plain ``llm`` gets under ``model_for``
+    (``llm.model_for``): its team's profile, else its personality's, else ``llm``."""
+    chosen = (model_for.get("team", {}).get(team or "")
+              or model_for.get("personality", {}).get(personality) or "")
+    return llm_brain(chosen)
+
+
+def llm_brain(profile: str) -> str:
+    """The brain name of model profile ``profile`` ('' the default): ``llm`` or ``llm:NAME``."""
+    return f"llm:{profile}" if profile else LLM_BRAIN
 BRAIN_CLASS = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_]\w*")
 
 
@@ -53,7 +90,7 @@ class BrainsConfig:
 
     def __post_init__(self) -> None:
         for name, target in self.registered.items():
-            if (not BRAIN_NAME.fullmatch(name) or name.startswith("policy:")
+            if (not BRAIN_NAME.fullmatch(name) or ":" in name
                     or name in ("builtin", "llm", "remote")):
                 raise ConfigError(
                     f"brains.{name}: a brain's name is 2-32 of a-z, 0-9 and _, starting with "

@@ -5,12 +5,18 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass
+from typing import Any
 
 from agent_world.config.base import ConfigError, setting
+from agent_world.config.brains import PROFILE_NAME, model_for_brain
+from agent_world.config.world import PERSONALITIES
 
-__all__ = ["DEFAULT_BASE_URLS", "MAX_CONCURRENT", "LLMConfig"]
+__all__ = ["DEFAULT_BASE_URLS", "MAX_CONCURRENT", "NOT_PER_PROFILE", "LLMConfig"]
 
 MAX_CONCURRENT = 100_000  # open sockets, not threads: the OS's file limit is the real one
+
+NOT_PER_PROFILE = frozenset({"models", "model_for", "agents", "log_prompts"})
+"""Settings of the ``llm`` section that a model profile cannot change."""
 
 DEFAULT_BASE_URLS = {
     "openai": "https://openrouter.ai/api/v1",
@@ -127,6 +133,18 @@ class LLMConfig:
     local_threads: int = setting(2, "CPU threads for provider local", low=1, high=256)
     local_context: int = setting(2048, "context window in tokens for provider local",
                                  low=256, high=131_072)
+    models: dict[str, dict[str, Any]] = setting(
+        {}, "more model profiles beside this section's own (the default, brain llm), by "
+        "name, each this section's settings it changes, e.g. {local: {base_url: 'http://"
+        "localhost:8000/v1', model: qwen2.5-7b, api_key_env: '', max_concurrent: 64}}; an "
+        "agent with brain llm:NAME thinks with profile NAME (/spawn agent brain=llm "
+        "model=NAME); each has its own endpoints, budget, breaker and figures",
+    )
+    model_for: dict[str, dict[str, str]] = setting(
+        {}, "which profile agents spawned with plain brain llm get, by team or personality "
+        "(team first), e.g. {team: {red: big}, personality: {trader: local}}; others keep "
+        "the default",
+    )
 
     def __post_init__(self) -> None:
         for model, text in self.prices.items():
@@ -140,6 +158,7 @@ class LLMConfig:
                     f"llm.prices.{model} = {text!r}: expected 'PROMPT/CACHED/ANSWER' in US "
                     "dollars per million tokens, e.g. '0.15/0.075/0.6'")
         self._check_endpoints()
+        self._check_profiles()
         if self.provider != "none" and not self.model:
             raise ConfigError(
                 f"llm.model: empty while llm.provider is {self.provider!r}; name the model "
@@ -175,6 +194,37 @@ class LLMConfig:
                 raise ConfigError(
                     f"llm.base_urls: {url!r} is listed twice; list each replica once")
             seen.add(key)
+
+    def _check_profiles(self) -> None:
+        known = self.known_models()
+        for name in self.models:
+            if not PROFILE_NAME.fullmatch(name) or name == "default":
+                raise ConfigError(
+                    f"llm.models.{name}: a model profile's name is 1-32 of a-z, 0-9 and _, "
+                    "starting with a letter, and not 'default'; rename it")
+        for by, table in self.model_for.items():
+            if by not in ("team", "personality"):
+                raise ConfigError(
+                    f"llm.model_for.{by}: choose by team or personality, e.g. "
+                    "{team: {red: big}, personality: {trader: local}}")
+            for key, profile in table.items():
+                if by == "personality" and key not in PERSONALITIES:
+                    raise ConfigError(
+                        f"llm.model_for.personality.{key}: not a personality (personalities: "
+                        f"{', '.join(PERSONALITIES)})")
+                if profile not in self.models:
+                    raise ConfigError(
+                        f"llm.model_for.{by}.{key}: no model profile {profile!r} "
+                        f"(models: {known}); define it under llm.models")
+
+    def known_models(self) -> str:
+        """The profiles' names for a message: ``default`` and each of ``models``."""
+        return ", ".join(["default (brain llm)", *self.models])
+
+    def brain_for(self, personality: str, team: str | None) -> str:
+        """The brain an agent spawned with plain ``llm`` gets (``model_for``): its team's
+        profile, else its personality's, else ``llm`` (the default profile)."""
+        return model_for_brain(self.model_for, personality, team)
 
     @property
     def endpoints(self) -> tuple[str, ...]:

@@ -22,12 +22,13 @@ from agent_world.config.base import ConfigError
 from agent_world.config.brains import BrainsConfig
 from agent_world.config.collector import CollectorConfig
 from agent_world.config.decisions import MOVED, DecisionsConfig
-from agent_world.config.llm import LLMConfig
+from agent_world.config.llm import DEFAULT_BASE_URLS, NOT_PER_PROFILE, LLMConfig
 from agent_world.config.storage import LogConfig, PathsConfig, PersistenceConfig
 from agent_world.config.web import ConsoleConfig, RemoteConfig, WebConfig
 from agent_world.config.world import GameConfig, WorldConfig
 
-__all__ = ["RETIRED", "SECTIONS", "Config", "config_from_dict", "example_yaml", "load_config"]
+__all__ = ["RETIRED", "SECTIONS", "Config", "config_from_dict", "example_yaml", "llm_profiles",
+           "load_config"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -56,6 +57,7 @@ class Config:
                 "angel.generator: 'llm' needs an LLM, but llm.provider is 'none'; set "
                 "llm.provider (and llm.model), or angel.generator: auto or templates"
             )
+        llm_profiles(self.llm)  # every profile checked once, at start-up
 
     def to_dict(self) -> dict[str, dict[str, Any]]:
         """Plain, JSON-ready values (never a secret: only the key's variable name is kept)."""
@@ -152,6 +154,10 @@ def _expected(tp: Any, meta: Mapping[str, Any]) -> str:
         return f"a whole number{bounds} or a list [width, height] of two such numbers"
     if tp == tuple[str, ...]:
         return "a list of strings"
+    if tp == dict[str, dict[str, Any]]:
+        return "a mapping of name to a mapping of settings"
+    if tp == dict[str, dict[str, str]]:
+        return "a mapping of team or personality to a mapping of name to text"
     if typing.get_origin(tp) is dict and typing.get_args(tp)[1] is str:
         return "a mapping of name to text"
     if typing.get_origin(tp) is dict:
@@ -210,6 +216,14 @@ def _coerce(tp: Any, value: Any, meta: Mapping[str, Any]) -> Any:
         if isinstance(value, list) and all(isinstance(v, str) for v in value):
             return tuple(value)
         raise ValueError
+    if tp in (dict[str, dict[str, Any]], dict[str, dict[str, str]]):
+        text = tp == dict[str, dict[str, str]]
+        if isinstance(value, dict) and all(
+                isinstance(k, str) and isinstance(v, dict)
+                and all(isinstance(n, str) and (isinstance(x, str) or not text)
+                        for n, x in v.items()) for k, v in value.items()):
+            return {k: dict(v) for k, v in value.items()}
+        raise ValueError
     if typing.get_origin(tp) is dict and typing.get_args(tp)[1] is str:
         if isinstance(value, dict) and all(
                 isinstance(k, str) and isinstance(v, str) for k, v in value.items()):
@@ -224,6 +238,61 @@ def _coerce(tp: Any, value: Any, meta: Mapping[str, Any]) -> Any:
             return {k: v if whole else float(v) for k, v in value.items()}
         raise ValueError
     raise TypeError(f"unsupported setting type {tp!r}")  # a schema bug, not a user error
+
+
+ENDPOINT_KEYS = ("base_url", "base_urls")
+
+
+def llm_profiles(llm: LLMConfig) -> dict[str, LLMConfig]:
+    """Each model profile of ``llm.models`` as a whole ``llm`` section: the default's
+    settings with the profile's own over them. A profile names its endpoint (``base_url``
+    or ``base_urls``) or keeps the default's when it keeps its provider too; its prices
+    add to the default's. ConfigError names ``llm.models.NAME.KEY`` and the fix. With
+    ``llm.provider: none`` (no LLM: a replay, a branch without one) the profiles' settings
+    are checked and none is returned: every agent uses its built-in brain."""
+    fields_by_name = {f.name: f for f in dataclasses.fields(LLMConfig)}
+    allowed = [k for k in fields_by_name if k not in NOT_PER_PROFILE]
+    hints = typing.get_type_hints(LLMConfig)
+    profiles: dict[str, LLMConfig] = {}
+    for name, raw in llm.models.items():
+        where = f"llm.models.{name}"
+        values: dict[str, Any] = {}
+        for key, value in raw.items():
+            if key not in allowed:
+                why = (" (it is the llm section's alone)" if key in NOT_PER_PROFILE else
+                       _did_you_mean(str(key), allowed))
+                raise ConfigError(f"{where}: unknown setting {key!r}{why}; a profile takes "
+                                  f"{', '.join(allowed)}")
+            f = fields_by_name[key]
+            try:
+                values[key] = _coerce(hints[key], value, f.metadata)
+            except ValueError:
+                raise ConfigError(
+                    f"{where}.{key} = {_describe(value)} is invalid; expected "
+                    f"{_expected(hints[key], f.metadata)}") from None
+        base = {k: getattr(llm, k) for k in allowed}
+        own_endpoint = any(k in values for k in ENDPOINT_KEYS)
+        if own_endpoint or values.get("provider", llm.provider) != llm.provider:
+            base |= {"base_url": "", "base_urls": ()}
+        if "prices" in values:
+            values["prices"] = {**llm.prices, **values["prices"]}
+        merged = base | values
+        if not llm.enabled:
+            merged["provider"] = "none"
+        elif merged["provider"] == "none":
+            raise ConfigError(f"{where}.provider: a profile needs a provider (openai, "
+                              "anthropic or local); remove the profile instead")
+        if (merged["provider"] not in ("local", "none") and not merged["base_url"]
+                and not merged["base_urls"]):
+            raise ConfigError(
+                f"{where}: no endpoint; set {where}.base_url (e.g. "
+                f"{DEFAULT_BASE_URLS.get(merged['provider'], 'http://localhost:8000/v1')}) "
+                f"or {where}.base_urls")
+        try:
+            profiles[name] = LLMConfig(**merged)
+        except ConfigError as exc:
+            raise ConfigError(str(exc).replace("llm.", f"{where}.", 1)) from None
+    return profiles if llm.enabled else {}
 
 
 RETIRED = {

@@ -39,8 +39,11 @@ REFLECTION = ("Here is what happened to {name} lately, oldest first:\n{lines}\n\
 
 class LLMBrain(Brain):
     """An agent that thinks with the configured LLM (``llm.provider``); registered like
-    any brain. It needs an LLM: without one, start-up stops naming it."""
+    any brain. It needs an LLM: without one, start-up stops naming it. ``model`` names
+    the model profile (``llm.models``) its ``self.llm`` calls; an unknown one stops
+    start-up naming the known ones."""
 
+    model = ""  # the model profile it asks (llm.models NAME); '' the default (llm)
     recall = 5  # memories retrieved into each prompt
     max_actions = 3  # a plan of at most this many actions
     reflect_every_ticks = 600

@@ -59,6 +59,21 @@ def _str(data: Mapping[str, Any], key: str) -> str | None:
     return value
 
 
+def _model_for(data: Mapping[str, Any]) -> dict[str, dict[str, str]] | None:
+    """A spawn's ``model_for`` (``llm.model_for`` as the spawn was asked: brain ``llm`` is
+    its team's or personality's model profile), checked."""
+    value = data.get("model_for")
+    if value is None:
+        return None
+    if not (isinstance(value, dict) and all(
+            k in ("team", "personality") and isinstance(v, dict)
+            and all(isinstance(n, str) and isinstance(p, str) for n, p in v.items())
+            for k, v in value.items())):
+        raise InputRejected("model_for must map team and personality to {name: profile}, "
+                            f"got {value!r:.80}")
+    return {k: dict(v) for k, v in value.items()}
+
+
 def _agent(world: World, data: Mapping[str, Any], key: str = "agent") -> int:
     eid = _int(data, key)
     if eid is None or not world.is_agent(eid):
@@ -75,7 +90,8 @@ def _spawn(world: World, data: Mapping[str, Any]) -> None:
         if kind == "agent":
             brain = _str(data, "brain") or "builtin"
             world.spawn_agent(_str(data, "name"), _str(data, "personality"), x, y,
-                              brain=brain, gold=_int(data, "gold"), team=_str(data, "team"))
+                              brain=brain, gold=_int(data, "gold"), team=_str(data, "team"),
+                              model_for=_model_for(data))
         elif kind in ITEMS:
             qty = _int(data, "qty", 1)
             if qty is None or qty < 1:

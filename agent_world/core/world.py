@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import random
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NamedTuple
 
 import orjson
@@ -22,6 +22,7 @@ from agent_world.config import (
     GameConfig,
     WorldConfig,
     config_from_dict,
+    model_for_brain,
 )
 from agent_world.core import components as c
 from agent_world.core import events as ev
@@ -178,7 +179,8 @@ class World:
             brains += [name] * count  # users' brains (brains.mix), after the LLM's
         for i, personality in enumerate(personalities):
             self.spawn_agent(personality=personality,
-                             brain=brains[i] if i < len(brains) else "builtin")
+                             brain=brains[i] if i < len(brains) else "builtin",
+                             model_for=self.config.llm.model_for)
         if self.rules.lifespan_ticks:
             # The first agents are of all ages, so that they do not all grow old at once.
             for _eid, row in self.agents():
@@ -259,7 +261,11 @@ class World:
 
     def spawn_agent(self, name: str | None = None, personality: str | None = None,
                     x: int | None = None, y: int | None = None, *, brain: str = "builtin",
-                    gold: int | None = None, team: str | None = None) -> int:
+                    gold: int | None = None, team: str | None = None,
+                    model_for: Mapping[str, Mapping[str, str]] | None = None) -> int:
+        """A new agent. ``model_for`` (``llm.model_for``, from the spawn input: replay reads
+        it there, whatever the configuration says then) turns brain ``llm`` into its team's
+        or personality's model profile ``llm:NAME``."""
         # Every check comes before the first random draw: a refused spawn changes nothing.
         cap = self.settings.max_agents
         if len(self.agents()) >= cap:
@@ -292,6 +298,8 @@ class World:
             mix = self.settings.personality_mix
             names = [p for p in PERSONALITIES if mix.get(p, 0) > 0] or list(PERSONALITIES)
             personality = self.rng.choices(names, [mix.get(p, 1.0) for p in names])[0]
+        if brain == "llm" and model_for:  # its team's or personality's model profile
+            brain = model_for_brain(model_for, personality, team)
         if name is None:
             name = pick_name(self.rng, self.population.names)
         x, y = self._place(x, y)

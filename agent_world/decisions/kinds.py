@@ -46,6 +46,7 @@ class KindContext:
     memories: Path | None = None
     prompt_log: Path | None = None
     brains: Mapping[str, type[Brain]] | None = None  # registered brains, loaded
+    llm_models: Mapping[str, LLMAgents] | None = None  # the other model profiles' agents
 
 
 Make = Callable[[KindContext, Mapping[str, Answerer]], Answerer | None]
@@ -77,7 +78,9 @@ def _brains(ctx: KindContext, started: Mapping[str, Answerer]) -> UserBrains | N
     llm = started.get("llm")
     return UserBrains(ctx.config.brains, ctx.world, ctx.brains,
                       settings=ctx.config.decisions.of("brains"),
-                      llm=llm.for_brains() if isinstance(llm, LLMAgents) else None)
+                      llm=llm.for_brains() if isinstance(llm, LLMAgents) else None,
+                      llm_models={name: model.for_brains()
+                                  for name, model in (ctx.llm_models or {}).items()})
 
 
 KINDS: tuple[Kind, ...] = (

@@ -25,7 +25,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agent_world.config import Config
+from agent_world.config import Config, llm_profile_of
 from agent_world.core.world import World
 from agent_world.persistence import DivergenceError, SaveError, SaveFolder
 from agent_world.persistence.replay import replay
@@ -104,7 +104,8 @@ def branch_inputs(plan: ForkPlan, brain: str, seed: int) -> list[tuple[str, dict
 def runs_here(brain: str, registered: Mapping[str, object]) -> bool:
     """Whether an agent not chosen keeps ``brain`` in a branch: built in, or registered
     here and answered in this process."""
-    return brain == "builtin" or (brain not in OUTSIDE_BRAINS and brain in registered)
+    return brain == "builtin" or (brain not in OUTSIDE_BRAINS and llm_profile_of(brain) is None
+                                  and brain in registered)
 
 
 def _replayed(folder: SaveFolder, tick: int, config: Config) -> World:

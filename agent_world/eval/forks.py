@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from agent_world.app import Session
-from agent_world.config import Config, config_from_dict
+from agent_world.config import Config, config_from_dict, llm_profile_of
 from agent_world.core.metrics import COUNTED, percentile_of
 from agent_world.core.world import World
 from agent_world.eval.forkplan import (
@@ -127,7 +127,7 @@ class Branch:
 
 def _branch_config(base: Config, out: Path, name: str, brain: str) -> Config:
     config = staged(base, out, name)
-    if brain != "llm":  # no network in a branch, unless the LLM is what it tests
+    if llm_profile_of(brain) is None:  # no network in a branch, unless an LLM is tested
         config = config.replace(llm={"provider": "none"})
     return config
 
@@ -153,10 +153,11 @@ def run_branch(plan: ForkPlan, brain: str, index: int, out: Path, base: Config,
                                    f"fork was planned from ({origin} != {plan.state_hash}): "
                                    "was the source changed meanwhile?")
             start = AtFork.of(world, plan.agents)
-            needed = ({brain, *(row.agent.brain for _eid, row in world.agents())}
-                      - {"builtin"} - OUTSIDE_BRAINS)
+            needed = {b for b in {brain, *(row.agent.brain for _eid, row in world.agents())}
+                      if llm_profile_of(b) is None} - {"builtin"} - OUTSIDE_BRAINS
             classes = load_brains(config.brains, path=brains_path,
-                                  llm=config.llm.enabled) if needed else {}
+                                  llm=config.llm.enabled,
+                                  models=config.llm.models) if needed else {}
             session = Session(config, world, folder=opened.folder, brains=classes)
         except BaseException:
             opened.close()

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from agent_world.app import Session
-from agent_world.config import Config
+from agent_world.config import Config, llm_profile_of
 from agent_world.core import components as c
 from agent_world.core.world import World
 from agent_world.eval.course import Course, team_results
@@ -258,10 +258,10 @@ class Stage(Scoring):
         config = staged(scenario.config(base or Config()), out, name).replace(
             world={"name": name, "seed": seed})
         chosen = dict(brains or {})
-        needed = ({brain, *chosen.values(), *scenario.other_brains()}
-                  - {"builtin", "llm"} - external)
-        classes = load_brains(config.brains, path=brains_path, llm=config.llm.enabled) \
-            if needed else {}
+        needed = {b for b in {brain, *chosen.values(), *scenario.other_brains()}
+                  if b != "builtin" and llm_profile_of(b) is None} - external
+        classes = load_brains(config.brains, path=brains_path, llm=config.llm.enabled,
+                              models=config.llm.models) if needed else {}
         self.folder = out / "saves" / name
         if self.folder.exists():
             raise FileExistsError(f"{self.folder} exists already: an episode starts a new "
@@ -281,6 +281,8 @@ class Stage(Scoring):
                 data["personality"] = group.personality
             if team:
                 data["team"] = team
+            if data["brain"] == "llm" and config.llm.model_for:
+                data["model_for"] = config.llm.model_for  # logged: replay reads it there
             self.world.inbox.submit("spawn", data, source="eval")
         if self.session.brains is not None:  # heard before the first decision
             self.session.brains.begin_episode(

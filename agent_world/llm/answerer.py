@@ -22,7 +22,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from agent_world.config import KindPace, LLMConfig
+from agent_world.config import KindPace, LLMConfig, llm_brain
 from agent_world.contract.answer import DecisionError, TextDecision, decide_from_text
 from agent_world.contract.observation import observe
 from agent_world.core import components as c
@@ -79,11 +79,14 @@ class LLMAgents(Answering):
                  transport: Transport,
                  identity: dict[str, Any], redactor: Redactor, clock: Clock | None = None,
                  memories: Path | None = None, report: Callable[[str], None] = print,
-                 prompt_log: Path | None = None, owns_transport: bool = False) -> None:
+                 prompt_log: Path | None = None, owns_transport: bool = False,
+                 profile: str = "") -> None:
         """``settings``: ``decisions.llm`` over ``decisions`` (its ``workers`` do not apply:
         requests are answered on the transport's loop thread). ``transport``: the model,
         with its gates, shared with the angel and users' brains; their figures are this
-        kind's. ``owns_transport``: close it when this kind stops."""
+        kind's. ``owns_transport``: close it when this kind stops. ``profile``: the model
+        profile (``llm.models``) whose agents, brain ``llm:NAME``, this answers; '' the
+        default's, brain ``llm``."""
         # No worker threads: ``answer`` hands the request to the transport and returns.
         # At most ``max_concurrent`` are handed over at once; more would only wait there.
         super().__init__(pace=Pace(interval=settings.think_interval_ticks,
@@ -92,7 +95,10 @@ class LLMAgents(Answering):
                                    workers=0,
                                    per_agent_hour=settings.decisions_per_agent_hour,
                                    per_hour=settings.decisions_per_hour),
-                         brains=frozenset({"llm"}), clock=clock)
+                         brains=frozenset({llm_brain(profile)}), clock=clock)
+        self.profile = profile
+        if profile:
+            self.label = f"LLM {profile}"
         self.world = world
         self.report = report
         self.cfg = cfg
@@ -126,8 +132,13 @@ class LLMAgents(Answering):
             self.memory.load(self.memories_dir, self.minds)
 
     def __repr__(self) -> str:
-        return (f"LLMAgents({self.identity.get('provider')} {self.identity.get('model')}, "
-                f"{len(self.minds)} agents)")
+        return (f"LLMAgents({self.profile_name}: {self.identity.get('provider')} "
+                f"{self.identity.get('model')}, {len(self.minds)} agents)")
+
+    @property
+    def profile_name(self) -> str:
+        """The model profile's name as figures and the event log give it."""
+        return self.profile or "default"
 
     # -- the pipeline's hooks (main thread) --------------------------------------------------
 
@@ -185,7 +196,7 @@ class LLMAgents(Answering):
                 pass  # asked again
             else:
                 self.metrics.request()
-                return _answer(decision, hit, cached=True)
+                return _answer(decision, hit, cached=True, profile=self.profile_name)
         return Job(rid=rid, agent=eid, tick=world.tick, priority=priority, reasons=reasons,
                    payload=request, key=key,
                    deadline_s=self.cfg.request_timeout_s + DEADLINE_GRACE_S)
@@ -334,7 +345,7 @@ class LLMAgents(Answering):
     def _deliver(self, job: Job, decision: TextDecision, response: LLMResponse, *,
                  cached: bool) -> Answer:
         self._log(job, response, cached=cached)
-        return _answer(decision, response, cached=cached)
+        return _answer(decision, response, cached=cached, profile=self.profile_name)
 
     def _failed(self, job: Job, exc: ProviderError) -> Fault:
         message = self.gates.failed(exc)
@@ -409,6 +420,7 @@ class LLMAgents(Answering):
         left = self.budget.left()
         budget = ", ".join(f"{v} {k}" for k, v in left.items() if v is not None) or "no limit"
         return {
+            "profile": self.profile_name,
             "model": f"{self.identity.get('provider')} {self.identity.get('model')}",
             "agents": len(self.minds),
             "requests": m.requests,
@@ -449,7 +461,7 @@ class LLMAgents(Answering):
         memory, and the last prompt itself."""
         mind = self.minds.get(agent_id)
         if mind is None:
-            return ["not an LLM agent (spawn one with /spawn agent brain=llm)"]
+            return ["not an LLM agent of this model (spawn one with /spawn agent brain=llm)"]
         status = self.state_of(agent_id)
         usage = mind.last_usage
         spent = (f"{usage.prompt_tokens} prompt tokens ({usage.cached_tokens} cached, "
@@ -458,6 +470,8 @@ class LLMAgents(Answering):
                  + (f", ${usage.cost:.5f}" if usage.cost is not None else "")
                  if usage is not None else "no call answered yet")
         lines = [f"state: {status}",
+                 f"model: {self.profile_name} profile ({self.identity.get('provider')} "
+                 f"{self.identity.get('model')})",
                  f"last prompt: ~{mind.last_prompt_tokens} tokens; last call: {spent}; "
                  f"{mind.decisions} decisions, {mind.errors} errors"]
         lines.extend(self.pipeline.last_lines(mind, "error"))
@@ -501,13 +515,15 @@ class LLMAgents(Answering):
         self.memory.close()
 
 
-def _answer(decision: TextDecision, response: LLMResponse, *, cached: bool) -> Answer:
-    """An LLM decision as the pipeline takes it: the model, its usage, the raw answer and
-    the model's "ask me again" hint travel with it for inspection (the core ignores them)."""
+def _answer(decision: TextDecision, response: LLMResponse, *, cached: bool,
+            profile: str) -> Answer:
+    """An LLM decision as the pipeline takes it: the model profile and model, its usage,
+    the raw answer and the model's "ask me again" hint travel with it for inspection (the
+    core ignores them)."""
     return Answer(
         actions=decision.actions, thought=decision.thought, latency_s=response.latency_s,
         usage=response.usage, cached=cached,
-        by={"model": response.model, "usage": response.usage.to_dict(),
+        by={"profile": profile, "model": response.model, "usage": response.usage.to_dict(),
             "raw": response.text[:MAX_RAW_CHARS], "cached": cached,
             **({"ask_again_s": decision.ask_again_s} if decision.ask_again_s is not None
                else {})})

@@ -106,12 +106,13 @@ def build_agents(cfg: LLMConfig, world: World, *, settings: KindPace,
                  factory: ProviderFactory | None = None,
                  redactor: Redactor | None = None,
                  prompt_log: Path | None = None, gates: Gates | None = None,
-                 transport: Transport | None = None) -> LLMAgents:
+                 transport: Transport | None = None, profile: str = "") -> LLMAgents:
     """LLM agents' answerer for a configured provider (``factory`` replaces the configured one).
     ``redactor`` is shared with the rest of the session; the key is added to it.
     ``prompt_log``: where every prompt and answer is written (``llm.log_prompts``).
     ``gates`` and ``transport``: the session's, when others (the angel, users' brains) call
-    the same LLM; made here when not given (and the transport then closed with the kind)."""
+    the same LLM; made here when not given (and the transport then closed with the kind).
+    ``profile``: the model profile ``cfg`` is (``llm.models``; '' the default)."""
     redactor = redactor if redactor is not None else Redactor()
     key = cfg.api_key()
     if key:
@@ -121,8 +122,9 @@ def build_agents(cfg: LLMConfig, world: World, *, settings: KindPace,
         if gates is None:
             gates = Gates.from_config(cfg, clock=clock or MonotonicClock(), redact=redactor)
         transport = build_transport(cfg, gates, factory=factory, redactor=redactor,
-                                    clock=clock)
+                                    clock=clock,
+                                    name=f"llm-loop-{profile}" if profile else "llm-loop")
     return LLMAgents(cfg, world, settings=settings, transport=transport,
                      identity=provider_identity(cfg),
                      redactor=redactor, clock=clock, memories=memories, report=report,
-                     prompt_log=prompt_log, owns_transport=owned)
+                     prompt_log=prompt_log, owns_transport=owned, profile=profile)

@@ -31,7 +31,7 @@ from typing import IO, Any
 
 import orjson
 
-from agent_world.config import Config, ConfigError
+from agent_world.config import Config, ConfigError, llm_profile_of
 from agent_world.contract.llmbrain import LLMBrain
 from agent_world.llm.local import find_model_file
 from agent_world.persistence.folder import SaveFolder
@@ -105,7 +105,7 @@ def check_options(options: ReaskOptions, config: Config) -> Config:
                          "or policy:NAME)")
     try:
         registered = load_brains(config.brains, path=options.brains_path,
-                                 llm=config.llm.enabled)
+                                 llm=config.llm.enabled, models=config.llm.models)
     except ConfigError as exc:
         raise ReaskError(str(exc)) from None
     for brain in options.brains:
@@ -113,9 +113,12 @@ def check_options(options: ReaskOptions, config: Config) -> Config:
             raise ReaskError("--brain remote: remote agents answer over a connection of "
                              "their own and cannot be re-asked; re-ask builtin, llm or a "
                              "registered brain")
-        refusal = brain_refusal(brain, registered, llm=config.llm.enabled)
+        refusal = brain_refusal(brain, registered, llm=config.llm.enabled, models=config.llm.models)
         if refusal is not None:
             raise ReaskError(f"--brain {brain}: {refusal}")
+        if llm_profile_of(brain):
+            raise ReaskError(f"--brain {brain}: re-asking a model profile is not supported "
+                             "yet; re-ask --brain llm with --model MODEL instead")
         cls = registered.get(brain)
         if isinstance(cls, type) and issubclass(cls, LLMBrain):
             raise ReaskError(f"--brain {brain}: an LLMBrain calls the LLM itself, and "
@@ -138,7 +141,8 @@ def check_options(options: ReaskOptions, config: Config) -> Config:
 
 
 def _askers(options: ReaskOptions, config: Config) -> list[Asker]:
-    registered = load_brains(config.brains, path=options.brains_path, llm=config.llm.enabled)
+    registered = load_brains(config.brains, path=options.brains_path, llm=config.llm.enabled,
+                             models=config.llm.models)
     askers: list[Asker] = []
     try:
         for brain in options.brains:

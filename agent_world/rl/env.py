@@ -26,7 +26,7 @@ from gymnasium.utils import seeding
 from numpy.typing import NDArray
 from pettingzoo import ParallelEnv as _ParallelEnv
 
-from agent_world.config import Config, load_config
+from agent_world.config import Config, llm_profile_of, load_config
 from agent_world.contract.observation import observe
 from agent_world.contract.plan import PlanInput
 from agent_world.core.actions import Action
@@ -308,10 +308,10 @@ def _check_brains(scenario: Scenario, base: Config, others: str, others_play: bo
         needed["others"] = others
     if not needed:
         return
-    registered = load_brains(base.brains, llm=base.llm.enabled) \
-        if set(needed.values()) - {"builtin", "llm"} else {}
+    registered = load_brains(base.brains, llm=base.llm.enabled, models=base.llm.models) \
+        if any(b != "builtin" and llm_profile_of(b) is None for b in needed.values()) else {}
     for said, brain in needed.items():
-        refusal = brain_refusal(brain, registered, llm=base.llm.enabled)
+        refusal = brain_refusal(brain, registered, llm=base.llm.enabled, models=base.llm.models)
         if refusal is not None:
             raise LayoutError(f"{said}: {refusal}")
 

@@ -84,10 +84,12 @@ class UserBrains(Answering):
 
     def __init__(self, cfg: BrainsConfig, world: World, classes: Mapping[str, type[Brain]],
                  *, settings: KindPace, clock: Clock | None = None,
-                 llm: BrainLLM | None = None) -> None:
+                 llm: BrainLLM | None = None,
+                 llm_models: Mapping[str, BrainLLM] | None = None) -> None:
         """``settings``: ``decisions.brains`` over ``decisions``. ``llm`` is the configured
         LLM, given to every brain as ``brain.llm`` (None: the world has none, and no
-        registered brain is an ``LLMBrain``)."""
+        registered brain is an ``LLMBrain``); an ``LLMBrain`` that names a model profile
+        (its class's ``model``) gets that profile's from ``llm_models`` instead."""
         super().__init__(pace=Pace(interval=settings.think_interval_ticks,
                                    min_gap=settings.min_gap_ticks, round_size=settings.workers,
                                    workers=settings.workers),
@@ -97,6 +99,7 @@ class UserBrains(Answering):
         self.settings = settings
         self.classes = dict(classes)
         self.llm = llm
+        self.llm_models = dict(llm_models or {})
         self.deadlines = {name: self._deadline_ms(cls) / 1000 for name, cls in classes.items()}
         self.actions: Mapping[str, Any] = MappingProxyType(action_schemas())
         self.faults: dict[tuple[str, str], int] = {}  # (brain, kind) -> count
@@ -125,6 +128,11 @@ class UserBrains(Answering):
         self._expired: set[int] = set()  # reflections given up at their deadline
         self._deaths: queue.SimpleQueue[int] = queue.SimpleQueue()
 
+    def llm_of(self, cls: type[Brain]) -> BrainLLM | None:
+        """The LLM a brain of ``cls`` calls: its ``model`` profile's, or the default's."""
+        model = getattr(cls, "model", "") if issubclass(cls, LLMBrain) else ""
+        return self.llm_models.get(model, self.llm) if model else self.llm
+
     def names(self) -> list[str]:
         """The brains' names: the registered ones, then the policies (``policy:NAME``)."""
         return sorted(self.classes, key=lambda name: (name.startswith("policy:"), name))
@@ -132,8 +140,9 @@ class UserBrains(Answering):
     def _deadline_ms(self, cls: type[Brain]) -> float:
         if cls.deadline_ms is not None:
             return cls.deadline_ms
-        if issubclass(cls, LLMBrain) and self.llm is not None:
-            return self.llm.cfg.request_timeout_s * 1000 + LLM_SLACK_MS
+        llm = self.llm_of(cls)
+        if issubclass(cls, LLMBrain) and llm is not None:
+            return llm.cfg.request_timeout_s * 1000 + LLM_SLACK_MS
         return self.settings.deadline_ms
 
     # -- the pipeline's hooks (main thread) ----------------------------------------------------
@@ -280,8 +289,9 @@ class UserBrains(Answering):
         self._deliver_deaths()
 
     def thread_done(self) -> None:
-        if self.llm is not None:
-            self.llm.close_thread()
+        for llm in (self.llm, *self.llm_models.values()):
+            if llm is not None:
+                llm.close_thread()
 
     def answer(self, job: Job, reply: Reply) -> None:
         name = job.payload[0]
@@ -330,7 +340,7 @@ class UserBrains(Answering):
             # A ``brain`` input may have given the agent another registered brain since.
             if brain is None or type(brain) is not self.classes[name]:
                 brain = self.classes[name]()
-                brain.llm = self.llm
+                brain.llm = self.llm_of(self.classes[name])
                 if isinstance(brain, PolicyBrain):
                     brain.runner = self.policies
                 brain.on_spawn(job.agent)

@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import importlib
 import sys
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from pathlib import Path
 
-from agent_world.config import BrainsConfig, ConfigError
+from agent_world.config import BrainsConfig, ConfigError, llm_profile_of, unknown_model
 from agent_world.contract.brains import Brain
 from agent_world.contract.llmbrain import LLMBrain
 from agent_world.core.world import World
@@ -23,7 +23,7 @@ from agent_world.policies.brain import policy_brains
 from agent_world.policies.library import available_policies
 from agent_world.policies.policy import PolicyError
 
-__all__ = ["BrainError", "brain_refusal", "load_brains", "unregistered"]
+__all__ = ["BrainError", "brain_refusal", "load_brains", "unknown_model", "unregistered"]
 
 
 class BrainError(ConfigError):
@@ -31,10 +31,11 @@ class BrainError(ConfigError):
 
 
 def load_brains(cfg: BrainsConfig, *, path: str | Path | None = None,
-                llm: bool = True) -> Mapping[str, type[Brain]]:
+                llm: bool = True, models: Collection[str] = ()) -> Mapping[str, type[Brain]]:
     """The registered brain classes by name, and every available policy's as
     ``policy:NAME``. ``path`` (``--brains-path``) and ``brains.path`` are put first on the
-    import path; ``llm`` says whether the world has an LLM (an ``LLMBrain`` needs one)."""
+    import path; ``llm`` says whether the world has an LLM (an ``LLMBrain`` needs one);
+    ``models``: its model profiles' names (``llm.models``), which an ``LLMBrain`` may name."""
     for folder in (cfg.path, path):
         if folder:
             where = Path(folder).resolve()
@@ -65,6 +66,11 @@ def load_brains(cfg: BrainsConfig, *, path: str | Path | None = None,
             raise BrainError(f"{label}: {class_name} is an LLMBrain, which needs an LLM, and "
                              "llm.provider is none; configure one (llm.provider, llm.model) "
                              "or register another brain")
+        model = getattr(cls, "model", "") if issubclass(cls, LLMBrain) else ""
+        if model and model not in models:
+            raise BrainError(f"{label}: {class_name}.model is {model!r}, not a model profile "
+                             f"(models: {', '.join(['default', *models])}); define it "
+                             "under llm.models or leave model '' for the default")
         loaded[name] = cls
     try:
         policies = policy_brains(available_policies(cfg.policies).values())
@@ -83,24 +89,35 @@ def load_brains(cfg: BrainsConfig, *, path: str | Path | None = None,
     return loaded
 
 
-def brain_refusal(brain: str, registered: Mapping[str, object], *, llm: bool) -> str | None:
-    """Why an episode's agents cannot play ``brain`` (None: they can): ``llm`` with no LLM
-    configured, or a name that is neither built in nor in ``registered`` (``load_brains``)."""
-    if brain == "llm" and not llm:
-        return "llm needs an LLM; set llm.provider in the configuration (--config FILE)"
-    if brain not in ("builtin", "llm") and brain not in registered:
-        known = ", ".join(["builtin", "llm", *registered])
+def brain_refusal(brain: str, registered: Mapping[str, object], *, llm: bool,
+                  models: Collection[str] = ()) -> str | None:
+    """Why an episode's agents cannot play ``brain`` (None: they can): ``llm`` or
+    ``llm:NAME`` with no LLM configured or no such model profile (``models``: the names of
+    ``llm.models``), or a name that is neither built in nor in ``registered``
+    (``load_brains``)."""
+    profile = llm_profile_of(brain)
+    if profile is not None and not llm:
+        return (f"{brain} needs an LLM; set llm.provider in the configuration (--config "
+                "FILE)")
+    if profile:
+        return None if profile in models else unknown_model(profile, models)
+    if profile is None and brain != "builtin" and brain not in registered:
+        known = ", ".join(["builtin", "llm", *(f"llm:{m}" for m in models), *registered])
         return (f"unknown brain {brain!r} (known: {known}); register yours in the "
                 "configuration: brains: {NAME: \"module:Class\"}")
     return None
 
 
-def unregistered(world: World, registered: Mapping[str, object]) -> dict[str, int]:
+def unregistered(world: World, registered: Mapping[str, object],
+                 models: Collection[str] = ()) -> dict[str, int]:
     """Agents whose brain is neither built in nor registered now (a world resumed without
-    its brains), counted by brain: they think with their built-in brains."""
+    its brains, or without the model profile ``llm:NAME`` names: ``models``), counted by
+    brain: they think with their built-in brains."""
     counts: dict[str, int] = {}
     for _eid, row in world.agents():
         brain = row.agent.brain
-        if brain not in ("builtin", "llm", "remote") and brain not in registered:
+        profile = llm_profile_of(brain)
+        if (profile not in ("", *models) if profile is not None
+                else brain not in ("builtin", "remote") and brain not in registered):
             counts[brain] = counts.get(brain, 0) + 1
     return dict(sorted(counts.items()))

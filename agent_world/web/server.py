@@ -113,9 +113,12 @@ class WebServer:
         self.feed = LiveFeed(session.world, ring_events=cfg.ring_events,
                              thinking=self.thinking, frame_budget=cfg.frame_budget,
                              defer=asyncio.get_running_loop().call_soon)
+        # LLM agents waiting for an answer, of every model profile.
+        llms = [p for p in (session.llm, *getattr(session, "llm_models", {}).values())
+                if p is not None]
         self.series = MetricSeries(
             session.world, tick_ms=self._tick_ms,
-            thinking=(session.llm.thinking if session.llm is not None else None))
+            thinking=(lambda: sum(p.thinking() for p in llms)) if llms else None)
         self.console = Console(session, source="web", refuse=refused_on_the_web)
         self.sockets = FeedSockets(self)
         loop.observers.extend([self.feed, self.series])
