@@ -8,7 +8,10 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from agent_world.app import Session
+from agent_world.cli import main
 from agent_world.config import Config
 from agent_world.contract.brains import Brain
 from agent_world.persistence import open_world
@@ -73,3 +76,14 @@ def wait_for(condition: Callable[[], bool], wall_s: float = 10.0) -> bool:
 def llm_inputs(folder: Path) -> list[dict[str, Any]]:
     return [r for r in records(folder)
             if r.get("kind") == "input" and r.get("type") == "plan" and r.get("source") == "llm"]
+
+
+def start_with_llm(tmp_path: Path, llm: Mapping[str, Any]) -> int:
+    """``python main.py --headless --ticks 1`` with an OpenAI-compatible ``llm`` section
+    (``llm`` on top), its saves and logs under ``tmp_path``: the exit status."""
+    config_file = tmp_path / "config.yaml"
+    config_file.write_text(yaml.safe_dump({
+        "llm": {"provider": "openai", "model": "m", "api_key_env": "", **llm},
+        "paths": {"saves": str(tmp_path / "saves"), "logs": str(tmp_path / "logs")}}),
+        encoding="utf-8")
+    return main(["--config", str(config_file), "--headless", "--ticks", "1"])

@@ -13,9 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
-from agent_world.cli import main
 from agent_world.config import Config, LLMConfig
 from agent_world.decisions.metrics import Metrics
 from agent_world.llm.breaker import CircuitBreaker
@@ -32,7 +30,15 @@ from agent_world.types import (
     MonotonicClock,
     ProviderError,
 )
-from tests.llm_helpers import KEY, KEY_ENV, llm_config, open_session, run_until, wait_for
+from tests.llm_helpers import (
+    KEY,
+    KEY_ENV,
+    llm_config,
+    open_session,
+    run_until,
+    start_with_llm,
+    wait_for,
+)
 from tests.llm_server import FakeLLMServer, fake_llm_server
 
 REQUEST = LLMRequest(system="rules", prompt="what now?", temperature=0.0, max_tokens=50)
@@ -266,12 +272,7 @@ def test_stats_show_each_endpoint(tmp_path: Path, server: FakeLLMServer,
 def test_bad_endpoint_settings_stop_start_up_with_one_line(
         tmp_path: Path, capsys: pytest.CaptureFixture[str], llm: dict[str, Any],
         says: str) -> None:
-    config_file = tmp_path / "config.yaml"
-    config_file.write_text(yaml.safe_dump({
-        "llm": {"provider": "openai", "model": "m", "api_key_env": "", **llm},
-        "paths": {"saves": str(tmp_path / "saves"), "logs": str(tmp_path / "logs")}}),
-        encoding="utf-8")
-    assert main(["--config", str(config_file), "--headless", "--ticks", "1"]) == 2
+    assert start_with_llm(tmp_path, llm) == 2
     err = capsys.readouterr().err
     assert says in err and "llm." in err
 

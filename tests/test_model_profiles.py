@@ -25,7 +25,15 @@ from agent_world.eval.runner import evaluate
 from agent_world.persistence import SaveFolder, replay
 from agent_world.persistence.snapshots import load_first_snapshot
 from agent_world.userbrains.registry import brain_refusal, load_brains, unregistered
-from tests.llm_helpers import KEY, KEY_ENV, llm_config, llm_inputs, open_session, run_until
+from tests.llm_helpers import (
+    KEY,
+    KEY_ENV,
+    llm_config,
+    llm_inputs,
+    open_session,
+    run_until,
+    start_with_llm,
+)
 from tests.llm_server import FakeLLMServer, fake_llm_server
 
 
@@ -102,12 +110,7 @@ def test_a_profile_is_the_llm_section_with_its_own_settings_over_it() -> None:
 def test_a_bad_profile_stops_start_up_with_one_line_and_writes_nothing(
         tmp_path: Path, capsys: pytest.CaptureFixture[str], llm: dict[str, Any],
         says: str) -> None:
-    config_file = tmp_path / "config.yaml"
-    config_file.write_text(yaml.safe_dump({
-        "llm": {"provider": "openai", "model": "m", "api_key_env": "", **llm},
-        "paths": {"saves": str(tmp_path / "saves"), "logs": str(tmp_path / "logs")}}),
-        encoding="utf-8")
-    assert main(["--config", str(config_file), "--headless", "--ticks", "1"]) == 2
+    assert start_with_llm(tmp_path, llm) == 2
     err = capsys.readouterr().err
     assert says in err and err.count("\n") == 1, err
     assert not (tmp_path / "saves").exists()

@@ -12,6 +12,7 @@ Skipped where Chromium or Playwright is missing, unless ``AW_REQUIRE_BROWSER`` i
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 import os
@@ -64,6 +65,35 @@ def _token(url: str, runtime: Path) -> str:
     return str(kept["token"])
 
 
+@contextlib.contextmanager
+def _serving(argv: list[str], cwd: Path, *, wait_s: float
+             ) -> Iterator[tuple[str, subprocess.Popen[str]]]:
+    """``python main.py ARGV`` until its banner names the viewer's URL; stopped with SIGINT
+    (then killed, if it will not stop) when the block ends."""
+    proc = subprocess.Popen([sys.executable, str(MAIN), *argv], cwd=cwd,
+                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True)
+    try:
+        assert proc.stdout is not None
+        url = None
+        give_up = time.monotonic() + wait_s
+        while url is None:
+            line = proc.stdout.readline()
+            assert line or proc.poll() is None, "the world exited before serving"
+            found = re.search(r"viewer:\s+(http://\S+/)", line)
+            if found:
+                url = found.group(1)
+            assert time.monotonic() < give_up, "no viewer URL in the start-up banner"
+        yield url, proc
+    finally:
+        proc.send_signal(signal.SIGINT)
+        try:
+            proc.communicate(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.communicate()
+
+
 @pytest.fixture
 def world_url(tmp_path: Path) -> Iterator[str]:
     """A paced world on a free port, serving the viewer; stopped with SIGINT afterwards."""
@@ -73,28 +103,9 @@ def world_url(tmp_path: Path) -> Iterator[str]:
         "web": {"port": 0, "runtime_dir": str(tmp_path / "runtime")},
         "paths": {"logs": str(tmp_path / "logs"), "saves": str(tmp_path / "saves")},
     }), encoding="utf-8")
-    proc = subprocess.Popen([sys.executable, str(MAIN), "--config", str(config), "--headless",
-                             "--no-save"], cwd=tmp_path, stdin=subprocess.DEVNULL,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    try:
-        assert proc.stdout is not None
-        url = None
-        give_up = time.monotonic() + 30
-        while url is None:
-            line = proc.stdout.readline()
-            assert line or proc.poll() is None, "the world exited before serving"
-            found = re.search(r"viewer:\s+(http://\S+/)", line)
-            if found:
-                url = found.group(1)
-            assert time.monotonic() < give_up, "no viewer URL in the start-up banner"
+    with _serving(["--config", str(config), "--headless", "--no-save"], tmp_path,
+                  wait_s=30) as (url, proc):
         yield url
-    finally:
-        proc.send_signal(signal.SIGINT)
-        try:
-            proc.communicate(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.communicate()
     assert proc.returncode == 0
 
 
@@ -349,29 +360,9 @@ def replay_url(tmp_path: Path) -> Iterator[str]:
     serving.write_text(yaml.safe_dump({
         "web": {"port": 0, "runtime_dir": str(tmp_path / "runtime")},
         "paths": {"logs": str(tmp_path / "logs"), "saves": str(saves)}}), encoding="utf-8")
-    proc = subprocess.Popen([sys.executable, str(MAIN), "replay", str(saves / "rec35"),
-                             "--serve", "--config", str(serving), "--headless"],
-                            cwd=tmp_path, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True)
-    try:
-        assert proc.stdout is not None
-        url = None
-        give_up = time.monotonic() + 60
-        while url is None:
-            line = proc.stdout.readline()
-            assert line or proc.poll() is None, "the replay exited before serving"
-            found = re.search(r"viewer:\s+(http://\S+/)", line)
-            if found:
-                url = found.group(1)
-            assert time.monotonic() < give_up, "no viewer URL from replay --serve"
+    with _serving(["replay", str(saves / "rec35"), "--serve", "--config", str(serving),
+                   "--headless"], tmp_path, wait_s=60) as (url, _proc):
         yield url
-    finally:
-        proc.send_signal(signal.SIGINT)
-        try:
-            proc.communicate(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.communicate()
 
 
 def test_a_replay_names_its_recording_refuses_changes_and_seeks(replay_url: str,

@@ -37,7 +37,7 @@ from agent_world.persistence import SaveError
 from agent_world.runs import RunFolder, check_budget, prune_runs
 from agent_world.userbrains.registry import brain_refusal, load_brains
 
-__all__ = ["add_pool_arguments", "main", "parse_seeds"]
+__all__ = ["add_pool_arguments", "main", "parse_seeds", "start_run"]
 
 MAX_SEEDS = 10_000
 
@@ -73,6 +73,19 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--ticks", type=int, help="episode length (default: the scenario's)")
     add_pool_arguments(parser, "episode", "episodes", "paths.runs/eval-NAME-DATE")
     return parser
+
+
+def start_run(config: Config, out: Path, *, kind: str, scenario: str, units: str,
+              episodes: int, ticks: int, what: str) -> RunFolder:
+    """The run folder ``out`` of a command that runs ``episodes`` of ``ticks`` (eval's
+    episodes, a fork's branches), once old runs are pruned and the disk budget allows it;
+    ValueError (or SaveError) naming why not."""
+    if (out / "saves").exists() and any((out / "saves").iterdir()):
+        raise ValueError(f"{out} holds {units} already; give another --out")
+    for line in prune_runs(config.paths):  # old runs go first: they count in the budget
+        print(line, file=sys.stderr)
+    check_budget(config.paths, out, episodes=episodes, ticks=ticks, what=what)
+    return RunFolder.start(out, kind=kind, scenario=scenario, episodes=episodes, ticks=ticks)
 
 
 def add_pool_arguments(parser: argparse.ArgumentParser, unit: str, units: str,
@@ -153,17 +166,10 @@ def main(argv: Sequence[str]) -> int:
         return 2
     out = args.out or Path(config.paths.runs) / (
         f"eval-{scenario.name}-{datetime.datetime.now():%Y%m%d-%H%M%S}")
-    if (out / "saves").exists() and any((out / "saves").iterdir()):
-        print(f"error: {out} holds episodes already; give another --out", file=sys.stderr)
-        return 2
-    for line in prune_runs(config.paths):  # old runs go first: they count in the budget
-        print(line, file=sys.stderr)
-    episodes = len(brains) * len(seeds)
     try:
-        check_budget(config.paths, out, episodes=episodes, ticks=scenario.ticks,
-                     what=f"{len(brains)} brains x {len(seeds)} seeds")
-        folder = RunFolder.start(out, kind="eval", scenario=scenario.name, episodes=episodes,
-                                 ticks=scenario.ticks)
+        folder = start_run(config, out, kind="eval", scenario=scenario.name, units="episodes",
+                           episodes=len(brains) * len(seeds), ticks=scenario.ticks,
+                           what=f"{len(brains)} brains x {len(seeds)} seeds")
     except (ValueError, SaveError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

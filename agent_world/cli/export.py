@@ -24,7 +24,13 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from agent_world.argtypes import positive_int
-from agent_world.cli.recording import add_decision_range
+from agent_world.cli.recording import (
+    EXIT_OK,
+    EXIT_RECORDING,
+    EXIT_USAGE,
+    add_decision_range,
+    usage_error,
+)
 from agent_world.cli.replay import resolve_world_path, sandboxed
 from agent_world.config import ConfigError, load_config
 from agent_world.persistence import SaveError, SaveFolder
@@ -38,11 +44,6 @@ from agent_world.recorded.export import (
 from agent_world.recorded.outcomes import Reward, RewardError
 
 __all__ = ["EXIT_OK", "EXIT_RECORDING", "EXIT_USAGE", "build_parser", "main"]
-
-EXIT_OK = 0
-EXIT_RECORDING = 1
-EXIT_USAGE = 2
-
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
@@ -69,11 +70,6 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _usage(text: str) -> int:
-    print(f"error: {text}", file=sys.stderr)
-    return EXIT_USAGE
-
-
 def main(argv: Sequence[str]) -> int:
     args = build_parser().parse_args(argv)
     try:
@@ -81,17 +77,17 @@ def main(argv: Sequence[str]) -> int:
         folder = SaveFolder.open(resolve_world_path(args.path, config))
         reward = Reward.parse(args.reward) if args.reward is not None else None
     except (ConfigError, SaveError, RewardError) as exc:
-        return _usage(str(exc))
+        return usage_error(str(exc))
     out: Path = args.out or Path(f"{folder.name}-trajectories.{args.format}")
     if args.format == "parquet" and not parquet_available():
-        return _usage("--format parquet needs pyarrow: pip install 'agent-world[export]' "
+        return usage_error("--format parquet needs pyarrow: pip install 'agent-world[export]' "
                       "(or export --format jsonl)")
     if out.exists():
-        return _usage(f"--out {out} exists already; give another --out or remove it")
+        return usage_error(f"--out {out} exists already; give another --out or remove it")
     if not out.parent.is_dir():
-        return _usage(f"--out {out}: no folder {out.parent}; make it first")
+        return usage_error(f"--out {out}: no folder {out.parent}; make it first")
     if out.resolve().is_relative_to(folder.root.resolve()):
-        return _usage(f"--out {out} is inside the save folder, which export only reads; "
+        return usage_error(f"--out {out} is inside the save folder, which export only reads; "
                       "write it elsewhere")
     options = ExportOptions(out=out, format=args.format, reward=reward, window=args.window,
                             first=args.first, last=args.last, agents=args.agents or ())
@@ -101,7 +97,7 @@ def main(argv: Sequence[str]) -> int:
                         progress=lambda n: print(f"  {n:,} decisions", file=sys.stderr,
                                                  flush=True))
     except (SelectionError, RewardError) as exc:
-        return _usage(str(exc))
+        return usage_error(str(exc))
     except RecordError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_RECORDING

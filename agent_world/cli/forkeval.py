@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from agent_world.argtypes import tick
-from agent_world.cli.eval import add_pool_arguments
+from agent_world.cli.eval import add_pool_arguments, start_run
 from agent_world.cli.replay import resolve_world_path
 from agent_world.config import Config, ConfigError, load_config
 from agent_world.eval.forkplan import ForkError, ForkPlan, plan_fork
@@ -33,7 +33,7 @@ from agent_world.eval.forkresults import write_fork_results
 from agent_world.eval.forks import fork_evaluate
 from agent_world.eval.raypool import RayError
 from agent_world.persistence import SaveError
-from agent_world.runs import RunFolder, check_budget, prune_runs
+from agent_world.runs import prune_runs
 from agent_world.userbrains.registry import brain_refusal, load_brains
 
 __all__ = ["build_parser", "main"]
@@ -103,17 +103,11 @@ def main(argv: Sequence[str]) -> int:
         return 2
     out = args.out or Path(config.paths.runs) / (
         f"fork-{plan.world}-t{plan.tick}-{datetime.datetime.now():%Y%m%d-%H%M%S}")
-    if (out / "saves").exists() and any((out / "saves").iterdir()):
-        print(f"error: {out} holds branches already; give another --out", file=sys.stderr)
-        return 2
-    for line in prune_runs(config.paths):  # old runs go first: they count in the budget
-        print(line, file=sys.stderr)
-    count = len(brains) * args.branches
     try:
-        check_budget(config.paths, out, episodes=count, ticks=plan.ticks,
-                     what=f"{len(brains)} brains x {args.branches} branches")
-        folder = RunFolder.start(out, kind="fork-eval", scenario=f"{plan.world}@{plan.tick}",
-                                 episodes=count, ticks=plan.ticks)
+        folder = start_run(config, out, kind="fork-eval", scenario=f"{plan.world}@{plan.tick}",
+                           units="branches", episodes=len(brains) * args.branches,
+                           ticks=plan.ticks,
+                           what=f"{len(brains)} brains x {args.branches} branches")
     except (ValueError, SaveError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

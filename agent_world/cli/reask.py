@@ -25,7 +25,13 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from agent_world.argtypes import positive_int
-from agent_world.cli.recording import add_decision_range
+from agent_world.cli.recording import (
+    EXIT_OK,
+    EXIT_RECORDING,
+    EXIT_USAGE,
+    add_decision_range,
+    usage_error,
+)
 from agent_world.cli.replay import available_cpus, resolve_world_path, sandboxed
 from agent_world.config import ConfigError, load_config
 from agent_world.persistence import SaveError, SaveFolder
@@ -42,11 +48,6 @@ from agent_world.recorded.reask import (
 from agent_world.runs import RunFolder, RunInUse, prune_runs
 
 __all__ = ["EXIT_OK", "EXIT_RECORDING", "EXIT_USAGE", "build_parser", "main"]
-
-EXIT_OK = 0
-EXIT_RECORDING = 1
-EXIT_USAGE = 2
-
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
@@ -77,11 +78,6 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _usage(text: str) -> int:
-    print(f"error: {text}", file=sys.stderr)
-    return EXIT_USAGE
-
-
 def main(argv: Sequence[str]) -> int:
     args = build_parser().parse_args(argv)
     brains = tuple(b.strip() for b in args.brain.split(",") if b.strip())
@@ -90,7 +86,7 @@ def main(argv: Sequence[str]) -> int:
         root = resolve_world_path(args.path, config)
         folder = SaveFolder.open(root)
     except (ConfigError, SaveError) as exc:
-        return _usage(str(exc))
+        return usage_error(str(exc))
     options = ReaskOptions(brains=brains, model=args.model, brains_path=args.brains_path,
                            first=args.first, last=args.last, agents=args.agents,
                            sample=args.sample, seed=args.seed)
@@ -99,7 +95,7 @@ def main(argv: Sequence[str]) -> int:
     try:  # everything is checked before anything is written
         plan = prepare_reask(folder.root, config, options, out, workers=args.workers)
     except (ReaskError, SelectionError, SaveError) as exc:
-        return _usage(str(exc))
+        return usage_error(str(exc))
     if lock_holder(folder.root) is not None:
         print(f"note: world '{folder.name}' is running; re-asking what it has written so "
               "far", file=sys.stderr)
@@ -107,7 +103,7 @@ def main(argv: Sequence[str]) -> int:
     try:
         run = RunFolder.start(out, kind="reask", scenario=folder.name, episodes=0, ticks=0)
     except (RunInUse, OSError) as exc:
-        return _usage(f"--out {out}: {exc}")
+        return usage_error(f"--out {out}: {exc}")
     try:
         result = run_reask(plan, setup_factory=sandboxed,
                            log=lambda text: print(text, file=sys.stderr, flush=True))
@@ -115,7 +111,7 @@ def main(argv: Sequence[str]) -> int:
         run.finish()
         if made:  # the model was refused at its first call: nothing worth keeping
             shutil.rmtree(out, ignore_errors=True)
-        return _usage(str(exc))
+        return usage_error(str(exc))
     except RecordError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_RECORDING

@@ -1,14 +1,25 @@
-"""The arguments every command that reads a recording's decisions takes (``reask``,
-``export``): the save folder, and which decisions (the asked ticks and the agents)."""
+"""What every command that reads a recording's decisions shares (``reask``, ``export``):
+its arguments (the save folder, the asked ticks and the agents) and its exit statuses."""
 
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from agent_world.argtypes import agent_ids, tick
 
-__all__ = ["add_decision_range"]
+__all__ = ["EXIT_OK", "EXIT_RECORDING", "EXIT_USAGE", "add_decision_range", "usage_error"]
+
+EXIT_OK = 0
+EXIT_RECORDING = 1  # the recording cannot be replayed to a decision
+EXIT_USAGE = 2  # bad input: one line, nothing written
+
+
+def usage_error(text: str) -> int:
+    """Say ``text`` as the one line of bad input; the exit status for it."""
+    print(f"error: {text}", file=sys.stderr)
+    return EXIT_USAGE
 
 
 def add_decision_range(parser: argparse.ArgumentParser, verb: str) -> None:
