@@ -96,6 +96,16 @@ def test_objects_stand_out_from_the_grass_and_each_other(how: str) -> None:
         assert d >= OBJECT_MIN, f"{how}: {n1} {c1} and {n2} {c2} are only {d:.1f} apart"
 
 
+@pytest.mark.parametrize("how", list(SIMULATIONS))
+def test_the_first_four_teams_stay_apart(how: str) -> None:
+    """Team colours are handed out in order; a scenario rarely has more than four teams."""
+    colours = list(_table("TEAM_COLORS").items())
+    assert len(colours) >= 4
+    for (n1, c1), (n2, c2) in itertools.combinations(colours[:4], 2):
+        d = _delta(_rgb(c1), _rgb(c2), how)
+        assert d >= PERSONALITY_MIN, f"{how}: {n1} {c1} and {n2} {c2} are only {d:.1f} apart"
+
+
 def test_the_simulation_merges_what_it_should() -> None:
     """The check can fail: red and green, far apart to normal eyes, fall together for a
     deuteranope."""

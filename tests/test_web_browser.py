@@ -338,6 +338,21 @@ def test_a_session_selects_follows_and_sees_speech(world_url: str, tmp_path: Pat
         shown = page.evaluate("() => [...document.querySelectorAll('#event-list .type')]"
                               ".map((e) => e.textContent)")
         assert not {"pickup", "eat", "census", "state_hash"} & set(shown)
+        # Coloured by team: two teams in two colours, agents without one in grey.
+        page.evaluate("() => window.agentWorld.setFollow(false)")
+        page.click("#btn-fit")
+        for team in ("red", "blue"):
+            page.evaluate("(line) => window.agentWorld.api.command(line)",
+                          f"/spawn agent team={team} personality=cautious")
+        page.wait_for_function(
+            "() => new Set([...window.agentWorld.store.agents.byId.values()].map((a) => a[8]))"
+            ".size >= 3", timeout=15_000)
+        page.select_option("#color-by", "team")
+        colours = page.evaluate(
+            "() => Object.fromEntries([...window.agentWorld.store.agents.byId.values()]"
+            ".map((a) => [a[8] || 'none', window.agentWorld.colourOf(a[0]).join(',')]))")
+        assert len({colours["red"], colours["blue"], colours["none"]}) == 3, colours
+        assert "red" in page.inner_text("#legend") and "blue" in page.inner_text("#legend")
         browser.close()
     assert errors == [], f"errors in the page: {errors}"
 

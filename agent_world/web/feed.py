@@ -30,7 +30,7 @@ __all__ = ["AGENT_FIELDS", "FIELDS", "ITEM_FIELDS", "LAYERS", "OBJECT_FIELDS", "
            "LiveFeed", "agent_record", "event_position", "with_lines"]
 
 LAYERS = ("agents", "items", "objects")
-AGENT_FIELDS = ("id", "x", "y", "hp", "flags", "name", "personality", "brain")
+AGENT_FIELDS = ("id", "x", "y", "hp", "flags", "name", "personality", "brain", "team")
 ITEM_FIELDS = ("id", "x", "y", "qty", "kind")
 OBJECT_FIELDS = ("id", "x", "y", "stock", "kind")
 FIELDS = {"agents": AGENT_FIELDS, "items": ITEM_FIELDS, "objects": OBJECT_FIELDS}
@@ -81,11 +81,14 @@ def _unpack(packed: int, n: int) -> list[int]:
     return fields
 
 
-def agent_record(eid: int, row: AgentRow, tick: int, thinking: frozenset[int]) -> Record:
-    """An agent as clients draw it (fields as in ``AGENT_FIELDS``)."""
+def agent_record(world: World, eid: int, row: AgentRow,
+                 thinking: frozenset[int]) -> Record:
+    """An agent as clients draw it (fields as in ``AGENT_FIELDS``; ``team`` is "" for
+    none)."""
     agent, pos, needs = row.agent, row.pos, row.needs
-    return [eid, pos.x, pos.y, _health(needs), _flags(eid, row.combat, tick, thinking),
-            agent.name, agent.personality, agent.brain]
+    team = world.store.try_get(eid, c.Team)
+    return [eid, pos.x, pos.y, _health(needs), _flags(eid, row.combat, world.tick, thinking),
+            agent.name, agent.personality, agent.brain, team.name if team is not None else ""]
 
 
 def _item_record(eid: int, item: c.Item, pos: c.Position) -> Record:
@@ -326,8 +329,7 @@ class LiveFeed:
         world = self.world
         if layer == "agents":
             row = world.agent_row(eid)
-            return None if row is None else agent_record(eid, row, world.tick,
-                                                         self.thinking())
+            return None if row is None else agent_record(world, eid, row, self.thinking())
         store = world.store
         pos = store.try_get(eid, c.Position) if eid in store else None
         if pos is None:
@@ -342,8 +344,8 @@ class LiveFeed:
         """Every record of a layer (inside ``bbox`` when given), ascending by id."""
         world = self.world
         if layer == "agents":
-            tick, thinking = world.tick, self.thinking()
-            found = [agent_record(eid, row, tick, thinking) for eid, row in world.agents()]
+            thinking = self.thinking()
+            found = [agent_record(world, eid, row, thinking) for eid, row in world.agents()]
         elif layer == "items":
             found = [_item_record(eid, item, pos)
                      for eid, (item, pos) in world.store.query(c.Item, c.Position)]

@@ -15,6 +15,7 @@ from agent_world.commands import stats as console_stats
 from agent_world.commands.recent import involves
 from agent_world.core import components as c
 from agent_world.core.components import NO_ONE
+from agent_world.core.teams import team_of
 from agent_world.core.terrain import TILE_NAMES
 from agent_world.web.feed import FIELDS, BBox, with_lines
 
@@ -97,7 +98,7 @@ def agent_rows(server: WebServer, *, sort: str, limit: int,
                      "health": round(needs.health, 2), "gold": inv.gold,
                      "wealth": round(_wealth(world.market.prices, inv), 2), "kills": agent.kills,
                      "age": tick - agent.born,
-                     "carried": sum(inv.items.values())})
+                     "carried": sum(inv.items.values()), "team": team_of(world, eid)})
     if sort in ("id", "name"):
         rows.sort(key=lambda r: r[sort])
     else:
@@ -176,7 +177,7 @@ def agent_detail(server: WebServer, eid: int) -> dict[str, Any] | None:
     thinking = eid in server.feed.thinking()
     detail: dict[str, Any] = {
         "id": eid, "name": agent.name, "personality": agent.personality,
-        "brain": agent.brain, "x": pos.x, "y": pos.y,
+        "brain": agent.brain, "team": team_of(world, eid), "x": pos.x, "y": pos.y,
         "tile": world.describe_tile(pos.x, pos.y), "born": agent.born,
         "age": tick - agent.born, "kills": agent.kills, "tick": tick,
         "needs": {"health": round(needs.health, 2), "max_health": needs.max_health,

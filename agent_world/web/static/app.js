@@ -17,6 +17,11 @@ const PERSONALITY_COLORS = {
 };
 const PERSONALITY_SHAPES = { aggressive: 'triangle', cautious: 'circle', gatherer: 'square', trader: 'diamond' };
 const BRAIN_COLORS = { builtin: '#56B4E9', llm: '#E69F00', remote: '#CC79A7' };
+// Teams take these in the order the page first sees them (the first four stay apart for
+// every common colour-vision deficiency: tests/test_viewer_palette.py).
+const TEAM_COLORS = { team1: '#D55E00', team2: '#0072B2', team3: '#F0E442', team4: '#56B4E9',
+  team5: '#CC79A7', team6: '#009E73' };
+const TEAM_PALETTE = Object.values(TEAM_COLORS);
 const OTHER_COLOR = '#dddddd';
 // Terrain ids are the server's legend keys; unknown ids get magenta so they stand out.
 const TERRAIN_RGB = { grass: [88, 122, 66], water: [38, 92, 160], rock: [128, 122, 114] };
@@ -59,13 +64,24 @@ function goods(obj) {
 }
 // Quote one word for the console's shlex split: inside double quotes only \ and " escape.
 const shQuote = (s) => '"' + String(s).replace(/\\/g, '\\\\').replace(/"/g, '\\"') + '"';
-function agentColor(personality, brain) {
-  return ui.colorByBrain ? (BRAIN_COLORS[brain] || OTHER_COLOR)
-    : (PERSONALITY_COLORS[personality] || OTHER_COLOR);
+// Colour agents by personality (the default), brain (an `llm:NAME` brain as `llm`) or team.
+const teamSlots = new Map();  // team name -> palette index, in the order first seen
+function teamColor(team) {
+  if (!team) return OTHER_COLOR;
+  if (!teamSlots.has(team)) {
+    teamSlots.set(team, teamSlots.size);
+    if (ui.colorBy === 'team') queueMicrotask(renderLegend);
+  }
+  return TEAM_PALETTE[teamSlots.get(team) % TEAM_PALETTE.length];
+}
+function agentColor(personality, brain, team) {
+  if (ui.colorBy === 'brain') return BRAIN_COLORS[String(brain).split(':')[0]] || OTHER_COLOR;
+  if (ui.colorBy === 'team') return teamColor(team);
+  return PERSONALITY_COLORS[personality] || OTHER_COLOR;
 }
 function hpColor(hp) { return hp > 60 ? '#46c46e' : hp > 30 ? '#f5b041' : '#ef5b5b'; }
 
-const ui = { colorByBrain: false, readOnly: false, replay: false, picking: false, readsNeedToken: false, hearing: 0 };
+const ui = { colorBy: 'personality', readOnly: false, replay: false, picking: false, readsNeedToken: false, hearing: 0 };
 
 // -- api ----------------------------------------------------------------------------------
 
@@ -748,7 +764,7 @@ function drawAgents(s, ar) {
   resetGroups();
   for (let i = 0; i < seen.n; i++) {
     const a = seen.recs[i];
-    group(`${agentColor(a[6], a[7])}|${PERSONALITY_SHAPES[a[6]] || 'circle'}`).push(i);
+    group(`${agentColor(a[6], a[7], a[8])}|${PERSONALITY_SHAPES[a[6]] || 'circle'}`).push(i);
   }
   for (const [key, list] of groups) {
     if (!list.length) continue;
@@ -935,7 +951,9 @@ function updateZoomInfo() {
 
 // The legend draws its swatches with the map's own drawing functions.
 function renderLegend() {
-  const entries = ui.colorByBrain ? Object.entries(BRAIN_COLORS) : Object.entries(PERSONALITY_COLORS);
+  const entries = ui.colorBy === 'brain' ? Object.entries(BRAIN_COLORS)
+    : ui.colorBy === 'team' ? [...teamSlots.keys()].map((t) => [t, teamColor(t)]).concat([['no team', OTHER_COLOR]])
+      : Object.entries(PERSONALITY_COLORS);
   const sw = (draw) => {
     const cv = document.createElement('canvas');
     cv.width = 14; cv.height = 14; cv.className = 'sw';
@@ -946,7 +964,7 @@ function renderLegend() {
   el.textContent = '';
   const add = (canvasEl, label) => { const span = document.createElement('span'); span.append(canvasEl, label); el.append(span); };
   for (const [k, color] of entries) {
-    add(sw((c) => { agentShape(c, ui.colorByBrain ? 'circle' : PERSONALITY_SHAPES[k], 7, 7, 4.5); c.fillStyle = color; c.fill(); c.strokeStyle = '#000'; c.stroke(); }), k);
+    add(sw((c) => { agentShape(c, ui.colorBy === 'personality' ? PERSONALITY_SHAPES[k] : 'circle', 7, 7, 4.5); c.fillStyle = color; c.fill(); c.strokeStyle = '#000'; c.stroke(); }), k);
   }
   add(sw((c) => { c.arc(7, 7, 5, 0, Math.PI * 2); c.strokeStyle = '#fff'; c.lineWidth = 1.5; c.stroke(); }), 'thinking');
   for (const [k, name] of Object.entries(OBJECT_NAMES)) {
@@ -1234,7 +1252,8 @@ const inspector = {
     const inv = d.inventory || { gold: 0, items: {} };
     const hunger = n.hunger ?? 0, energy = n.energy ?? 0;
     let html = `<div><span class="badge" style="background:${PERSONALITY_COLORS[d.personality] || OTHER_COLOR}">${esc(d.personality)}</span>` +
-      `<span class="badge" style="background:${BRAIN_COLORS[d.brain] || OTHER_COLOR}">${esc(d.brain)}</span>` +
+      `<span class="badge" style="background:${BRAIN_COLORS[String(d.brain).split(':')[0]] || OTHER_COLOR}">${esc(d.brain)}</span>` +
+      (d.team ? `<span class="badge" style="background:${teamColor(d.team)}">team ${esc(d.team)}</span>` : '') +
       `<span class="muted">#${d.id} · (${d.x}, ${d.y}) ${esc(d.tile)} · age ${d.age} · kills ${d.kills}</span></div>`;
     html += sec('needs',
       bar('health', n.health, n.max_health, hpColor(100 * n.health / (n.max_health || 100)), `${fmt(n.health, 1)}/${fmt(n.max_health, 0)}`) +
@@ -1410,7 +1429,7 @@ const scoreboard = {
       $('score-col').textContent = sort;
       $('scoreboard').tBodies[0].innerHTML = this.rows.map((a, i) =>
         `<tr data-id="${a.id}"><td class="num">${i + 1}</td>` +
-        `<td><span class="dot" style="background:${agentColor(a.personality, a.brain)}"></span>${esc(a.name)}</td>` +
+        `<td><span class="dot" style="background:${agentColor(a.personality, a.brain, a.team)}"></span>${esc(a.name)}</td>` +
         `<td class="muted">${esc(a.personality)}${a.brain === 'llm' ? ' · llm' : ''}</td>` +
         `<td class="num">${fmt(a[sort], 1)}</td><td class="num">${fmt(a.health, 0)}</td></tr>`).join('') ||
         '<tr><td colspan="5" class="muted">no agents</td></tr>';
@@ -1720,7 +1739,7 @@ function screenOf(id) {
 function colourOf(id) {
   const a = store.agents.get(Number(id));
   if (!a) return null;
-  const hex = agentColor(a[6], a[7]);
+  const hex = agentColor(a[6], a[7], a[8]);
   return [1, 3, 5].map((i) => parseInt(hex.slice(i, i + 2), 16));
 }
 
@@ -2008,8 +2027,8 @@ function init() {
   controls.init();
   replay.init();
   renderLegend();
-  $('color-by-brain').addEventListener('change', (e) => {
-    ui.colorByBrain = e.target.checked;
+  $('color-by').addEventListener('change', (e) => {
+    ui.colorBy = e.target.value;
     renderLegend();
     requestRender();
     scoreboard.refresh();
