@@ -510,6 +510,20 @@ def test_the_web_api_asks_polls_and_surveys(tmp_path: Path) -> None:
                 assert resp.status == 200 and (await resp.text()).startswith("agent,name,")
             assert (await s.get("/api/surveys"))["surveys"][0]["id"] == made["id"]
             await s.get("/api/surveys/nope", 404)
+            # a flood: answers held back (no pump), the fourth question to one agent is 429
+            talk = s.session.talk
+            held, talk.pump = talk.pump, lambda: None  # type: ignore[method-assign]
+            other = s.world.agents()[1][0]
+            statuses = []
+            for _ in range(4):
+                async with s.http.post(f"{s.url}/api/agents/{other}/ask",
+                                       json={"question": "again?"}) as resp:
+                    statuses.append(resp.status)
+                    flood = await resp.json()
+            assert statuses == [202, 202, 202, 429] and "talk.per_agent" in flood["error"]
+            talk.pump = held  # type: ignore[method-assign]
+            talk.pump()
+            assert talk.per_agent.get(other) is None
             # the command surface works over the web too
             reply = await s.command(f"/ask {eid} hello there")
             assert reply["reply"][0].startswith("asked ")
