@@ -43,6 +43,7 @@ from agent_world.persistence.folder import SaveFolder
 from agent_world.persistence.writer import Persistence
 from agent_world.remote.answerer import RemoteBrains
 from agent_world.sandbox import Sandbox
+from agent_world.talk import Talk
 from agent_world.types import Clock, MonotonicClock, TickReport
 from agent_world.userbrains.answerer import UserBrains
 from agent_world.worldlog import WorldLog, printable
@@ -238,6 +239,11 @@ class Session:
                 self.attach_kind(kind.name, answerer)
         for model in self.llm_models.values():
             self.attach_kind("", model)
+        # Interviews and surveys (/ask, /survey): answered off the tick by the kinds above
+        # (or plainly from an agent's state), each answer an ``interview`` input.
+        self.talk = Talk(world, config.talk, parts=self.thinking_parts,
+                         save_dir=folder.root if folder is not None else None,
+                         note=self.note)
         # Asked in turn when the operator presses Ctrl-C; one that returns True handled it
         # (the console cancels a long command), otherwise the world stops.
         self.interrupt_handlers: list[Callable[[], bool]] = []
@@ -259,6 +265,7 @@ class Session:
         if report is not None:
             for pipeline in self._pipelines:
                 pipeline.on_tick(report)
+            self.talk.on_tick(report)  # after the decisions: interviews take what they leave
         forked = False
         if self.persistence is not None:
             # The tick's cost spaces the seek points: a replay of it costs about the same.
@@ -423,6 +430,7 @@ class Session:
         if self._closed:
             return self._saved
         self._closed = True
+        self._stopping("the interviews", self.talk.close)  # surveys under way written down
         persistence = self.persistence
         if persistence is not None:
             self._saved = self._stopping("the save folder",

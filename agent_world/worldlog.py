@@ -182,6 +182,8 @@ _FORMATS: dict[str, Callable[[Event], str]] = {
                          f"and started afresh (a tick is {e['budget_ms']:g} ms)",
     ev.INPUT_REJECTED: lambda e: f"REJECTED input #{e['seq']} ({e['input']} from "
                                 f"{e['source']}): {e['reason']}",
+    ev.INTERVIEW: lambda e: f"ASKED    {_who(e)} was asked \"{e['question']}\" and "
+                           f"answered \"{e['answer']}\"",
     ev.REMOVED: lambda e: f"REMOVED  {e['what']} by the operator",
     ev.GIVEN: lambda e: f"GIVEN    the operator gives {e['qty']} {e['item']} to "
                        f"{_who(e, 'target', 'target_name')}",

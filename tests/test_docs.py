@@ -787,6 +787,7 @@ STATUS_ELSEWHERE = {
     503: "tests/test_web_api.py::test_ws_refuses_a_foreign_origin_and_too_many_clients",
     408: "tests/test_web_hostile.py::test_a_body_sent_a_byte_at_a_time_is_cut_at_the_head_"
          "timeout",
+    429: "tests/test_talk.py::test_the_web_api_asks_polls_and_surveys (a flood of questions)",
 }
 _STATUS = re.compile(r"\*\*(\d{3})\*\*|\b(?:gives|answers|status|with) (?:a )?`?(\d{3})\b|"
                      r"`(\d{3})`")

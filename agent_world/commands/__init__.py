@@ -8,6 +8,7 @@ every change it makes is an input: logged and replayed. It imports no terminal U
     parsing.py     command words -> typed argument records (the edge)
     control.py     /pause /resume /step /speed /save /echo /quit
     changes.py     /spawn /kill /give (submitted as inputs)
+    talk.py        /ask /survey /surveys (interviews, answered off the tick)
     abilities.py   /ability (asks the angel) and /abilities (list, disable, enable)
     views.py       /list /debug
     scores.py      /metrics /top

@@ -14,7 +14,7 @@ from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, TextIO, TypeVar
 
-from agent_world.commands import abilities, changes, control, scores, stats, views
+from agent_world.commands import abilities, changes, control, scores, stats, talk, views
 from agent_world.commands.parsing import (
     CommandError,
     HelpArgs,
@@ -248,6 +248,14 @@ COMMANDS: dict[str, Command[Any]] = _table(
             "item into an agent's inventory", parse=parse_give, run=changes.give),
     Command(name="say", usage="/say ID|NAME TEXT", summary="make an agent say TEXT to "
             "those within hearing", parse=parse_say, run=changes.say),
+    Command(name="ask", usage="/ask AGENT QUESTION [remember=yes|no]",
+            summary="interview an agent: its own brain answers, off the tick",
+            parse=talk.parse_ask, run=talk.ask, details=talk.ASK_HELP),
+    Command(name="survey", usage="/survey QUESTION [FILTER ...] [remember=yes|no]",
+            summary="ask every agent the filters match; the answers go to a table",
+            parse=talk.parse_survey, run=talk.survey, details=talk.SURVEY_HELP),
+    Command(name="surveys", usage="/surveys [ID]", summary="the surveys, or one's answers",
+            parse=talk.parse_surveys, run=talk.surveys),
     Command(name="debug", usage="/debug ID|NAME", summary="everything about one entity",
             parse=parse_one_entity, run=views.debug,
             details=("Components, brain and plan, inventory, relationships, memory and the "

@@ -24,6 +24,7 @@ from agent_world.config.collector import CollectorConfig
 from agent_world.config.decisions import MOVED, DecisionsConfig
 from agent_world.config.llm import DEFAULT_BASE_URLS, NOT_PER_PROFILE, LLMConfig
 from agent_world.config.storage import LogConfig, PathsConfig, PersistenceConfig
+from agent_world.config.talk import TalkConfig
 from agent_world.config.web import ConsoleConfig, RemoteConfig, WebConfig
 from agent_world.config.world import GameConfig, WorldConfig
 
@@ -50,6 +51,7 @@ class Config:
     brains: BrainsConfig = field(default_factory=BrainsConfig)
     remote: RemoteConfig = field(default_factory=RemoteConfig)
     collector: CollectorConfig = field(default_factory=CollectorConfig)
+    talk: TalkConfig = field(default_factory=TalkConfig)
 
     def __post_init__(self) -> None:
         if self.angel.generator == "llm" and not self.llm.enabled:
@@ -100,6 +102,7 @@ SECTIONS: dict[str, type[Any]] = {
     "brains": BrainsConfig,
     "remote": RemoteConfig,
     "collector": CollectorConfig,
+    "talk": TalkConfig,
 }
 
 

@@ -26,7 +26,8 @@ __all__ = ["MAX_ID_COMPLETIONS", "WorldCompleter"]
 MAX_ID_COMPLETIONS = 50
 Candidate = tuple[str, str]  # (text, meta shown beside it)
 
-_ENTITY_ARG = {"debug": (1,), "kill": (1,), "give": (1,)}
+_ENTITY_ARG = {"debug": (1,), "kill": (1,), "give": (1,), "ask": (1,), "say": (1,)}
+_SURVEY_OPTIONS = ("personality=", "brain=", "model=", "team=", "area=", "remember=")
 _SPAWN_OPTIONS = {"agent": ("personality=", "brain=", "gold="), "item": ("qty=",)}
 _OPTION_VALUES = {"personality": PERSONALITIES, "brain": BRAINS}
 
@@ -71,7 +72,34 @@ class WorldCompleter(Completer):
                     *((k, "item") for k in ITEMS), *((k, "object") for k in OBJECTS)]
         if command == "spawn":
             return self._spawn(index, words, current)
+        if command in ("ask", "survey"):
+            return self._talk(command, current)
+        if command == "surveys" and index == 1:
+            return ((sid, "survey") for sid in self.session.talk.surveys)
         return ()
+
+    def _talk(self, command: str, current: str) -> Iterable[Candidate]:
+        """remember=yes|no after an /ask's agent; a /survey's filters and their values."""
+        key, eq, _value = current.partition("=")
+        key = key.lower()
+        if eq:
+            values: tuple[str, ...] = ()
+            if key == "remember":
+                values = ("yes", "no")
+            elif command == "survey" and key == "personality":
+                values = PERSONALITIES
+            elif command == "survey" and key == "brain":
+                brains = getattr(self.session, "brains", None)
+                values = (*BRAINS, *(brains.names() if brains is not None else ()))
+            elif command == "survey" and key == "model":
+                values = ("default", *getattr(self.session, "llm_models", {}))
+            elif command == "survey" and key == "team":
+                values = tuple(sorted(self.session.world.population.teams))
+            return ((f"{key}={v}", "") for v in values)
+        if not current:
+            return ()
+        options = _SURVEY_OPTIONS if command == "survey" else ("remember=",)
+        return ((o, "option") for o in options)
 
     def _entities(self, current: str) -> Iterable[Candidate]:
         world = self.session.world

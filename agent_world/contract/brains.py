@@ -91,6 +91,15 @@ class Brain:
         has no score; its figures count from the fork). No ``decide`` follows; it is held to
         the brain's deadline."""
 
+    def interview(self, question: str, obs: Observation) -> str | None:
+        """Answer an interviewer's question (``/ask``, a survey) in the agent's own voice,
+        from ``obs`` (what it perceives now) and whatever the brain remembers. Plain text;
+        the world keeps at most ``talk.max_answer_chars`` of it. Called on an interview
+        thread, never while another call of this brain runs, and held to the brain's
+        deadline. None (the default): the world answers plainly from the agent's state
+        (its needs, goods, plan, likes and dislikes, what happened to it lately)."""
+        return None
+
     def reflect(self) -> None:
         """Think over what happened (every ``reflect_every_ticks``, after a decision, on the
         worker, within the deadline): distil memories, revise goals. Its time never delays

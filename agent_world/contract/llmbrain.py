@@ -8,7 +8,9 @@ triggers, queue, deadline and fallback, its answers checked and logged as ``plan
 - ``make_memory()``: which ``Memory`` it keeps (BM25 retrieval by default);
 - ``system_prompt()`` and ``build_prompt(obs, recalled)``: what the model reads;
 - ``parse(text)``: how its answer becomes decisions;
-- ``remember(...)``: what goes into memory; ``reflect()``: what it distils from it.
+- ``remember(...)``: what goes into memory; ``reflect()``: what it distils from it;
+- ``interview(question, obs)`` and ``interview_prompt(question, obs, recalled)``: how it
+  answers an interviewer (``/ask``, surveys), in its own voice, from its memory.
 
 Every step writes a line to the reasoning trace (``/debug AGENT`` shows it).
 """
@@ -32,6 +34,10 @@ __all__ = ["ANSWER_FORMAT", "LLMBrain"]
 
 ANSWER_FORMAT = ('Answer with one JSON object and nothing else: {"thought": "<one short '
                  'sentence>", "plan": [{"action": "<name>", "args": {...}}]}')
+INTERVIEWED = ("You are {name}, an agent living in a small simulated world. Someone from "
+               "outside the world is interviewing you. Answer in your own voice, in the first "
+               "person, from what you perceive and remember, in at most three sentences of "
+               "plain text: no JSON, no lists.")
 REFLECTION = ("Here is what happened to {name} lately, oldest first:\n{lines}\n\nIn at most "
               "two sentences, what has {name} learned that should guide its next choices? "
               "Plain text, no JSON.")
@@ -120,6 +126,25 @@ class LLMBrain(Brain):
         if outcome != "ok":
             last = self.memory.entries()[-1:] or [MemoryEntry("", 0)]
             self.remember(last[0].tick, f"{action} failed: {outcome}", "failure")
+
+    def interview_prompt(self, question: str, obs: Observation,
+                         recalled: Sequence[MemoryEntry]) -> str:
+        """What the model reads to answer an interviewer: the memories ``question`` recalls,
+        what the agent perceives now, the question."""
+        memories = "\n".join(f"- t={m.tick}: {m.text}" for m in recalled) or "- nothing yet"
+        return (f"What you remember that may matter:\n{memories}\nWhat you perceive now "
+                f"(JSON): {orjson.dumps(obs.prompt_view()).decode()}\n"
+                f"The interviewer asks: \"{question}\"\nYour answer:")
+
+    def interview(self, question: str, obs: Observation) -> str | None:
+        """The model's answer, as this agent, with the memories the question recalls."""
+        if self.llm is None:
+            return None
+        self.name = self.name or obs.me.name
+        recalled = (self.memory.retrieve(f"{question} {self.query(obs)}", self.recall)
+                    if self.recall else [])
+        return self.llm.complete(self.interview_prompt(question, obs, recalled),
+                                 system=INTERVIEWED.format(name=obs.me.name), max_tokens=160)
 
     def reflect(self) -> None:
         """Ask the model what the recent memories teach; keep the lesson as a memory."""

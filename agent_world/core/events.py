@@ -34,6 +34,7 @@ __all__ = [
     "HARVEST",
     "HAZARD",
     "INPUT_REJECTED",
+    "INTERVIEW",
     "LOOP_EVENTS",
     "OVERRUN",
     "PICKUP",
@@ -108,6 +109,7 @@ ABILITY_KILLED = "ability_killed"
 INPUT_REJECTED = "input_rejected"
 BRAIN_CHANGED = "brain_changed"  # a ``brain`` input gave an agent another brain
 RESEEDED = "reseeded"  # a ``reseed`` input gave the world another seed
+INTERVIEW = "interview"  # an agent keeps an interview in memory (an ``interview`` input)
 
 # the tick loop's, reported with the tick after the one they are about
 OVERRUN = "overrun"
@@ -153,6 +155,7 @@ WORLD_EVENTS: frozenset[str] = frozenset({
     INPUT_REJECTED,
     BRAIN_CHANGED,
     RESEEDED,
+    INTERVIEW,
 })
 """What ``World.emit`` may emit."""
 LOOP_EVENTS: frozenset[str] = frozenset({OVERRUN, SKIPPED})

@@ -201,6 +201,31 @@ def _decision_fault(world: World, data: Mapping[str, Any]) -> None:
         world.metrics.add(world, eid, "decision_faults")
 
 
+MAX_INTERVIEW_MEMORY = 300  # characters of a remembered interview in the agent's memory
+
+
+def _interview(world: World, data: Mapping[str, Any]) -> None:
+    """An interview and its answer (the record of every ``/ask`` and survey answer; what
+    a model said is never asked again in a replay). With ``remember`` and an answer, the
+    agent keeps it: a line of its memory (every brain's observation shows it) and an
+    ``interview`` event that the LLM's and users' brains' memories take in; otherwise the
+    world is left as it is."""
+    question = _str(data, "question")
+    answer = _str(data, "answer")
+    remember = data.get("remember", False)
+    if not isinstance(remember, bool):
+        raise InputRejected(f"remember must be true or false, got {remember!r}")
+    if question is None or answer is None:
+        raise InputRejected("an interview needs its question and answer (text)")
+    if not remember or not answer:
+        return
+    eid = _agent(world, data)
+    line = f'I was asked "{question}" and answered "{answer}"'
+    world.remember(eid, line[:MAX_INTERVIEW_MEMORY])
+    world.emit(ev.INTERVIEW, agent=eid, name=world.name_of(eid), question=question,
+               answer=answer, interview=_str(data, "id") or "")
+
+
 INPUT_HANDLERS: dict[str, InputHandler] = {
     "spawn": _spawn,
     "kill": _kill,
@@ -209,6 +234,7 @@ INPUT_HANDLERS: dict[str, InputHandler] = {
     "decision_fault": _decision_fault,
     "brain": _brain,
     "reseed": _reseed,
+    "interview": _interview,
     "ability": accept_input,
     "ability_refused": refused_input,
     "ability_state": state_input,

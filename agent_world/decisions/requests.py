@@ -122,6 +122,11 @@ class RequestQueue:
                 return "queued"
             return None
 
+    def urgent_waiting(self) -> int:
+        """Urgent requests queued, not yet taken (interviews wait while there are any)."""
+        with self._cond:
+            return sum(1 for job in self._queued.values() if job.priority == URGENT)
+
     def agents(self) -> frozenset[int]:
         """The agents with a request queued or in flight."""
         with self._cond:

@@ -28,6 +28,7 @@ from agent_world.contract.observation import observe
 from agent_world.core import components as c
 from agent_world.core.world import World
 from agent_world.decisions.answerer import Answer, Answering, Fault, Pace, Reply
+from agent_world.decisions.interview import Question, Said, Spoken
 from agent_world.decisions.metrics import Metrics, percentile
 from agent_world.decisions.mind import Mind
 from agent_world.decisions.requests import Job, Outcome
@@ -35,6 +36,7 @@ from agent_world.llm.brainllm import BrainLLM
 from agent_world.llm.cache import ResponseCache, cache_key
 from agent_world.llm.gates import Gates, LLMUnavailable
 from agent_world.llm.http import estimate_tokens
+from agent_world.llm.interview import ask_model, interview_request
 from agent_world.llm.memory import MemoryBook
 from agent_world.llm.promptlog import PromptLog
 from agent_world.llm.prompts import PROMPT_VERSION, PromptBuilder, WorldFacts
@@ -125,6 +127,7 @@ class LLMAgents(Answering):
         # Requests on the transport, by request id: cancelled when the pipeline abandons one.
         self._flying: dict[int, concurrent.futures.Future[Answer | Fault]] = {}
         self._flying_lock = threading.Lock()
+        self._interviews: set[concurrent.futures.Future[Spoken]] = set()  # on the transport
 
     def bind(self, pipeline: Any) -> None:
         super().bind(pipeline)
@@ -354,6 +357,57 @@ class LLMAgents(Answering):
             exc.status == 413 or "context" in message.lower() or "too long" in message.lower())
         return Fault(kind=exc.kind, error=message, too_long=too_long)
 
+    # -- interviews (decisions/interview.py) ---------------------------------------------------
+
+    def speaks_for(self, eid: int) -> bool:
+        return eid in self.minds
+
+    def interview_room(self) -> int:
+        """Free slots of the model, when no urgent decision waits and calls may go out:
+        interviews take only what decisions leave."""
+        if self.unavailable() or self.queue.urgent_waiting() or self.transport.waiting:
+            return 0
+        with self._flying_lock:
+            out = len(self._interviews)
+        return max(0, self.cfg.max_concurrent - self.transport.in_flight - out)
+
+    def interview(self, question: Question, said: Said) -> None:
+        """Ask agent ``question.agent`` through its model (main thread: the prompt is made
+        here, from its observation and memory, and handed to the transport)."""
+        world = self.world
+        eid = question.agent
+        agent = world.store.get(eid, c.Agent)
+        by = {"kind": "llm", "brain": agent.brain, "profile": self.profile_name,
+              "model": str(self.identity.get("model", ""))}
+        request = interview_request(
+            name=agent.name, personality=agent.personality,
+            observation=observe(world, eid).prompt_view(None),
+            memory=self.memory.of(eid).render(world.tick), question=question,
+            temperature=self.cfg.temperature, seed=self.cfg.seed or None)
+        try:
+            future = self.transport.submit(ask_model(self.transport, self.gates, request,
+                                                     question, by))
+        except TransportClosed:
+            said(Spoken(text=None, error="connect: the LLM transport is closed", by=by))
+            return
+        with self._flying_lock:
+            self._interviews.add(future)
+        future.add_done_callback(functools.partial(self._interviewed, said, by))
+
+    def _interviewed(self, said: Said, by: dict[str, Any],
+                     future: concurrent.futures.Future[Spoken]) -> None:
+        with self._flying_lock:
+            self._interviews.discard(future)
+        if future.cancelled():
+            said(Spoken(text=None, error="cancelled: the LLM stopped", by=by))
+            return
+        try:
+            said(future.result())
+        except Exception as exc:  # a bug: say so, the interview ends without an answer
+            self.report(self.redact(f"LLM interview bug (please report it):\n"
+                                    f"{traceback.format_exc()}"))
+            said(Spoken(text=None, error=f"internal: {type(exc).__name__}", by=by))
+
     def on_decided(self, eid: int, tick: int, actions: str, thought: str) -> None:
         self.memory.note(eid, tick, f"I decided: {actions}" + (f" ({thought})" if thought
                                                                   else ""), "own decision")
@@ -506,8 +560,11 @@ class LLMAgents(Answering):
         transport closed if it is this kind's own, and the memories saved."""
         with self._flying_lock:
             flying, self._flying = list(self._flying.values()), {}
+            asking, self._interviews = list(self._interviews), set()
         for future in flying:
             future.cancel()
+        for spoken in asking:
+            spoken.cancel()
         if self._owns_transport:
             self.transport.close()
         if self.memories_dir is not None:

@@ -45,6 +45,7 @@ from agent_world.core.actions import Action
 from agent_world.core.inputs import MAX_PLAN
 from agent_world.core.world import World
 from agent_world.decisions.answerer import Answer, Answering, Fault, Pace, Reply
+from agent_world.decisions.interview import Question, Said, Spoken, spoken_text
 from agent_world.decisions.metrics import percentile
 from agent_world.decisions.mind import Mind
 from agent_world.decisions.requests import Job, Outcome
@@ -59,6 +60,7 @@ if TYPE_CHECKING:
 __all__ = ["MAX_HOOKS", "UserBrains"]
 
 MAX_HOOKS = 50  # events kept for one agent's next decision (the newest)
+INTERVIEW_THREADS = 2  # brains answering interviewers at once (threads of their own)
 LLM_SLACK_MS = 1000  # an LLMBrain's deadline beyond one call's llm.request_timeout_s
 
 
@@ -127,6 +129,9 @@ class UserBrains(Answering):
                 timeout_s=decision_timeout_s(settings.deadline_ms))
         self._expired: set[int] = set()  # reflections given up at their deadline
         self._deaths: queue.SimpleQueue[int] = queue.SimpleQueue()
+        # One call at a time per brain: a decision and an interview never overlap.
+        self._calling: dict[int, threading.Lock] = {}
+        self._interviews_out = 0  # interview threads running (at most INTERVIEW_THREADS)
 
     def llm_of(self, cls: type[Brain]) -> BrainLLM | None:
         """The LLM a brain of ``cls`` calls: its ``model`` profile's, or the default's."""
@@ -321,6 +326,7 @@ class UserBrains(Answering):
                 brain = self._brains.pop(eid, None)
             with self._lock:
                 self._traces.pop(eid, None)
+                self._calling.pop(eid, None)
                 pool = self._pooled.pop(eid, None)
             self._reflected.pop(eid, None)
             if pool is not None:
@@ -330,7 +336,24 @@ class UserBrains(Answering):
                 with contextlib.suppress(Exception):
                     brain.on_death()
 
+    def _calls_of(self, eid: int) -> threading.Lock:
+        """The lock a call of agent ``eid``'s brain holds (a decision, an interview)."""
+        with self._lock:
+            return self._calling.setdefault(eid, threading.Lock())
+
     def _decide(self, job: Job, started: float) -> Answer | Fault:
+        name = job.payload[0]
+        calling = self._calls_of(job.agent)
+        left = self.deadlines[name] - (time.perf_counter() - started)
+        if not calling.acquire(timeout=max(0.0, left)):
+            return self._fault(job, started, "busy", f"{name} was answering an interviewer "
+                               "until the decision's deadline")
+        try:
+            return self._decide_now(job, started)
+        finally:
+            calling.release()
+
+    def _decide_now(self, job: Job, started: float) -> Answer | Fault:
         name, obs, hooks = job.payload
         with self._lock:
             self._running[job.rid] = Running(job.agent, name, started, self.deadlines[name],
@@ -426,6 +449,89 @@ class UserBrains(Answering):
                 with self._lock:
                     self._traces[job.agent] = (tick, self._traces.get(job.agent, (tick, []))[1]
                                                + trace)
+
+    # -- interviews (decisions/interview.py) ---------------------------------------------------
+
+    def speaks_for(self, eid: int) -> bool:
+        """Whether agent ``eid``'s brain answers interviewers itself: a registered brain
+        whose class has an ``interview`` (policies answer plainly)."""
+        agent = self.world.store.try_get(eid, c.Agent)
+        cls = self.classes.get(agent.brain) if agent is not None else None
+        return (eid in self.minds and cls is not None and not issubclass(cls, PolicyBrain)
+                and cls.interview is not Brain.interview)
+
+    def interview_room(self) -> int:
+        with self._lock:
+            return INTERVIEW_THREADS - self._interviews_out
+
+    def interview(self, question: Question, said: Said) -> None:
+        """Ask agent ``question.agent``'s brain on an interview thread, between its calls
+        (its observation is made here, on the main thread)."""
+        eid = question.agent
+        name = self._brain_of(eid)
+        obs = observe(self.world, eid)
+        by = {"kind": "brain", "brain": name, "model": self.model_of(name)}
+        with self._lock:
+            self._interviews_out += 1
+        # A daemon thread each (at most INTERVIEW_THREADS, the asker keeps to the room):
+        # a brain that never answers cannot hold up the program's exit.
+        threading.Thread(target=self._interview_on_thread, args=(question, name, obs, by, said),
+                         name=f"brain-interview-{question.agent}", daemon=True).start()
+
+    def model_of(self, name: str) -> str:
+        """The model profile a brain called ``name`` asks ('' for none): an ``LLMBrain``'s
+        ``model``, ``default`` for the default profile."""
+        cls = self.classes.get(name)
+        if cls is None or not issubclass(cls, LLMBrain):
+            return ""
+        llm = self.llm_of(cls)
+        return (cls.model or "default") if llm is not None else ""
+
+    def _interview_on_thread(self, question: Question, name: str, obs: Any,
+                             by: dict[str, Any], said: Said) -> None:
+        started = time.perf_counter()
+        deadline = started + question.deadline_s
+        try:
+            pool = self.pools.get(name)
+            if pool is not None:
+                kind, text, _trace = pool.interview(question.agent, question.text, obs,
+                                                    deadline)
+                if kind != "ok":
+                    raise BrainFault(kind, str(text))
+            else:
+                text = self._interview_here(question, name, obs, deadline)
+        except BrainFault as exc:
+            said(Spoken(text=None, error=f"{exc.kind}: {exc}", by=by,
+                        latency_s=time.perf_counter() - started))
+        except Exception as exc:  # the user's code
+            said(Spoken(text=None, error=f"exception: {type(exc).__name__}: "
+                                         f"{str(exc)[:200]}", by=by,
+                        latency_s=time.perf_counter() - started))
+        else:
+            answer = spoken_text(text, question.max_chars) if isinstance(text, str) else None
+            said(Spoken(text=answer or None, by=by,
+                        latency_s=time.perf_counter() - started))
+        finally:
+            with self._lock:
+                self._interviews_out -= 1
+
+    def _interview_here(self, question: Question, name: str, obs: Any,
+                        deadline: float) -> str | None:
+        calling = self._calls_of(question.agent)
+        if not calling.acquire(timeout=max(0.0, deadline - time.perf_counter())):
+            raise BrainFault("busy", f"{name} was deciding until the interview's deadline")
+        try:
+            with self._lock:
+                brain = self._brains.get(question.agent)
+            if brain is None or type(brain) is not self.classes[name]:
+                brain = self.classes[name]()
+                brain.llm = self.llm_of(self.classes[name])
+                brain.on_spawn(question.agent)
+                with self._lock:
+                    self._brains[question.agent] = brain
+            return brain.interview(question.text, obs)
+        finally:
+            calling.release()
 
     @staticmethod
     def _fault(job: Job, started: float, kind: str, error: str) -> Fault:

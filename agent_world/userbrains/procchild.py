@@ -25,7 +25,8 @@ __all__ = ["serve"]
 
 
 def serve(requests: Connection, answers: Connection, cls: type[Brain]) -> None:
-    """Answer ``decide``, ``death`` and ``tell`` requests until the pipe closes."""
+    """Answer ``decide``, ``interview``, ``death`` and ``tell`` requests until the pipe
+    closes."""
     actions = action_schemas()
     answers.send(("ready",))
     brains: dict[int, Brain] = {}
@@ -46,6 +47,18 @@ def serve(requests: Connection, answers: Connection, cls: type[Brain]) -> None:
             if told is not None:
                 with contextlib.suppress(Exception):
                     deliver_hooks(told, msg[2])
+            continue
+        if msg[0] == "interview":  # ("interview", agent, question, obs): text or None
+            _kind, agent, question, obs = msg
+            try:
+                asked = brains.get(agent)
+                if asked is None:
+                    asked = brains[agent] = cls()
+                    asked.on_spawn(agent)
+                text = asked.interview(question, obs)
+                answers.send(("ok", text if isinstance(text, str) else None, []))
+            except Exception as exc:  # the user's code
+                answers.send(("exception", f"{type(exc).__name__}: {str(exc)[:200]}", []))
             continue
         _kind, agent, obs, hooks = msg
         brain = brains.get(agent)

@@ -117,6 +117,14 @@ class BrainProcesses:
     def decide(self, agent: int, obs: Any, hooks: tuple[Any, ...],
                deadline: float) -> Verdict:
         """The answer of ``agent``'s brain, by ``deadline`` (a ``perf_counter`` time)."""
+        return self._call(agent, ("decide", agent, obs, hooks), deadline)
+
+    def interview(self, agent: int, question: str, obs: Any, deadline: float) -> Verdict:
+        """``agent``'s brain's answer to an interviewer (``("ok", text or None, [])``), by
+        ``deadline``; held like a decision (one call at a time in a process)."""
+        return self._call(agent, ("interview", agent, question, obs), deadline)
+
+    def _call(self, agent: int, message: tuple[Any, ...], deadline: float) -> Verdict:
         slot = self.slots[agent % len(self.slots)]
         if not slot.lock.acquire(timeout=max(0.0, deadline - time.perf_counter())):
             return ("timeout", "its process was busy with another agent's decision until "
@@ -129,7 +137,7 @@ class BrainProcesses:
             try:
                 if not slot.wait_ready(answers, deadline):
                     return ("timeout", "its process is still starting", [])
-                requests.send(("decide", agent, obs, hooks))
+                requests.send(message)
                 slot.agents.add(agent)
                 if answers.poll(max(0.0, deadline - time.perf_counter())):
                     verdict: Verdict = answers.recv()

@@ -18,6 +18,7 @@ from agent_world.commands.recent import involves
 from agent_world.config import PERSONALITIES
 from agent_world.core.metrics import METRICS
 from agent_world.persistence.eventlog import LogReader
+from agent_world.talk import Filter, FilterError, TalkError
 from agent_world.web import views
 from agent_world.web.feed import LAYERS, BBox, with_lines
 
@@ -28,6 +29,7 @@ __all__ = ["MAX_EVENTS", "ParamError", "add_routes", "error", "json_response"]
 
 MAX_EVENTS = 5000
 MAX_COMMAND = 2000
+MAX_WAIT_S = 30  # the longest an interview request or poll waits for its answer
 MAX_LOG_SCAN = 2_000_000  # event-log lines one request may read at most
 LINE_KINDS = ("input", "event", "check", "marker")
 _ABILITY_NAME = re.compile(r"[a-z][a-z0-9_]{0,63}")
@@ -117,6 +119,12 @@ def add_routes(app: web.Application, server: WebServer) -> None:
     get("/api/events", _endpoint(lambda r: _events(server, r)))
     get("/api/log", _endpoint(lambda r: _log(server)))
     app.router.add_post("/api/commands", _endpoint(lambda r: _command(server, r)))
+    app.router.add_post("/api/agents/{id}/ask", _endpoint(lambda r: _ask(server, r)))
+    get("/api/interviews", _endpoint(lambda r: _interviews(server)))
+    get("/api/interviews/{id}", _endpoint(lambda r: _interview(server, r)))
+    app.router.add_post("/api/surveys", _endpoint(lambda r: _new_survey(server, r)))
+    get("/api/surveys", _endpoint(lambda r: _surveys(server)))
+    get("/api/surveys/{id}", _endpoint(lambda r: _survey(server, r)))
 
 
 def _agent_metrics(server: WebServer, request: web.Request) -> dict[str, Any]:
@@ -281,3 +289,113 @@ def _from_log(server: WebServer, since: int, until: int | None,
             if len(out) > limit:
                 break
     return out
+
+
+# -- talking to agents (agent_world/talk) ----------------------------------------------------
+
+
+async def _body(request: web.Request, example: str) -> dict[str, Any]:
+    try:
+        body = await request.json(loads=orjson.loads)
+    except (orjson.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise ParamError(f"the body must be JSON like {example}: {exc}") from None
+    if not isinstance(body, dict):
+        raise ParamError(f"the body must be a JSON object like {example}")
+    return body
+
+
+def _remember(body: dict[str, Any]) -> bool | None:
+    remember = body.get("remember")
+    if remember is not None and not isinstance(remember, bool):
+        raise ParamError(f"remember must be true or false, got {remember!r:.40}")
+    return remember
+
+
+def _wait_s(raw: Any) -> float:
+    if raw is None or raw == "":
+        return 0.0
+    try:
+        value = float(raw)
+    except (TypeError, ValueError):
+        raise ParamError(f"wait_s must be a number of seconds, got {raw!r:.40}") from None
+    if not 0 <= value <= MAX_WAIT_S:
+        raise ParamError(f"wait_s must be from 0 to {MAX_WAIT_S}, got {value:g}")
+    return value
+
+
+async def _ask(server: WebServer, request: web.Request) -> web.Response:
+    """``{"question", "remember"?, "wait_s"?}``: 202 with the interview under way, or 200
+    with its answer when it came within ``wait_s``."""
+    raw = request.match_info["id"]
+    if not re.fullmatch(r"[0-9]{1,19}", raw):
+        raise ParamError(f"id must be an agent's id (a whole number), got {raw!r:.40}")
+    body = await _body(request, '{"question": "how are you?"}')
+    question = body.get("question")
+    if not isinstance(question, str):
+        raise ParamError('question must be text, e.g. {"question": "how are you?"}')
+    remember = _remember(body)
+    wait_s = _wait_s(body.get("wait_s"))
+    talk = server.session.talk
+    try:
+        interview = talk.ask(int(raw), question, remember=remember, source="web")
+    except TalkError as exc:
+        return error(exc.status, str(exc))
+    interview = await talk.wait(interview, wait_s)
+    return json_response(interview.to_dict(), 200 if interview.done else 202)
+
+
+def _interviews(server: WebServer) -> dict[str, Any]:
+    return {"interviews": [i.to_dict() for i in server.session.talk.recent(100)],
+            **server.session.talk.stats()}
+
+
+async def _interview(server: WebServer, request: web.Request) -> web.Response:
+    iid = request.match_info["id"]
+    talk = server.session.talk
+    interview = talk.get(iid)
+    if interview is None:
+        return error(404, f"no interview {iid!r:.40} (unknown, or an old one: the event log "
+                          "keeps every interview as an 'interview' input)")
+    interview = await talk.wait(interview, _wait_s(request.query.get("wait_s")))
+    return json_response(interview.to_dict())
+
+
+async def _new_survey(server: WebServer, request: web.Request) -> web.Response:
+    """``{"question", "filter"?: {personality, brain, model, team, area}, "remember"?}``:
+    202 with the survey under way."""
+    body = await _body(request, '{"question": "how are you?", "filter": {"personality": '
+                                '"trader"}}')
+    question = body.get("question")
+    if not isinstance(question, str):
+        raise ParamError('question must be text, e.g. {"question": "how are you?"}')
+    given = body.get("filter", {})
+    if not isinstance(given, dict):
+        raise ParamError('filter must be an object, e.g. {"personality": "trader", "area": '
+                         '[0, 0, 20, 20]}')
+    try:
+        filt = Filter.parse(given)
+    except FilterError as exc:
+        raise ParamError(f"filter: {exc}") from None
+    try:
+        survey = server.session.talk.survey(question, filt, remember=_remember(body),
+                                            source="web")
+    except TalkError as exc:
+        return error(exc.status, str(exc))
+    return json_response(survey.summary(), 202)
+
+
+def _surveys(server: WebServer) -> dict[str, Any]:
+    surveys = server.session.talk.surveys
+    return {"surveys": [s.summary() for s in reversed(surveys.values())]}
+
+
+def _survey(server: WebServer, request: web.Request) -> web.StreamResponse:
+    sid = request.match_info["id"]
+    found = server.session.talk.surveys.get(sid)
+    if found is None:
+        return error(404, f"no survey {sid!r:.40}; GET /api/surveys lists them")
+    if request.query.get("format") == "csv":
+        return web.Response(text=found.csv_text(), content_type="text/csv")
+    if request.query.get("format") not in (None, "", "json"):
+        raise ParamError(f"format must be json or csv, got {request.query['format']!r:.20}")
+    return json_response(found.to_dict())
