@@ -107,13 +107,16 @@ def bound_state(state: Any, max_bytes: int) -> Bounded:
             return Bounded(None, None, dropped)
         biggest = max(found, key=len)  # the first of the largest, in depth-first order
         excess = len(data) - max_bytes
-        items = list(biggest.values()) if isinstance(biggest, dict) else biggest
+        # Each item's bytes with its comma (and an object's key, quoted, and colon).
+        sizes = ((len(orjson.dumps(key)) + len(orjson.dumps(value)) + 2
+                  for key, value in biggest.items()) if isinstance(biggest, dict)
+                 else (len(orjson.dumps(item)) + 1 for item in biggest))
         cut = 0
         freed = 0
-        for item in items:
+        for size in sizes:
             if freed >= excess:
                 break
-            freed += len(orjson.dumps(item)) + 1  # the item and its comma
+            freed += size
             cut += 1
         if isinstance(biggest, dict):
             for key in list(biggest)[:cut]:
@@ -231,31 +234,42 @@ def read_minds(folder: Path, tick: int, agents: Mapping[int, str] | None = None)
     """The minds of the newest file at or before ``tick`` (``agents``: the living agents by
     id and name, for the warnings; records of others are skipped). A damaged line, or an
     agent the header lists whose line is missing or unreadable, is one warning naming the
-    agent; the others are read all the same."""
+    agent; the others are read all the same. A file of which nothing can be read (not even
+    its header) is a warning, and the file before it is read instead."""
     chosen = [(t, p) for t, p in mind_files(folder) if t <= tick]
-    read = MindsRead()
-    if not chosen:
-        return read
-    at, path = chosen[-1]
-    read.tick, read.path = at, path
-    lines, stopped = _lines(path)
+    skipped: list[str] = []
+    while chosen:
+        at, path = chosen.pop()
+        lines, stopped = _lines(path)
+        if lines:
+            read = _read_lines(at, path, lines, stopped, agents)
+            read.warnings[:0] = skipped
+            return read
+        skipped.append(f"minds/{path.name} cannot be read ({stopped or 'it is empty'}); "
+                       "the minds of the snapshot before it are used")
+    return MindsRead(warnings=[w.replace("the minds of the snapshot before it are used",
+                                         "every agent starts with an empty memory")
+                               if i == len(skipped) - 1 else w
+                               for i, w in enumerate(skipped)])
+
+
+def _read_lines(at: int, path: Path, lines: list[bytes], stopped: str | None,
+                agents: Mapping[int, str] | None) -> MindsRead:
+    """The records of one minds file's whole ``lines`` (``stopped``: why reading ended
+    before the file did)."""
+    read = MindsRead(tick=at, path=path)
     listed: list[int] = []
     where = f"minds/{path.name}"
-    if lines:
-        try:
-            header = orjson.loads(lines[0])
-            listed = [int(a) for a in header.get("agents", [])]
-            if header.get("format", MINDS_FORMAT) > MINDS_FORMAT:
-                read.warnings.append(f"{where} is of a newer mind format "
-                                     f"({header.get('format')}); agents start with empty "
-                                     "memories (upgrade agent-world to read it)")
-                return read
-        except (orjson.JSONDecodeError, AttributeError, TypeError, ValueError):
-            lines.insert(0, b"")  # no header: every line is still read for what it holds
-    else:
-        read.warnings.append(f"{where} cannot be read ({stopped or 'it is empty'}); every "
-                             "agent starts with an empty memory")
-        return read
+    try:
+        header = orjson.loads(lines[0])
+        listed = [int(a) for a in header.get("agents", [])]
+        if header.get("format", MINDS_FORMAT) > MINDS_FORMAT:
+            read.warnings.append(f"{where} is of a newer mind format ({header.get('format')}); "
+                                 "agents start with empty memories (upgrade agent-world to "
+                                 "read it)")
+            return read
+    except (orjson.JSONDecodeError, AttributeError, TypeError, ValueError):
+        lines.insert(0, b"")  # no header: every line is still read for what it holds
 
     def name_of(agent: int) -> str:
         name = agents.get(agent, "") if agents is not None else ""

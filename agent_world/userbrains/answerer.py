@@ -526,6 +526,7 @@ class UserBrains(Answering):
                     continue
                 self._restore[eid] = record
                 self._kept[eid] = record
+                self._labels[eid] = (world.name_of(eid), brain)
 
     def capture_minds(self, tick: int) -> MindCapture:
         """The minds of its agents as of the snapshot of ``tick`` (main thread): taken on a
