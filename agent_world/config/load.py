@@ -314,7 +314,8 @@ def embeddings_profile(config: Config) -> LLMConfig | None:
             raise ConfigError(
                 f"minds.embeddings: no model profile {name!r} (models: "
                 f"{config.llm.known_models()}); define it under llm.models, e.g. {{{name}: "
-                "{model: text-embedding-3-small}}, or set minds.embeddings: ''")
+                "{base_url: 'https://api.openai.com/v1', model: text-embedding-3-small}}, or "
+                "set minds.embeddings: ''")
         chosen = llm_profiles(config.llm).get(name)
     if chosen is None or not chosen.enabled:
         return None

@@ -31,7 +31,7 @@ class Keeper(Brain):
         if food:
             spot = [food[0].x, food[0].y]
             if spot not in self.places:
-                self.places = (self.places + [spot])[-PLACES:]
+                self.places = [*self.places, spot][-PLACES:]
             return [Decision("move_to", {"target": food[0].id}),
                     Decision("pickup", {"target": food[0].id})]
         if me.hunger > 50 and any(me.items.get(kind, 0) for kind in FOOD):
