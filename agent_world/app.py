@@ -25,21 +25,30 @@ from agent_world.angel import (
 )
 from agent_world.angel.link import AngelLink, Sent
 from agent_world.angel.usage import AbilityUsage
-from agent_world.config import Config, ConfigError, LLMConfig, llm_profiles
+from agent_world.config import (
+    Config,
+    ConfigError,
+    LLMConfig,
+    embeddings_profile,
+    llm_profiles,
+)
 from agent_world.contract.brains import Brain
 from agent_world.core.loop import TickLoop
 from agent_world.core.world import World
 from agent_world.decisions.answerer import Answerer
+from agent_world.decisions.keeping import KeepsMinds, MindCapture, PendingMinds, Record
 from agent_world.decisions.kinds import KINDS, KindContext
 from agent_world.decisions.pipeline import Pipeline
 from agent_world.gcpolicy import GcPolicy
 from agent_world.llm import LLMAgents, ProviderFactory, provider_factory
+from agent_world.llm.embeddings import Embedder
 from agent_world.llm.gates import Gates
 from agent_world.llm.providers import build_agents, build_transport
 from agent_world.llm.redact import Redactor
 from agent_world.llm.textmodel import ProviderTextModel
 from agent_world.llm.transport import Transport
 from agent_world.persistence.folder import SaveFolder
+from agent_world.persistence.minds import read_legacy_memories, read_minds
 from agent_world.persistence.writer import Persistence
 from agent_world.remote.answerer import RemoteBrains
 from agent_world.sandbox import Sandbox
@@ -55,6 +64,9 @@ IDLE_COLLECT_S = 1.0
 ANGEL_STOP_S = 2.0
 """How long shutdown waits for the angel to finish the request in hand (a slow model is
 abandoned: its answer could not reach a stopped world anyway)."""
+MINDS_GRACE_S = 0.5
+"""How much longer than ``minds.capture_wait_s`` a snapshot waits for its minds (the capture
+threads give up at ``capture_wait_s`` and hand in what they have)."""
 
 
 def known_secrets(config: Config) -> list[str]:
@@ -216,21 +228,29 @@ class Session:
         for name, cfg in self.llm_profiles.items():
             self.llm_models[name] = build_agents(
                 cfg, world, settings=config.decisions.of("llm"), clock=llm_clock,
-                memories=folder.memories_dir if folder is not None else None,
                 report=self.report_problem, redactor=self.redactor, profile=name,
                 gates=Gates.from_config(cfg, clock=llm_clock or MonotonicClock(),
                                         redact=self.redactor),
                 prompt_log=((folder.root / "llm" if folder is not None
                              else Path(config.paths.logs)) / f"prompts-{name}.jsonl"
                             if config.llm.log_prompts else None))
+        # Memory by meaning (minds.embeddings): one embedder for every brain, on a loop
+        # thread of its own, with the profile's budget and breaker.
+        self.embedder: Embedder | None = None
+        embed_cfg = embeddings_profile(config)
+        if embed_cfg is not None:
+            self.embedder = Embedder(
+                embed_cfg, Gates.from_config(embed_cfg, clock=llm_clock or MonotonicClock(),
+                                             redact=self.redactor),
+                deadline_s=config.minds.recall_deadline_ms / 1000,
+                profile=config.minds.embeddings)
         context = KindContext(
             config=config, world=world, report=self.report_problem, redactor=self.redactor,
             llm_gates=self.llm_gates, llm_transport=self.llm_transport, llm_clock=llm_clock,
-            memories=folder.memories_dir if folder is not None else None,
             prompt_log=((folder.root / "llm" if folder is not None
                          else Path(config.paths.logs)) / "prompts.jsonl"
                         if config.llm.log_prompts else None),
-            brains=brains, llm_models=self.llm_models)
+            brains=brains, llm_models=self.llm_models, embedder=self.embedder)
         started: dict[str, Answerer] = {}
         for kind in KINDS:
             answerer = kind.make(context, started)
@@ -244,6 +264,13 @@ class Session:
         self.talk = Talk(world, config.talk, parts=self.thinking_parts,
                          save_dir=folder.root if folder is not None else None,
                          note=self.note)
+        # Minds that last: restored from the newest minds file at or before the world's tick
+        # (a resume, a crash recovery, a fork), then saved with every snapshot.
+        self._unserved: dict[int, Record] = {}  # restored minds no kind here takes
+        if folder is not None and self.persistence is not None:
+            self._restore_minds(folder)
+            self.persistence.keep_minds(self._capture_minds,
+                                        config.minds.max_bytes_per_agent)
         # Asked in turn when the operator presses Ctrl-C; one that returns True handled it
         # (the console cancels a long command), otherwise the world stops.
         self.interrupt_handlers: list[Callable[[], bool]] = []
@@ -259,6 +286,58 @@ class Session:
         self.start_tick = world.tick
         self._closed = False
         self._saved = True
+
+    def _keepers(self) -> list[KeepsMinds]:
+        return [p.answerer for p in self._pipelines if isinstance(p.answerer, KeepsMinds)]
+
+    def _restore_minds(self, folder: SaveFolder) -> None:
+        """Give the agents' minds back from the save folder (docs/save-format.md, "Minds"):
+        each kind takes its agents'; one warning per agent whose mind cannot be read."""
+        world = self.world
+        living = {eid: world.name_of(eid) for eid, _row in world.agents()}
+        read = read_minds(folder.minds_dir, world.tick, living)
+        if read.tick is None and folder.memories_dir.is_dir():
+            read = read_legacy_memories(folder.memories_dir, living)  # before minds/ existed
+        for line in read.warnings:
+            self.report_problem(line)
+        if not read.records:
+            return
+        served: set[int] = set()
+        for keeper in self._keepers():
+            keeper.restore_minds(read.records, self.report_problem)
+            served.update(getattr(keeper, "minds", {}))
+        # Agents whose brain is not running here (not registered this run, no LLM): their
+        # minds are kept as they are, snapshot after snapshot, until it runs again.
+        self._unserved = {eid: r for eid, r in read.records.items() if eid not in served}
+        where = (f"minds/{read.path.name}" if read.tick is not None and read.path is not None
+                 else "memories/")
+        self.note(f"minds: restored {len(read.records) - len(self._unserved)} agents' minds "
+                  f"from {where}" + (f" (as of tick {read.tick}; the world is at tick "
+                                     f"{world.tick})" if read.tick is not None
+                                     and read.tick != world.tick else ""))
+
+    def _capture_minds(self, tick: int) -> PendingMinds | None:
+        """Every kind's minds as of the snapshot of ``tick`` (main thread; the persistence
+        writer waits for them before it writes that snapshot)."""
+        captures = [keeper.capture_minds(tick) for keeper in self._keepers()]
+        world = self.world
+        if self._unserved:
+            kept = {}
+            for eid, record in self._unserved.items():
+                row = world.agent_row(eid) if world.alive(eid) else None
+                if row is not None and (row.agent.brain == record.get("brain")
+                                        or not record.get("brain")):
+                    kept[eid] = record
+            self._unserved = kept
+            carried = MindCapture(tick, kept)
+            for eid, record in kept.items():
+                carried.put(eid, record)
+            captures.append(carried)
+        if not captures:
+            return None
+        names = {eid: world.name_of(eid) for capture in captures for eid in capture.waiting()}
+        return PendingMinds(tick, captures, self.config.minds.capture_wait_s + MINDS_GRACE_S,
+                            names)
 
     def _between_ticks(self) -> None:
         report, self._last_report.report = self._last_report.report, None
@@ -448,6 +527,8 @@ class Session:
                           "is dropped")
         if self.llm_transport is not None:  # after everyone who calls it
             self._stopping("the LLM transport", self.llm_transport.close)
+        if self.embedder is not None:
+            self._stopping("the embeddings", self.embedder.close)
         if self.sandbox is not None:
             self._stopping("the sandbox", self.sandbox.close)
         lock = persistence.folder.lock if persistence is not None else None

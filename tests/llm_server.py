@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import random
+import re
 import threading
 from collections import deque
 from collections.abc import Iterator
@@ -23,6 +25,26 @@ GOOD_PLAN = {"thought": "testing the world",
 BAD_PLAN = {"thought": "no such thing", "plan": [{"action": "fly", "args": {"to": "moon"}}]}
 
 
+# Words that mean the same to the fake embedding model: each group shares a dimension, so
+# that recall by meaning finds what shares no word with the query.
+SYNONYMS = ({"water", "river", "lake", "stream", "drink"},
+            {"danger", "attack", "attacked", "hit", "wolf", "enemy"},
+            {"food", "apple", "apples", "berries", "bread", "meat", "eat", "hungry"})
+EMBED_DIMENSIONS = 32
+
+
+def fake_embedding(text: str) -> list[float]:
+    """A deterministic embedding: a hashed bag of words, synonyms sharing a dimension."""
+    vector = [0.0] * EMBED_DIMENSIONS
+    for word in re.findall(r"[a-z0-9]+", text.lower()):
+        group = next((min(g) for g in SYNONYMS if word in g), word)
+        index = int.from_bytes(hashlib.blake2b(group.encode(), digest_size=4).digest(),
+                               "big") % (EMBED_DIMENSIONS - 1)
+        vector[index] += 1.0
+    vector[-1] = 0.01  # never the zero vector
+    return vector
+
+
 class FakeLLMServer:
     """``mode`` is what every request gets unless ``script`` (a queue of modes) has one."""
 
@@ -34,6 +56,9 @@ class FakeLLMServer:
         self.requests: list[dict[str, Any]] = []
         self.answer: dict[str, Any] = GOOD_PLAN
         self.text: str | None = None  # answered verbatim instead of ``answer`` when set
+        # Answered verbatim to a prompt containing the key (before anything else).
+        self.when: dict[str, str] = {}
+        self.embed_mode = "ok"  # what /v1/embeddings requests get (a mode, as ``mode``)
         self.texts: deque[str] = deque()  # answered verbatim, one per request, before text
         # Answered to the angel (a system prompt about ability source files) when set.
         self.ability_text: str | None = None
@@ -101,6 +126,7 @@ class FakeLLMServer:
         app = web.Application(client_max_size=10_000_000)
         app.router.add_post("/v1/chat/completions", self._openai)
         app.router.add_post("/v1/messages", self._anthropic)
+        app.router.add_post("/v1/embeddings", self._embeddings)
         self._runner = web.AppRunner(app)
         loop.run_until_complete(self._runner.setup())
         site = web.TCPSite(self._runner, "127.0.0.1", self.port, backlog=2048,
@@ -178,6 +204,10 @@ class FakeLLMServer:
              if m.get("role") == "system"), "")
         if self.ability_text is not None and "ability source" in str(system):
             return self.ability_text.replace("{KEY}", key)
+        prompt = str(body.get("messages", [{}])[-1].get("content", ""))
+        for needle, reply in self.when.items():
+            if needle in prompt:
+                return reply
         if self.texts:
             return self.texts.popleft()
         if self.text is not None:
@@ -191,6 +221,24 @@ class FakeLLMServer:
             return ("Sure! Here is my decision:\n```json\n"
                     + orjson.dumps(self.answer).decode() + "\n```\nHope that helps.")
         return orjson.dumps(self.answer).decode()
+
+    async def _embeddings(self, request: web.Request) -> web.StreamResponse:
+        """OpenAI's /v1/embeddings: ``{"model", "input": [texts]}`` -> one vector each."""
+        body = await self._record(request)
+        bad = await self._misbehave(request, self.embed_mode)
+        if bad is not None:
+            return bad
+        texts = body.get("input")
+        if isinstance(texts, str):
+            texts = [texts]
+        if not isinstance(texts, list) or not all(isinstance(t, str) for t in texts):
+            return web.json_response({"error": {"message": "input must be text"}}, status=400)
+        return web.json_response({
+            "object": "list", "model": body.get("model", "?"),
+            "data": [{"object": "embedding", "index": i, "embedding": fake_embedding(t)}
+                     for i, t in enumerate(texts)],
+            "usage": {"prompt_tokens": sum(len(t) // 4 + 1 for t in texts),
+                      "total_tokens": sum(len(t) // 4 + 1 for t in texts)}})
 
     async def _openai(self, request: web.Request) -> web.StreamResponse:
         self.active += 1

@@ -67,7 +67,7 @@ def brain_plans(config: Config, brain: str) -> list[dict[str, Any]]:
 @pytest.fixture(autouse=True)
 def forget_example_modules() -> Iterator[None]:
     yield
-    for name in ("forager", "trader", "reflective"):
+    for name in ("forager", "trader", "reflective", "keeper"):
         sys.modules.pop(name, None)
 
 
@@ -132,6 +132,33 @@ def test_the_forager_never_drops_food_to_pick_it_up_again(tmp_path: Path) -> Non
     assert [r for r in mine if r["type"] == "drop"] == []
     assert sum(r.get("second_hand", 0) for r in mine if r["type"] == "pickup") == 0
     assert 0 < episode.metrics["food_gathered"] < 30  # what gathering gets, no more
+
+
+def test_the_keeper_remembers_where_it_found_food_after_a_restart(tmp_path: Path) -> None:
+    config = example_config(tmp_path, "keeper")
+    session = open_session(config)
+    brains = session.brains
+    assert brains is not None
+
+    def remembering() -> dict[int, list[list[int]]]:
+        return {eid: list(b.places) for eid, b in list(brains._brains.items()) if b.places}
+
+    try:
+        run(session, 3000, lambda: bool(remembering()))
+        assert remembering(), "no keeper found food"
+    finally:
+        session.close()
+    saved = {eid: b.places for eid, b in brains._brains.items() if b.places}
+    again = open_session(config)
+    try:
+        restored = again.brains
+        assert restored is not None
+        run(again, 3000, lambda: all(eid in restored._brains for eid in saved))
+        for eid, places in saved.items():  # what it knew before (it may forget one since)
+            known = {tuple(p) for p in restored._brains[eid].places}
+            assert len(known & {tuple(p) for p in places}) >= len(places) - 1, (eid, places)
+    finally:
+        again.close()
 
 
 def test_the_trader_offers_goods_and_holds_grudges(tmp_path: Path) -> None:

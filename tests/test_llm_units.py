@@ -240,13 +240,16 @@ def test_memory_window_folds_old_lines_into_a_summary_and_round_trips(tmp_path: 
     assert rendered["recent"][-1] == "2 ticks ago: line 8"
     book = MemoryBook(4)
     book.memories[7] = memory
-    book.save(tmp_path, {7: "Brin"}, wait=True)
-    doc = orjson.loads((tmp_path / "7.json").read_bytes())
-    assert doc["agent"] == 7 and doc["name"] == "Brin"
+    assert book.state_of(8) is None  # remembers nothing: nothing to save
+    # What a minds file keeps, through a real file and back.
+    path = tmp_path / "7.json"
+    path.write_bytes(orjson.dumps(book.state_of(7)))
     again = MemoryBook(4)
-    assert again.load(tmp_path, [7, 8]) == 1
+    again.restore(7, orjson.loads(path.read_bytes()))
     assert again.of(7).render(10) == rendered
-    book.close()
+    with pytest.raises(ValueError, match=r"recent\[0\]"):
+        again.restore(8, {"recent": [{"tick": 1}], "facts": {}})
+    assert 8 not in again.memories  # a state it cannot take changes nothing
 
 
 def test_memory_collects_events_that_concern_llm_agents() -> None:

@@ -19,6 +19,7 @@ from agent_world.core import components as c
 from agent_world.core.world import World
 from agent_world.decisions.mind import NEVER_ASKED, PRESSING
 from agent_world.persistence import SaveFolder, open_world, replay
+from agent_world.persistence.minds import read_minds
 from agent_world.persistence.snapshots import load_first_snapshot
 from agent_world.types import FakeClock, TickReport
 from tests.llm_helpers import (
@@ -413,15 +414,13 @@ def test_memories_are_saved_and_reloaded_on_resume(tmp_path: Path,
         run_until(session, 3000, lambda: _applied(session) >= 2)
     finally:
         session.close()
-    memories = tmp_path / "saves" / "w" / "memories"
-    files = sorted(memories.glob("*.json"))
-    assert len(files) == 2
-    doc = orjson.loads(files[0].read_bytes())
-    assert any("I decided" in line["text"] for line in doc["memory"]["recent"])
+    saved = read_minds(tmp_path / "saves" / "w" / "minds", 10**9).records
+    assert saved
+    eid, record = next(iter(saved.items()))
+    assert any("I decided" in line["text"] for line in record["state"]["memory"]["recent"])
     again = open_session(config)
     try:
         assert again.llm is not None
-        eid = int(files[0].stem)
         assert again.llm.memory.of(eid).recent
     finally:
         again.close()

@@ -44,7 +44,7 @@ def test_save_then_load_gives_the_identical_hash(tmp_path: Path) -> None:
 def test_a_new_world_has_the_documented_layout(tmp_path: Path) -> None:
     run_session(saving_config(tmp_path), 260)
     root = tmp_path / "saves" / "w"
-    for part in ("meta.json", "world_state.json", "snapshots", "events", "memories",
+    for part in ("meta.json", "world_state.json", "snapshots", "events", "minds",
                  "abilities"):
         assert (root / part).exists(), part
     meta = orjson.loads((root / "meta.json").read_bytes())

@@ -22,6 +22,7 @@ from agent_world.cli.replay import run_replay
 from agent_world.config import Config, ConfigError
 from agent_world.contract.brains import BrainFault
 from agent_world.persistence import open_world
+from agent_world.persistence.minds import read_minds
 from agent_world.policies import (
     PolicyBrain,
     PolicyChecker,
@@ -416,13 +417,19 @@ def test_faulty_policies_fall_back_count_their_faults_and_never_stop_the_world(
     assert any("Spin#" in line and "limit: step budget" in line for line in lines)
 
 
-def test_memory_is_not_saved_a_resumed_world_starts_it_afresh(tmp_path: Path) -> None:
+def test_memory_is_saved_with_the_world_and_a_resumed_world_remembers_it(
+        tmp_path: Path) -> None:
     config = policies_config(tmp_path, COUNTER)
     session = session_with(config, ("Coun", "policy:counter"))
     try:
         drive(session, 60)
     finally:
         session.close()
+    folder = tmp_path / "saves" / "w"
+    saved = read_minds(folder / "minds", 10**9)
+    (record,) = saved.records.values()
+    assert record["brain"] == "policy:counter" and record["kind"] == "brain"
+    counted = record["state"]["memory"]["n"]
     opened = open_world(config)
     session = Session(config, opened.world, folder=opened.folder, resumed=True,
                       brains=load_brains(config.brains))
@@ -430,11 +437,16 @@ def test_memory_is_not_saved_a_resumed_world_starts_it_afresh(tmp_path: Path) ->
         drive(session, 30)
     finally:
         session.close()
-    thoughts = [r["data"]["thought"] for r in records(tmp_path / "saves" / "w")
-                if r.get("kind") == "input" and r.get("type") == "plan"]
-    restart = thoughts.index("call 1", 1)
-    assert thoughts[:restart] == [f"call {n}" for n in range(1, restart + 1)]
-    assert thoughts[restart:] == [f"call {n}" for n in range(1, len(thoughts) - restart + 1)]
+    lines = [r for r in records(folder) if (r.get("kind") == "input" and r.get("type") == "plan")
+             or (r.get("kind") == "marker" and r.get("type") == "resume")]
+    restart = next(i for i, r in enumerate(lines) if r["kind"] == "marker")
+    before = [r["data"]["thought"] for r in lines[:restart]]
+    after = [r["data"]["thought"] for r in lines[restart + 1:]]
+    assert before == [f"call {n}" for n in range(1, len(before) + 1)]
+    # The count goes on from the memory saved with the last snapshot (a decision answered
+    # after the last tick counted, though it never reached the world).
+    assert counted in (len(before), len(before) + 1)
+    assert after == [f"call {n}" for n in range(counted + 1, counted + 1 + len(after))]
 
 
 def test_policies_are_registered_brains_from_the_examples_and_the_folder(

@@ -26,11 +26,14 @@ from agent_world.contract.brains import Brain, SimpleBrain, sensible_args
 from agent_world.contract.decision import Decision, DecisionError, as_plan
 from agent_world.contract.llmbrain import LLMBrain
 from agent_world.contract.memory import (
+    EmbeddingMemory,
     Memory,
     MemoryEntry,
+    NoEmbeddings,
     RetrievalMemory,
     SummaryMemory,
     WindowMemory,
+    within_tokens,
 )
 from agent_world.contract.observation import (
     AttackedBy,
@@ -50,8 +53,8 @@ from agent_world.contract.schema import (
     observation_schema,
 )
 
-__all__ = ["AttackedBy", "Brain", "Decision", "DecisionError", "Heard", "LLMBrain", "Memory",
-           "MemoryEntry", "Observation", "Offer", "RetrievalMemory", "Seen", "SeenAgent", "Self",
-           "SimpleBrain", "SummaryMemory", "WindowMemory", "ability_schema", "action_schemas",
-           "as_plan", "decision_schema", "every_schema", "observation_schema", "observe",
-           "sensible_args"]
+__all__ = ["AttackedBy", "Brain", "Decision", "DecisionError", "EmbeddingMemory", "Heard",
+           "LLMBrain", "Memory", "MemoryEntry", "NoEmbeddings", "Observation", "Offer",
+           "RetrievalMemory", "Seen", "SeenAgent", "Self", "SimpleBrain", "SummaryMemory",
+           "WindowMemory", "ability_schema", "action_schemas", "as_plan", "decision_schema",
+           "every_schema", "observation_schema", "observe", "sensible_args", "within_tokens"]

@@ -5,8 +5,8 @@ its allowed range. The same schema validates user files, renders ``config.exampl
 round-trips through plain dicts (for ``meta.json``), so the three can never drift apart.
 
 One module per group of sections (``world``, ``llm``, ``web``, ``brains``, ``storage``,
-``abilities``, ``collector``, ``talk``), what they are made of (``base``) and how they are read
-(``load``); this package's face is what the rest of the program imports.
+``abilities``, ``collector``, ``talk``, ``minds``), what they are made of (``base``) and how
+they are read (``load``); this package's face is what the rest of the program imports.
 ``python -m agent_world.config`` prints config.example.yaml.
 """
 
@@ -29,10 +29,12 @@ from agent_world.config.load import (
     SECTIONS,
     Config,
     config_from_dict,
+    embeddings_profile,
     example_yaml,
     llm_profiles,
     load_config,
 )
+from agent_world.config.minds import MindsConfig
 from agent_world.config.storage import MIN_RUNS_BYTES, LogConfig, PathsConfig, PersistenceConfig
 from agent_world.config.talk import TalkConfig
 from agent_world.config.web import ConsoleConfig, RemoteConfig, WebConfig
@@ -59,6 +61,7 @@ __all__ = [
     "KindPace",
     "LLMConfig",
     "LogConfig",
+    "MindsConfig",
     "PathsConfig",
     "PersistenceConfig",
     "RemoteConfig",
@@ -67,6 +70,7 @@ __all__ = [
     "WebConfig",
     "WorldConfig",
     "config_from_dict",
+    "embeddings_profile",
     "example_yaml",
     "llm_brain",
     "llm_profile_of",

@@ -23,13 +23,14 @@ from agent_world.config.brains import BrainsConfig
 from agent_world.config.collector import CollectorConfig
 from agent_world.config.decisions import MOVED, DecisionsConfig
 from agent_world.config.llm import DEFAULT_BASE_URLS, NOT_PER_PROFILE, LLMConfig
+from agent_world.config.minds import MindsConfig
 from agent_world.config.storage import LogConfig, PathsConfig, PersistenceConfig
 from agent_world.config.talk import TalkConfig
 from agent_world.config.web import ConsoleConfig, RemoteConfig, WebConfig
 from agent_world.config.world import GameConfig, WorldConfig
 
-__all__ = ["RETIRED", "SECTIONS", "Config", "config_from_dict", "example_yaml", "llm_profiles",
-           "load_config"]
+__all__ = ["RETIRED", "SECTIONS", "Config", "config_from_dict", "embeddings_profile",
+           "example_yaml", "llm_profiles", "load_config"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -52,6 +53,7 @@ class Config:
     remote: RemoteConfig = field(default_factory=RemoteConfig)
     collector: CollectorConfig = field(default_factory=CollectorConfig)
     talk: TalkConfig = field(default_factory=TalkConfig)
+    minds: MindsConfig = field(default_factory=MindsConfig)
 
     def __post_init__(self) -> None:
         if self.angel.generator == "llm" and not self.llm.enabled:
@@ -60,6 +62,7 @@ class Config:
                 "llm.provider (and llm.model), or angel.generator: auto or templates"
             )
         llm_profiles(self.llm)  # every profile checked once, at start-up
+        embeddings_profile(self)
 
     def to_dict(self) -> dict[str, dict[str, Any]]:
         """Plain, JSON-ready values (never a secret: only the key's variable name is kept)."""
@@ -103,6 +106,7 @@ SECTIONS: dict[str, type[Any]] = {
     "remote": RemoteConfig,
     "collector": CollectorConfig,
     "talk": TalkConfig,
+    "minds": MindsConfig,
 }
 
 
@@ -296,6 +300,33 @@ def llm_profiles(llm: LLMConfig) -> dict[str, LLMConfig]:
         except ConfigError as exc:
             raise ConfigError(str(exc).replace("llm.", f"{where}.", 1)) from None
     return profiles if llm.enabled else {}
+
+
+def embeddings_profile(config: Config) -> LLMConfig | None:
+    """The model profile whose ``/embeddings`` endpoint ``minds.embeddings`` names (None:
+    recall stays lexical, BM25). ConfigError names the setting and the fix: an unknown
+    profile, or one that is not an OpenAI-compatible server. With ``llm.provider: none``
+    (a replay, a branch without an LLM) there is none, whatever the setting says."""
+    name = config.minds.embeddings
+    if not name:
+        return None
+    if name == "default":
+        chosen: LLMConfig | None = config.llm
+    else:
+        if name not in config.llm.models:
+            raise ConfigError(
+                f"minds.embeddings: no model profile {name!r} (models: "
+                f"{config.llm.known_models()}); define it under llm.models, e.g. {{{name}: "
+                "{base_url: 'https://api.openai.com/v1', model: text-embedding-3-small}}, or "
+                "set minds.embeddings: ''")
+        chosen = llm_profiles(config.llm).get(name)
+    if chosen is None or not chosen.enabled:
+        return None
+    if chosen.provider != "openai":
+        raise ConfigError(
+            f"minds.embeddings: profile {name!r} uses provider {chosen.provider!r}; the "
+            "embeddings endpoint must be an OpenAI-compatible server (provider openai)")
+    return chosen
 
 
 RETIRED = {

@@ -105,6 +105,27 @@ class Brain:
         worker, within the deadline): distil memories, revise goals. Its time never delays
         a decision; an exception in it is counted like a fault of ``decide``."""
 
+    def get_state(self) -> Any:
+        """What this brain wants to remember across a restart, as JSON data (dicts with text
+        keys, lists, text, numbers, true/false, None), or None for nothing (the default).
+
+        Opt in by overriding it together with ``set_state``: it is called on a worker
+        between two of the brain's calls, once per snapshot, and what it answers is saved
+        beside that snapshot (``minds/<tick>.jsonl.gz``), at most
+        ``minds.max_bytes_per_agent`` bytes of it (past that, the oldest items of its
+        longest list or object are left out). A resumed or forked world gives it back
+        through ``set_state``. An exception here, or an answer that is not JSON data, keeps
+        the state of the previous snapshot and is counted as a ``get_state`` fault."""
+        return None
+
+    def set_state(self, state: Any) -> None:
+        """Take back what ``get_state`` saved: called once, on a worker, after
+        ``on_spawn`` and before the first hook and ``decide`` of a resumed or forked
+        world's brain. An exception here is one warning naming the agent, which then starts
+        afresh (a new brain, its memory empty)."""
+        raise NotImplementedError(f"{type(self).__name__} saves a state (get_state) but "
+                                  "cannot take it back: define set_state(state)")
+
     def trace(self, text: str) -> None:
         """A line of the reasoning trace: ``/debug AGENT`` shows the last decision's trace
         and the event log keeps it with the decision (the newest ``MAX_TRACE`` lines)."""

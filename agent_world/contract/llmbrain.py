@@ -5,12 +5,15 @@ It runs on the same path as every brain that is not built in: the thinking layer
 triggers, queue, deadline and fallback, its answers checked and logged as ``plan`` inputs
 (so replay never calls the model). What a subclass changes is the thinking itself:
 
-- ``make_memory()``: which ``Memory`` it keeps (BM25 retrieval by default);
+- ``make_memory()``: which ``Memory`` it keeps (``EmbeddingMemory`` by default: by meaning
+  when ``minds.embeddings`` names an endpoint, else BM25);
 - ``system_prompt()`` and ``build_prompt(obs, recalled)``: what the model reads;
 - ``parse(text)``: how its answer becomes decisions;
 - ``remember(...)``: what goes into memory; ``reflect()``: what it distils from it;
 - ``interview(question, obs)`` and ``interview_prompt(question, obs, recalled)``: how it
   answers an interviewer (``/ask``, surveys), in its own voice, from its memory.
+- ``get_state()``/``set_state()``: its memory (and name) saved with the world at every
+  snapshot and given back on resume and fork (docs/agents.md, "Minds that last").
 
 Every step writes a line to the reasoning trace (``/debug AGENT`` shows it).
 """
@@ -25,7 +28,13 @@ import orjson
 from agent_world.contract.answer import decide_from_text
 from agent_world.contract.brains import Brain
 from agent_world.contract.decision import Decision, DecisionError
-from agent_world.contract.memory import Memory, MemoryEntry, RetrievalMemory
+from agent_world.contract.memory import (
+    EmbeddingMemory,
+    Memory,
+    MemoryEntry,
+    NoEmbeddings,
+    within_tokens,
+)
 from agent_world.contract.observation import Observation
 from agent_world.core import events as ev
 from agent_world.worldlog import format_event
@@ -51,6 +60,7 @@ class LLMBrain(Brain):
 
     model = ""  # the model profile it asks (llm.models NAME); '' the default (llm)
     recall = 5  # memories retrieved into each prompt
+    recall_tokens = 600  # at most this much recalled text in a prompt (about 4 characters each)
     max_actions = 3  # a plan of at most this many actions
     reflect_every_ticks = 600
 
@@ -60,7 +70,30 @@ class LLMBrain(Brain):
         self.name = ""
 
     def make_memory(self) -> Memory:
-        return RetrievalMemory(capacity=500)
+        """Its memory: recalled by meaning when the world has an embedding endpoint
+        (``minds.embeddings``), by BM25 otherwise and whenever the endpoint fails."""
+        return EmbeddingMemory(self.embed, capacity=500)
+
+    def embed(self, texts: Sequence[str]) -> Sequence[Sequence[float]]:
+        """The embedding vectors of ``texts`` from the world's endpoint (``self.llm.embed``;
+        ``NoEmbeddings`` when there is none)."""
+        embed = getattr(self.llm, "embed", None)
+        if embed is None:
+            raise NoEmbeddings("no embedding endpoint (minds.embeddings)")
+        vectors: Sequence[Sequence[float]] = embed(texts)
+        return vectors
+
+    # -- minds that last -----------------------------------------------------------------------
+
+    def get_state(self) -> dict[str, Any]:
+        """Its memory (entries oldest first: memories, decisions, reflections) and name."""
+        return {"name": self.name, "memory": self.memory.get_state()}
+
+    def set_state(self, state: Any) -> None:
+        if not isinstance(state, dict) or "memory" not in state:
+            raise ValueError("an LLMBrain's state is {name, memory}")
+        self.memory.set_state(state["memory"])
+        self.name = str(state.get("name") or self.name)
 
     # -- the prompt and the answer ---------------------------------------------------------
 
@@ -101,7 +134,8 @@ class LLMBrain(Brain):
         if self.llm is None:
             raise DecisionError("an LLMBrain needs an LLM (llm.provider)")
         self.name = obs.me.name
-        recalled = self.memory.retrieve(self.query(obs), self.recall) if self.recall else []
+        recalled = within_tokens(self.memory.retrieve(self.query(obs), self.recall),
+                                 self.recall_tokens) if self.recall else []
         self.trace(f"recalled {len(recalled)}: " + " | ".join(m.text[:60] for m in recalled))
         prompt = self.build_prompt(obs, recalled)
         self.trace(f"asked the model ({len(prompt)} characters)")

@@ -9,6 +9,12 @@ that has room for little. The three memories here trade cost for recall:
   see apples?" finds the old entry about apples without a model or embeddings.
 - ``SummaryMemory``: recent entries word for word, older ones folded into a running summary
   written by a callable (usually the brain's LLM).
+- ``EmbeddingMemory``: a ``RetrievalMemory`` that ranks by meaning (cosine similarity of
+  embedding vectors, from an ``/embeddings`` endpoint) when one answers in time, and by BM25
+  when none is configured or it fails.
+
+Every memory has ``get_state()``/``set_state(state)`` over JSON data (the entries, oldest
+first, and a summary's text), so that a brain's ``get_state`` can save it with the world.
 
     from agent_world.agents import Brain, RetrievalMemory
 
@@ -26,7 +32,8 @@ that has room for little. The three memories here trade cost for recall:
             self.memory.store(f"{action}: {outcome}", tick=self.tick, kind="result")
 
 Everything is standard library and deterministic (no randomness, no clock, no hash-order
-dependence), so a replayed world and a test get the same answers. There is no locking: a
+dependence), so a replayed world and a test get the same answers (an embedding endpoint is
+the one thing outside: a replay never needs it, since decisions are logged). There is no locking: a
 brain belongs to one agent and its calls never overlap (``agent_world.contract.brains``).
 
 Empty (or whitespace-only) texts are ignored rather than stored: they carry nothing and
@@ -39,15 +46,20 @@ from __future__ import annotations
 import abc
 import heapq
 import math
+import operator
 import re
+from array import array
 from collections import Counter, OrderedDict, deque
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
-__all__ = ["MAX_TEXT", "Memory", "MemoryEntry", "RetrievalMemory", "SummaryMemory",
-           "WindowMemory", "tokens"]
+__all__ = ["CHARS_PER_TOKEN", "MAX_TEXT", "EmbeddingMemory", "Memory", "MemoryEntry",
+           "NoEmbeddings", "RetrievalMemory", "SummaryMemory", "WindowMemory", "tokens",
+           "within_tokens"]
 
 MAX_TEXT = 500
+CHARS_PER_TOKEN = 4  # the estimate recall budgets are counted in
 
 # Small on purpose: only words so common they would match almost every entry. A larger list
 # starts dropping words an agent means ("not", "no", "near").
@@ -81,10 +93,61 @@ class MemoryEntry:
             object.__setattr__(self, "text", self.text[:MAX_TEXT])
 
 
+def within_tokens(entries: Sequence[MemoryEntry], budget: int) -> list[MemoryEntry]:
+    """The first of ``entries`` (best first) whose texts fit ``budget`` tokens, at about
+    ``CHARS_PER_TOKEN`` characters a token; the first always, cut to the budget, so that a
+    recall is never empty only because one memory is long. ``budget`` 0: no limit."""
+    if budget <= 0:
+        return list(entries)
+    left = budget * CHARS_PER_TOKEN
+    out: list[MemoryEntry] = []
+    for entry in entries:
+        if len(entry.text) > left:
+            if not out:
+                out.append(MemoryEntry(entry.text[:left], entry.tick, entry.kind))
+            break
+        out.append(entry)
+        left -= len(entry.text)
+    return out
+
+
+def _entry_state(entry: MemoryEntry) -> dict[str, Any]:
+    return {"tick": entry.tick, "kind": entry.kind, "text": entry.text}
+
+
+def _entries_from(state: Any) -> list[MemoryEntry]:
+    """The entries of a saved state (ValueError naming what is wrong)."""
+    if not isinstance(state, dict) or not isinstance(state.get("entries"), list):
+        raise ValueError("a memory's state is an object with a list of entries "
+                         f"(got {type(state).__name__})")
+    out = []
+    for i, item in enumerate(state["entries"]):
+        if (not isinstance(item, dict) or not isinstance(item.get("text"), str)
+                or not isinstance(item.get("tick"), int) or isinstance(item.get("tick"), bool)
+                or not isinstance(item.get("kind", "note"), str)):
+            raise ValueError(f"entries[{i}] is not {{tick: int, kind: str, text: str}}")
+        if item["text"].strip():
+            out.append(MemoryEntry(item["text"], item["tick"], item.get("kind", "note")))
+    return out
+
+
 class Memory(abc.ABC):
     """What every memory answers. ``store`` ignores empty text; ``retrieve`` answers at
     most ``k`` entries, best first; ``entries`` is what is held word for word, oldest
-    first; ``summarize`` is a short text of all of it, for a prompt."""
+    first; ``summarize`` is a short text of all of it, for a prompt; ``get_state`` and
+    ``set_state`` save and restore it as JSON data (by default its entries, stored again in
+    order: a subclass that keeps more overrides both)."""
+
+    def get_state(self) -> dict[str, Any]:
+        """``{"entries": [{"tick", "kind", "text"}, ...]}``, oldest first."""
+        return {"entries": [_entry_state(e) for e in self.entries()]}
+
+    def set_state(self, state: Any) -> None:
+        """Forget everything and hold what ``get_state`` gave (ValueError when ``state`` is
+        not such a state; the memory is then left empty)."""
+        self.clear()
+        for entry in _entries_from(state):
+            self.store(entry.text, tick=entry.tick, kind=entry.kind)
 
     @abc.abstractmethod
     def store(self, text: str, *, tick: int, kind: str = "note") -> None: ...
@@ -386,8 +449,136 @@ class SummaryMemory(Memory):
         self._recent.clear()
         self._summary = ""
 
+    def get_state(self) -> dict[str, Any]:
+        """The recent entries, oldest first, and the summary of the older ones."""
+        return {"summary": self._summary, **super().get_state()}
+
+    def set_state(self, state: Any) -> None:
+        """Hold the saved entries and summary as they were (nothing is folded again: the
+        newest ``window`` entries are kept, any older ones were the summary's already)."""
+        entries = _entries_from(state)
+        summary = state.get("summary", "")
+        if not isinstance(summary, str):
+            raise ValueError(f"summary is {type(summary).__name__}, not text")
+        self.clear()
+        self._recent.extend(entries[-self.window:])
+        self._summary = summary[:self.max_summary]
+
     def __len__(self) -> int:
         return len(self._recent)
 
     def entries(self) -> list[MemoryEntry]:
         return list(self._recent)
+
+
+class NoEmbeddings(Exception):
+    """The embedding function has nothing to call (no endpoint configured): recall is by
+    words (BM25), and this is not counted as a failure."""
+
+
+Embed = Callable[[Sequence[str]], Sequence[Sequence[float]]]
+"""Texts in, one vector each out, in order (``self.llm.embed`` for a brain)."""
+
+
+def _unit(vector: Sequence[float]) -> array[float]:
+    """``vector`` scaled to length 1 (ValueError when it is not finite numbers, or zero)."""
+    values = array("d", vector)
+    norm = math.sqrt(sum(x * x for x in values))
+    if not math.isfinite(norm) or norm == 0:
+        raise ValueError("an embedding vector is zero or not finite")
+    return array("d", (x / norm for x in values))
+
+
+class EmbeddingMemory(RetrievalMemory):
+    """A ``RetrievalMemory`` that ranks by meaning when it can.
+
+    ``embed`` turns texts into vectors (``self.llm.embed``: the ``/embeddings`` endpoint of
+    ``minds.embeddings``). ``retrieve`` sends the query with up to ``batch`` entries not yet
+    embedded (the newest first) in one call and ranks every embedded entry by cosine
+    similarity to the query (the newest first among equals): a small in-process vector
+    index, one unit vector per entry, searched exhaustively. Entries are embedded lazily,
+    at recall time, never when stored: storing stays free, and a memory restored from a
+    save (whose vectors are not saved) is embedded again over its next recalls.
+
+    When ``embed`` is None or raises ``NoEmbeddings`` (nothing configured) recall is BM25
+    (``RetrievalMemory``), uncounted; when it fails in any other way (an error, a timeout,
+    an open circuit breaker, an answer of the wrong shape) recall is BM25 for that call,
+    ``failures`` counts it and ``last_error`` says why. ``by_meaning`` and ``by_words``
+    count the recalls made each way. Its time is bounded by ``embed`` (the endpoint's call
+    carries ``minds.recall_deadline_ms``)."""
+
+    def __init__(self, embed: Embed | None, capacity: int = 1000, *, batch: int = 64,
+                 k1: float = 1.5, b: float = 0.75) -> None:
+        self._embed = embed
+        self.batch = _positive("batch", batch)
+        self.failures = 0
+        self.last_error: str | None = None
+        self.by_meaning = 0
+        self.by_words = 0
+        super().__init__(capacity, k1=k1, b=b)
+
+    def clear(self) -> None:
+        super().clear()
+        self._vectors: dict[int, array[float]] = {}
+        self._dimensions = 0
+
+    def _evict_oldest(self) -> None:
+        oldest = next(iter(self._docs))
+        super()._evict_oldest()
+        self._vectors.pop(oldest, None)
+
+    def embedded(self) -> int:
+        """How many entries have a vector."""
+        return len(self._vectors)
+
+    def retrieve(self, query: str, k: int = 5) -> list[MemoryEntry]:
+        """The ``k`` entries closest in meaning to ``query``; by BM25 (``RetrievalMemory``)
+        when there is no embedding to be had."""
+        _check_k(k)
+        ranked = self._by_meaning(query, k) if self._embed is not None and self._docs else None
+        if ranked is None:
+            self.by_words += 1
+            return super().retrieve(query, k)
+        self.by_meaning += 1
+        return ranked
+
+    def _by_meaning(self, query: str, k: int) -> list[MemoryEntry] | None:
+        assert self._embed is not None
+        pending = [doc_id for doc_id in reversed(self._docs) if doc_id not in self._vectors]
+        pending = pending[:self.batch]
+        texts = [query or " ", *(self._docs[doc_id].entry.text for doc_id in pending)]
+        try:
+            answer: object = self._embed(texts)
+            vectors = self._check(answer, len(texts))
+        except NoEmbeddings:
+            return None
+        except Exception as error:  # the endpoint's or the user's: recall goes on by words
+            self.failures += 1
+            self.last_error = _one_line(error)
+            return None
+        wanted = vectors[0]
+        for doc_id, vector in zip(pending, vectors[1:], strict=True):
+            self._vectors[doc_id] = vector
+        if not self._vectors:
+            return None
+        mul = operator.mul
+        scored = sorted(((sum(map(mul, wanted, vector)), doc_id)
+                         for doc_id, vector in self._vectors.items()),
+                        key=lambda s: (-s[0], -s[1]))
+        return [self._docs[doc_id].entry for _score, doc_id in scored[:k]]
+
+    def _check(self, answer: object, count: int) -> list[array[float]]:
+        """The vectors as unit vectors of one length (a model that changed its length
+        makes every entry be embedded again)."""
+        if not isinstance(answer, Sequence) or len(answer) != count:
+            raise ValueError(f"embed answered {type(answer).__name__} where {count} vectors "
+                             "were asked for")
+        vectors = [_unit(v) for v in answer]
+        sizes = {len(v) for v in vectors}
+        if len(sizes) != 1:
+            raise ValueError(f"embed answered vectors of lengths {sorted(sizes)}")
+        size = sizes.pop()
+        if size != self._dimensions:
+            self._vectors.clear()  # another model: the old vectors mean nothing now
+            self._dimensions = size
+        return vectors

@@ -22,6 +22,7 @@ from agent_world.contract.brains import Brain
 from agent_world.core.world import World
 from agent_world.decisions.answerer import Answerer
 from agent_world.llm.answerer import LLMAgents
+from agent_world.llm.embeddings import Embedder
 from agent_world.llm.gates import Gates
 from agent_world.llm.providers import build_agents
 from agent_world.llm.redact import Redactor
@@ -43,10 +44,10 @@ class KindContext:
     llm_gates: Gates | None = None
     llm_transport: Transport | None = None  # the session's, shared with the angel
     llm_clock: Clock | None = None
-    memories: Path | None = None
     prompt_log: Path | None = None
     brains: Mapping[str, type[Brain]] | None = None  # registered brains, loaded
     llm_models: Mapping[str, LLMAgents] | None = None  # the other model profiles' agents
+    embedder: Embedder | None = None  # minds.embeddings: memory by meaning for brains
 
 
 Make = Callable[[KindContext, Mapping[str, Answerer]], Answerer | None]
@@ -66,7 +67,7 @@ def _llm(ctx: KindContext, _started: Mapping[str, Answerer]) -> LLMAgents | None
     if not ctx.config.llm.enabled:
         return None
     return build_agents(ctx.config.llm, ctx.world, settings=ctx.config.decisions.of("llm"),
-                        clock=ctx.llm_clock, memories=ctx.memories, report=ctx.report,
+                        clock=ctx.llm_clock, report=ctx.report,
                         redactor=ctx.redactor, gates=ctx.llm_gates,
                         transport=ctx.llm_transport, prompt_log=ctx.prompt_log)
 
@@ -75,12 +76,16 @@ def _brains(ctx: KindContext, started: Mapping[str, Answerer]) -> UserBrains | N
     """Users' brains and policies, when any is registered; they call the LLM's kind."""
     if not ctx.brains:
         return None
-    llm = started.get("llm")
+    started_llm = started.get("llm")
+    llm = started_llm.for_brains() if isinstance(started_llm, LLMAgents) else None
+    models = {name: model.for_brains() for name, model in (ctx.llm_models or {}).items()}
+    for brain_llm in (llm, *models.values()):
+        if brain_llm is not None:
+            brain_llm.embedder = ctx.embedder
     return UserBrains(ctx.config.brains, ctx.world, ctx.brains,
                       settings=ctx.config.decisions.of("brains"),
-                      llm=llm.for_brains() if isinstance(llm, LLMAgents) else None,
-                      llm_models={name: model.for_brains()
-                                  for name, model in (ctx.llm_models or {}).items()})
+                      capture_wait_s=ctx.config.minds.capture_wait_s,
+                      llm=llm, llm_models=models)
 
 
 KINDS: tuple[Kind, ...] = (

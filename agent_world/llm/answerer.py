@@ -18,7 +18,7 @@ import dataclasses
 import functools
 import threading
 import traceback
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +29,7 @@ from agent_world.core import components as c
 from agent_world.core.world import World
 from agent_world.decisions.answerer import Answer, Answering, Fault, Pace, Reply
 from agent_world.decisions.interview import Question, Said, Spoken
+from agent_world.decisions.keeping import MindCapture, Record
 from agent_world.decisions.metrics import Metrics, percentile
 from agent_world.decisions.mind import Mind
 from agent_world.decisions.requests import Job, Outcome
@@ -55,7 +56,6 @@ __all__ = ["MAX_RAW_CHARS", "LLMAgents", "ProviderFactory"]
 ProviderFactory = EndpointFactory
 """Makes the provider of one endpoint, given its base URL (once per endpoint)."""
 
-MEMORY_SAVE_TICKS = 600
 TYPICAL_NEW_TOKENS = 350  # a decision's own part of the prompt, as measured (llm_cost bench)
 TYPICAL_ANSWER_TOKENS = 60
 CACHE_MIN_TOKENS = 1024  # providers cache prefixes from this length on (OpenAI)
@@ -80,7 +80,7 @@ class LLMAgents(Answering):
     def __init__(self, cfg: LLMConfig, world: World, *, settings: KindPace,
                  transport: Transport,
                  identity: dict[str, Any], redactor: Redactor, clock: Clock | None = None,
-                 memories: Path | None = None, report: Callable[[str], None] = print,
+                 report: Callable[[str], None] = print,
                  prompt_log: Path | None = None, owns_transport: bool = False,
                  profile: str = "") -> None:
         """``settings``: ``decisions.llm`` over ``decisions`` (its ``workers`` do not apply:
@@ -106,7 +106,6 @@ class LLMAgents(Answering):
         self.cfg = cfg
         self.redact = redactor
         self.identity = identity
-        self.memories_dir = memories
         self.prompt_log = PromptLog(prompt_log, redactor) if prompt_log is not None else None
         self.prompts = PromptBuilder(facts=WorldFacts.of(world), max_actions=cfg.plan_actions,
                                      temperature=cfg.temperature,
@@ -129,11 +128,6 @@ class LLMAgents(Answering):
         self._flying_lock = threading.Lock()
         self._interviews: set[concurrent.futures.Future[Spoken]] = set()  # on the transport
 
-    def bind(self, pipeline: Any) -> None:
-        super().bind(pipeline)
-        if self.memories_dir is not None:
-            self.memory.load(self.memories_dir, self.minds)
-
     def __repr__(self) -> str:
         return (f"LLMAgents({self.profile_name}: {self.identity.get('provider')} "
                 f"{self.identity.get('model')}, {len(self.minds)} agents)")
@@ -147,8 +141,6 @@ class LLMAgents(Answering):
 
     def on_events(self, tick: int, report: TickReport) -> None:
         self.memory.on_events(tick, report.events, self.minds)
-        if self.memories_dir is not None and tick % MEMORY_SAVE_TICKS == 0:
-            self.save_memories()
 
     def unavailable(self) -> str:
         if self.breaker.state == "stopped":
@@ -549,15 +541,35 @@ class LLMAgents(Answering):
 
     # -- lifecycle ---------------------------------------------------------------------------
 
-    def save_memories(self, *, wait: bool = False) -> None:
-        if self.memories_dir is None:
-            return
-        names = {eid: self.world.name_of(eid) for eid in self.minds}
-        self.memory.save(self.memories_dir, names, wait=wait)
+    def capture_minds(self, tick: int) -> MindCapture:
+        """The memories of its agents as of now (the snapshot of ``tick``): they live on
+        the main thread, so they are taken at once (copies of small lists)."""
+        world = self.world
+        capture = MindCapture(tick, self.minds)
+        for eid in sorted(self.minds):
+            state = self.memory.state_of(eid)
+            capture.put(eid, None if state is None else {
+                "agent": eid, "name": world.name_of(eid), "brain": llm_brain(self.profile),
+                "kind": "llm", "state": {"memory": state}})
+        return capture
+
+    def restore_minds(self, records: Mapping[int, Record],
+                      warn: Callable[[str], None]) -> None:
+        """Its agents' memories as a resumed or forked world saved them."""
+        for eid in sorted(self.minds):
+            record = records.get(eid)
+            if record is None or record.get("kind") != "llm":
+                continue
+            try:
+                self.memory.restore(eid, record["state"]["memory"])
+            except Exception as exc:  # a damaged state: that agent starts afresh
+                warn(f"the mind of agent {eid} ({self.world.name_of(eid)}) cannot be "
+                     f"restored ({type(exc).__name__}: {exc}); it starts with an empty "
+                     "memory")
 
     def stopped(self) -> None:
         """After the pipeline stopped: the requests still in flight cancelled, the
-        transport closed if it is this kind's own, and the memories saved."""
+        transport closed if it is this kind's own."""
         with self._flying_lock:
             flying, self._flying = list(self._flying.values()), {}
             asking, self._interviews = list(self._interviews), set()
@@ -567,9 +579,6 @@ class LLMAgents(Answering):
             spoken.cancel()
         if self._owns_transport:
             self.transport.close()
-        if self.memories_dir is not None:
-            self.save_memories(wait=True)
-        self.memory.close()
 
 
 def _answer(decision: TextDecision, response: LLMResponse, *, cached: bool,

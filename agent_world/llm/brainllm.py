@@ -10,9 +10,11 @@ the limits the configuration sets, and their tokens count in ``/stats`` like any
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from agent_world.config import LLMConfig
+from agent_world.contract.memory import NoEmbeddings
+from agent_world.llm.embeddings import Embedder
 from agent_world.llm.gates import LLMUnavailable
 from agent_world.llm.textmodel import ProviderTextModel
 from agent_world.llm.transport import Transport
@@ -32,6 +34,7 @@ class BrainLLM:
         self._lock = threading.Lock()
         self.calls = 0
         self.failures = 0
+        self.embedder: Embedder | None = None  # minds.embeddings (the session sets it)
 
     def complete(self, prompt: str, *, system: str = "", max_tokens: int | None = None,
                  temperature: float | None = None) -> str:
@@ -52,6 +55,14 @@ class BrainLLM:
         with self._lock:
             self.calls += 1
         return response.text
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        """The embedding vectors of ``texts`` from ``minds.embeddings``' endpoint, within
+        ``minds.recall_deadline_ms`` (``NoEmbeddings`` when none is configured;
+        ``ProviderError`` when the call fails, is late or its breaker is open)."""
+        if self.embedder is None:
+            raise NoEmbeddings("no embedding endpoint is configured (minds.embeddings)")
+        return self.embedder.embed(texts)
 
     def close_thread(self) -> None:
         """Nothing of a worker thread's to release: the transport's loop holds the

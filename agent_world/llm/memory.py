@@ -1,23 +1,19 @@
 """Agent memories for prompts: a sliding window of recent events and messages per LLM agent,
-folded into a running summary when it grows, saved in the save folder's ``memories/``.
+folded into a running summary when it grows, saved with the world at every snapshot (the
+save folder's ``minds/``, through ``LLMAgents.capture_minds``).
 
 This is the LLM layer's own bookkeeping, not world state: it shapes prompts, never the
-world, so replay does not need it. Written off the main thread.
+world, so replay does not need it.
 """
 
 from __future__ import annotations
 
-import concurrent.futures
 import re
 from collections import deque
 from collections.abc import Iterable
-from pathlib import Path
 from typing import Any
 
-import orjson
-
 from agent_world.core import events as ev
-from agent_world.persistence.files import write_atomic
 from agent_world.types import JSON, Event
 from agent_world.worldlog import format_event
 
@@ -64,8 +60,21 @@ class AgentMemory:
         return {"window": self.window, "recent": list(self.recent), "facts": dict(self.facts)}
 
     def set_state(self, state: JSON) -> None:
-        self.recent = deque(dict(m) for m in state.get("recent", []))
-        self.facts = {str(k): int(v) for k, v in state.get("facts", {}).items()}
+        """What ``get_state`` gave (ValueError naming what is wrong; nothing changes then)."""
+        if not isinstance(state, dict):
+            raise ValueError(f"an LLM agent's memory is an object, got {type(state).__name__}")
+        recent = state.get("recent", [])
+        facts = state.get("facts", {})
+        if not isinstance(recent, list) or not isinstance(facts, dict):
+            raise ValueError("an LLM agent's memory holds a list 'recent' and an object 'facts'")
+        lines: deque[dict[str, Any]] = deque()
+        for i, m in enumerate(recent):
+            if (not isinstance(m, dict) or not isinstance(m.get("text"), str)
+                    or not isinstance(m.get("fact"), str) or not isinstance(m.get("tick"), int)):
+                raise ValueError(f"recent[{i}] is not {{tick, text, fact}}")
+            lines.append({"tick": m["tick"], "text": m["text"], "fact": m["fact"]})
+        counts = {str(k): int(v) for k, v in facts.items()}
+        self.recent, self.facts = lines, counts
         while len(self.recent) > self.window:
             old = self.recent.popleft()
             self.facts[old["fact"]] = self.facts.get(old["fact"], 0) + 1
@@ -103,7 +112,6 @@ class MemoryBook:
     def __init__(self, window: int) -> None:
         self.window = window
         self.memories: dict[int, AgentMemory] = {}
-        self._writer: concurrent.futures.ThreadPoolExecutor | None = None
 
     def of(self, eid: int) -> AgentMemory:
         memory = self.memories.get(eid)
@@ -128,43 +136,19 @@ class MemoryBook:
                 if eid in concerned:
                     self.of(eid).add(tick, _compact(event, eid), _label(event, eid))
 
-    # -- files ---------------------------------------------------------------------------------
+    # -- minds that last ------------------------------------------------------------------------
 
-    def get_state(self) -> JSON:
-        return {str(eid): m.get_state() for eid, m in sorted(self.memories.items())}
+    def state_of(self, eid: int) -> JSON | None:
+        """A copy of the agent's memory as JSON data (None: it remembers nothing yet). Cheap
+        enough for the main thread: the lines themselves are never changed once made."""
+        memory = self.memories.get(eid)
+        if memory is None or not (memory.recent or memory.facts):
+            return None
+        return {"window": memory.window, "recent": list(memory.recent),
+                "facts": dict(memory.facts)}
 
-    def load(self, folder: Path, agents: Iterable[int]) -> int:
-        """Read ``memories/<id>.json`` for these agents; returns how many were found."""
-        found = 0
-        for eid in agents:
-            path = folder / f"{eid}.json"
-            try:
-                doc = orjson.loads(path.read_bytes())
-            except FileNotFoundError:
-                continue
-            except (OSError, orjson.JSONDecodeError):
-                continue  # a damaged memory is only a poorer prompt; start afresh
-            self.of(eid).set_state(doc.get("memory", {}))
-            found += 1
-        return found
-
-    def save(self, folder: Path, names: dict[int, str], *, wait: bool = False) -> None:
-        """Write every memory (copied now, on the calling thread) on a writer thread."""
-        docs = {eid: {"agent": eid, "name": names.get(eid, ""), "memory": m.get_state()}
-                for eid, m in self.memories.items()}
-        if self._writer is None:
-            self._writer = concurrent.futures.ThreadPoolExecutor(1, "llm-memory")
-        future = self._writer.submit(_write_all, folder, docs)
-        if wait:
-            future.result(timeout=30)
-
-    def close(self) -> None:
-        if self._writer is not None:
-            self._writer.shutdown(wait=True)
-            self._writer = None
-
-
-def _write_all(folder: Path, docs: dict[int, dict[str, Any]]) -> None:
-    folder.mkdir(parents=True, exist_ok=True)
-    for eid, doc in docs.items():
-        write_atomic(folder / f"{eid}.json", orjson.dumps(doc, option=orjson.OPT_INDENT_2))
+    def restore(self, eid: int, state: JSON) -> None:
+        """The agent's memory as saved (ValueError when ``state`` is not one)."""
+        memory = AgentMemory(self.window)
+        memory.set_state(state)
+        self.memories[eid] = memory

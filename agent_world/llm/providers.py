@@ -102,7 +102,7 @@ def build_transport(cfg: LLMConfig, gates: Gates, *, factory: ProviderFactory | 
 
 def build_agents(cfg: LLMConfig, world: World, *, settings: KindPace,
                  clock: Clock | None = None,
-                 memories: Path | None = None, report: Callable[[str], None] = print,
+                 report: Callable[[str], None] = print,
                  factory: ProviderFactory | None = None,
                  redactor: Redactor | None = None,
                  prompt_log: Path | None = None, gates: Gates | None = None,
@@ -126,5 +126,5 @@ def build_agents(cfg: LLMConfig, world: World, *, settings: KindPace,
                                     name=f"llm-loop-{profile}" if profile else "llm-loop")
     return LLMAgents(cfg, world, settings=settings, transport=transport,
                      identity=provider_identity(cfg),
-                     redactor=redactor, clock=clock, memories=memories, report=report,
+                     redactor=redactor, clock=clock, report=report,
                      prompt_log=prompt_log, owns_transport=owned, profile=profile)

@@ -7,7 +7,9 @@ saves/<world>/
   snapshots/<tick>.json.gz  earlier snapshots (the first one is kept forever)
   seek/<tick>.json.gz     frequent snapshots within a byte budget, to start a replay near any tick
   events/<start>-<end>.jsonl[.gz]  the event log, one file per tick range
-  memories/ abilities/    agent memories and generated abilities
+  minds/<tick>.jsonl.gz   every mind that is not built in, at each snapshot's tick
+  memories/               LLM agents' memories, as folders older than minds/ kept them
+  abilities/              generated abilities (for people to read)
   .lock                   held (flock) by the process running the world; holds its pid
 ```
 See docs/save-format.md for the formats.
@@ -52,7 +54,7 @@ _CHUNK = re.compile(r"(\d+)-(\d+)\.jsonl(\.gz)?")
 _SNAPSHOT = re.compile(r"(\d+)\.json\.gz")
 _ABILITY_NAME = re.compile(r"[a-z][a-z0-9_]{1,31}")
 LOCK_NAME = ".lock"
-_SUBFOLDERS = ("snapshots", "events", "memories", "abilities", "seek")
+_SUBFOLDERS = ("snapshots", "events", "minds", "memories", "abilities", "seek")
 # What creating a world writes before meta.json, the last file it writes: a folder holding
 # nothing else and no meta.json is a creation that was interrupted (it holds nothing to lose).
 _CREATION_FILES = {"snapshots": re.compile(r"\d+\.json\.gz"),
@@ -92,7 +94,8 @@ class SaveFolder:
         self.state_path = self.root / "world_state.json"
         self.snapshots_dir = self.root / "snapshots"
         self.events_dir = self.root / "events"
-        self.memories_dir = self.root / "memories"
+        self.minds_dir = self.root / "minds"
+        self.memories_dir = self.root / "memories"  # folders from before minds/: read only
         self.abilities_dir = self.root / "abilities"
         self.seek_dir = self.root / "seek"
 
@@ -138,7 +141,7 @@ class SaveFolder:
         folder = cls(root)
         if kind == "unfinished":
             folder.clear()
-        for d in (folder.root, folder.snapshots_dir, folder.events_dir, folder.memories_dir,
+        for d in (folder.root, folder.snapshots_dir, folder.events_dir, folder.minds_dir,
                   folder.abilities_dir):
             d.mkdir(parents=True, exist_ok=True)
         return folder
@@ -185,7 +188,7 @@ class SaveFolder:
         """Recreate missing sub-folders before a run writes (opening a folder only reads);
         returns a note for each one that was missing."""
         notes = []
-        for d in (self.snapshots_dir, self.events_dir, self.memories_dir, self.abilities_dir):
+        for d in (self.snapshots_dir, self.events_dir, self.abilities_dir):
             if not d.is_dir():
                 d.mkdir()
                 notes.append(f"{d.name}/ was missing from {self.root}; made a new, empty one")

@@ -27,6 +27,7 @@ from agent_world.persistence.eventlog import ChunkWriter, salvage_damaged
 from agent_world.persistence.files import disk_problem, write_atomic
 from agent_world.persistence.folder import FORMAT_VERSION, SaveError, SaveFolder, now_iso
 from agent_world.persistence.lock import WorldInUse, WorldLock
+from agent_world.persistence.minds import copy_minds
 from agent_world.persistence.replay import ReplayResult, replay
 from agent_world.persistence.seekpoints import discard_seek_points_after
 from agent_world.persistence.snapshots import (
@@ -335,7 +336,27 @@ def fork_world(source: SaveFolder, tick: int, new_name: str, config: Config, *,
         lock.release()
         raise
     notes.append(f"forked from {source.root} at tick {tick} (state {digest})")
+    notes.extend(_fork_minds(source, folder, tick))
     return OpenedWorld(world, folder, notes=notes)
+
+
+def _fork_minds(source: SaveFolder, folder: SaveFolder, tick: int) -> list[str]:
+    """The minds of the source's snapshot at or before ``tick`` go with the fork (copied as
+    they are, under their own tick); those of a folder from before minds/ too. Minds are not
+    world state: a fork that cannot copy them still runs, its agents with empty memories."""
+    try:
+        at = copy_minds(source.minds_dir, folder.minds_dir, tick)
+        if at is None and source.memories_dir.is_dir():
+            shutil.copytree(source.memories_dir, folder.memories_dir, dirs_exist_ok=True)
+            return ["the fork's LLM agents keep the memories the source saved last"]
+    except OSError as exc:
+        return [f"the minds of {source.root} could not be copied into the fork "
+                f"({disk_problem(exc, folder.root)}); its agents start with empty memories"]
+    if at is None:
+        return []
+    return [f"the fork's agents keep their minds as of tick {at}"
+            + ("" if at == tick else f" (the snapshot before tick {tick}: what they lived "
+                                     f"through in ticks {at + 1}..{tick} is not in them)")]
 
 
 def _replay_to(source: SaveFolder, tick: int, config: Config,

@@ -8,6 +8,11 @@ refuses (full, read-only, gone), retrying until it succeeds: nothing is dropped.
 Ordering is what makes crash recovery exact: the queue is FIFO, inputs are queued before
 they are applied, and a snapshot is written only after every line before it is written and
 fsynced, so no snapshot ever reflects an input the log does not hold.
+
+Minds (``persistence.minds``): with a source of minds (``keep_minds``), every snapshot
+asks it for the minds of its tick, and the writer writes them (``minds/<tick>.jsonl.gz``)
+just before that snapshot, once they are all taken or the wait is over; log lines keep being
+written meanwhile.
 """
 
 from __future__ import annotations
@@ -21,7 +26,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import orjson
 
@@ -37,6 +42,7 @@ from agent_world.persistence.forked import (
     fork_state,
     read_forked_state,
 )
+from agent_world.persistence.minds import encode_minds, prune_minds, write_minds
 from agent_world.persistence.seekpoints import SeekPoints, SeekSpacing
 from agent_world.persistence.snapshots import encode_snapshot
 from agent_world.types import Input, TickReport
@@ -45,6 +51,22 @@ __all__ = ["Persistence", "Saved"]
 
 RETRY_SECONDS = 1.0
 MAX_CHILDREN = 2
+MINDS_POLL_S = 0.02  # how often the writer looks whether a snapshot's minds are all taken
+
+
+class Minds(Protocol):
+    """The minds of a snapshot's tick as they are being taken (``decisions.keeping``)."""
+
+    def ready(self) -> bool:
+        """Whether all are taken, or the wait for them is over."""
+        ...
+
+    def take(self) -> tuple[list[dict[str, Any]], list[str]]:
+        """The records, and a line for each agent whose mind could not be taken in time."""
+        ...
+
+
+MindsSource = Callable[[int], Minds | None]
 
 
 @dataclass(slots=True)
@@ -62,6 +84,8 @@ class _State:
     seek: bool
     child: ForkedState | None = None
     done: Future[Saved] | None = None  # told once the snapshot is on disk (/save)
+    minds: Minds | None = None  # written before the snapshot, once ready
+    minds_data: bytes | None = None  # encoded (kept while the disk refuses)
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,6 +138,7 @@ class Persistence:
         self.seek_points_skipped = 0  # seek points let go for want of a fork
         self._fork_refused = False
         self._writer = _Writer(folder, cfg, report, self._queue)
+        self._minds_source: MindsSource | None = None
         self.seek_spacing = SeekSpacing(cfg.seek_interval_ticks, cfg.seek_target_ms / 1000,
                                         _replays_start_at(folder, world.tick))
         world.input_observers.append(self.on_inputs)
@@ -157,9 +182,18 @@ class Persistence:
         self._queue_state(check=check, snapshot=snapshot, seek=seek)
         return True
 
+    def keep_minds(self, source: MindsSource, max_bytes_per_agent: int) -> None:
+        """Save minds with every snapshot from now on: ``source(tick)`` (main thread) gives
+        the minds of that tick being taken; each is written bounded to
+        ``max_bytes_per_agent`` (``minds.max_bytes_per_agent``)."""
+        self._minds_source = source
+        self._writer.minds_max_bytes = max_bytes_per_agent
+
     def _queue_state(self, *, check: bool, snapshot: bool, seek: bool = False,
                      done: Future[Saved] | None = None) -> None:
         started = time.perf_counter()
+        minds = (self._minds_source(self.world.tick)
+                 if snapshot and self._minds_source is not None else None)
         # Children still serialising earlier states: past a few, serialise here instead
         # (flat-out runs outpace them; paced runs almost never get there).
         busy = self._forked - self._writer.children_collected >= MAX_CHILDREN
@@ -170,11 +204,11 @@ class Persistence:
             self.seek_points_skipped += 1
             return
         if child is not None:
-            job = _State(self.world.tick, None, check, snapshot, seek, child, done)
+            job = _State(self.world.tick, None, check, snapshot, seek, child, done, minds)
             self._forked += 1
         else:
             job = _State(self.world.tick, self.world.state_bytes(), check, snapshot, seek,
-                         done=done)
+                         done=done, minds=minds)
             self.serialized_inline += 1
         self._queue.put(job)
         elapsed = (time.perf_counter() - started) * 1000
@@ -284,6 +318,7 @@ class Persistence:
             "seek_points_failed": w.seek_points.failed,
             "seek_points_skipped": self.seek_points_skipped,
             "forks_refused": self.fork_failures,
+            "minds_written": w.minds_written,
             "flush": self.cfg.flush,
             "error": w.last_error,
             "errors": w.errors,
@@ -323,6 +358,9 @@ class _Writer(threading.Thread):
         self.snapshot_write_ms = 0.0
         self.last_error: str | None = None
         self.errors = 0
+        self.minds_max_bytes = 0
+        self.minds_written = 0
+        self._minds_cut: set[int] = set()  # agents whose cut minds were said already
         self._last_write = time.monotonic()
         self._last_fsync = time.monotonic()
 
@@ -340,6 +378,8 @@ class _Writer(threading.Thread):
             if self.cfg.flush == "interval" and self._pending and not self.last_error:
                 timeout = max(0.0, self.cfg.flush_interval_s
                               - (time.monotonic() - self._last_write))
+            if self._awaiting_minds():
+                timeout = MINDS_POLL_S if timeout is None else min(timeout, MINDS_POLL_S)
             try:
                 job = self.queue.get(timeout=timeout) if not stopping else None
             except queue.Empty:
@@ -358,7 +398,7 @@ class _Writer(threading.Thread):
                     self.chunks.close()
                     return
             elif stopping:
-                time.sleep(RETRY_SECONDS)
+                time.sleep(MINDS_POLL_S if self._awaiting_minds() else RETRY_SECONDS)
 
     def _accept(self, job: _Lines | _State | _Ability) -> None:
         if isinstance(job, _Ability):
@@ -391,6 +431,13 @@ class _Writer(threading.Thread):
         elif job.snapshot or job.seek:
             self._snapshots.append(job)
 
+    def _awaiting_minds(self) -> bool:
+        """Whether the next snapshot waits for its minds (and nothing else for the disk)."""
+        return (bool(self._snapshots) and self.last_error is None
+                and self._snapshots[0].minds is not None
+                and self._snapshots[0].minds_data is None
+                and not self._snapshots[0].minds.ready())
+
     def _work(self, *, force: bool) -> bool:
         """Write what is due; True when nothing is left pending."""
         try:
@@ -400,11 +447,11 @@ class _Writer(threading.Thread):
             if due:
                 self._write_lines()
                 self._last_write = now
-            if self._snapshots or force or (
-                    now - self._last_fsync >= self.cfg.fsync_interval_s):
+            ready = bool(self._snapshots) and not self._awaiting_minds()
+            if ready or force or (now - self._last_fsync >= self.cfg.fsync_interval_s):
                 self.chunks.fsync()  # no snapshot may get ahead of the durable log
                 self._last_fsync = now
-            while self._snapshots:
+            while self._snapshots and not self._awaiting_minds():
                 self._write_snapshot(self._snapshots[0])
                 self._snapshots.popleft()
             while self._abilities:
@@ -451,6 +498,8 @@ class _Writer(threading.Thread):
         if not job.snapshot:
             return
         started = time.perf_counter()
+        if job.minds is not None:  # the minds of its tick first: no snapshot lacks them
+            self._write_minds(job)
         data, _digest = encode_snapshot(job.tick, job.data)
         history = self.folder.history()
         write_atomic(self.folder.snapshot_path(job.tick), gzip.compress(data, 3))
@@ -460,6 +509,8 @@ class _Writer(threading.Thread):
         older = [p for t, p in history if t != job.tick][1:]  # the first is kept forever
         for path in older[: max(0, len(older) - kept + 1)]:
             path.unlink(missing_ok=True)
+        if job.minds is not None:
+            prune_minds(self.folder.minds_dir, kept, newest=job.tick)
         self.snapshots_written += 1
         self.last_snapshot_tick = job.tick
         self.last_snapshot_bytes = len(data)
@@ -467,6 +518,30 @@ class _Writer(threading.Thread):
         if job.done is not None:
             job.done.set_result(Saved(job.tick, self.folder.state_path, len(data),
                                       self.snapshot_write_ms))
+
+    def _write_minds(self, job: _State) -> None:
+        """The snapshot's minds, bounded per agent, written whole (kept encoded while the
+        disk refuses). An agent whose mind is cut or left out is said once a run."""
+        if job.minds_data is None:
+            assert job.minds is not None
+            records, notes = job.minds.take()
+            job.minds_data, cut = encode_minds(job.tick, records, self.minds_max_bytes)
+            for line in notes:
+                self.report(f"persistence: {line}")
+            for agent, name, dropped in cut:
+                if agent in self._minds_cut:
+                    continue
+                self._minds_cut.add(agent)
+                who = f"agent {agent}" + (f" ({name})" if name else "")
+                self.report(
+                    f"persistence: the mind of {who} is not JSON data or does not fit "
+                    f"minds.max_bytes_per_agent ({self.minds_max_bytes} bytes) even empty; "
+                    "it is not saved" if dropped < 0 else
+                    f"persistence: the mind of {who} is over minds.max_bytes_per_agent "
+                    f"({self.minds_max_bytes} bytes): its {dropped} oldest memories are left "
+                    "out of the save (said once)")
+        write_minds(self.folder.minds_dir, job.tick, job.minds_data)
+        self.minds_written += 1
 
     def _failed(self, exc: OSError) -> None:
         message = f"{type(exc).__name__}: {exc}"

@@ -8,9 +8,9 @@ decisions become ``plan`` inputs like theirs, so a replay needs no policy code. 
 returns. A call that faults (see ``policies.runner``) raises ``BrainFault`` with its kind;
 the agent falls back to its built-in brain for that decision and its memory stays as it was.
 
-Memory lives with the brain object, one per agent, as long as the process runs: like any
-brain's state it is not saved with the world, and a resumed world's policy agents start
-with empty memory (docs/policies.md).
+Memory lives with the brain object, one per agent, and is saved with the world at every
+snapshot (``get_state``), so a resumed or forked world's policy agents remember what they
+had (docs/policies.md, "Memory").
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from agent_world.contract.decision import Decision
 from agent_world.contract.observation import Observation
 from agent_world.policies.policy import Policy
 from agent_world.policies.runner import PolicyOutcome, PolicyRunner, as_decision, policy_seed
+from agent_world.sandbox.runtime import ResultError, memory_size
 
 __all__ = ["PolicyBrain", "policy_brain", "policy_brains"]
 
@@ -60,6 +61,24 @@ class PolicyBrain(Brain):
         if outcome.memory is not None:
             self.memory = outcome.memory
         return as_decision(outcome.decision)
+
+    def get_state(self) -> dict[str, Any] | None:
+        """The agent's policy memory (nothing while it is empty)."""
+        return {"memory": self.memory} if self.memory else None
+
+    def set_state(self, state: Any) -> None:
+        """The memory saved with the world, checked as a returned one is (JSON data within
+        ``brains.policy_memory_bytes``); ValueError otherwise."""
+        memory = state.get("memory") if isinstance(state, dict) else None
+        if not isinstance(memory, dict):
+            raise ValueError("a policy's saved state is {memory: {...}}")
+        limit = self.runner.memory_bytes if self.runner is not None else 1_000_000
+        try:
+            memory_size(memory, limit)
+        except ResultError as exc:
+            raise ValueError(f"its saved memory is not one a policy may keep ({exc}; the "
+                             "limit is brains.policy_memory_bytes)") from None
+        self.memory = memory
 
     def describe(self) -> list[str]:
         """/debug's lines: the policy, its memory and its last call."""

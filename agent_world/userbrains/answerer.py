@@ -13,6 +13,12 @@ that decision. A ``decide`` that never returns cannot be stopped (threads cannot
 killed): the pipeline gives its request up at the deadline, its agent thinks no more with
 its brain until it returns, and a new worker thread takes the stuck one's place. A
 ``reflect`` past the deadline is counted here, and its worker replaced the same way.
+
+Minds that last: at every snapshot each brain's ``get_state()`` is taken on a capture
+thread, between two of its calls (each agent's calls hold its own lock), or by the worker
+about to give it an observation later than the snapshot, whichever comes first; a brain in
+a process answers it there. A resumed or forked world's saved states are given back
+(``set_state``) when each brain is made.
 """
 
 from __future__ import annotations
@@ -21,10 +27,12 @@ import contextlib
 import queue
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
+
+import orjson
 
 from agent_world.config import BrainsConfig, KindPace
 from agent_world.contract.brains import (
@@ -46,6 +54,7 @@ from agent_world.core.inputs import MAX_PLAN
 from agent_world.core.world import World
 from agent_world.decisions.answerer import Answer, Answering, Fault, Pace, Reply
 from agent_world.decisions.interview import Question, Said, Spoken, spoken_text
+from agent_world.decisions.keeping import MindCapture, Record
 from agent_world.decisions.metrics import percentile
 from agent_world.decisions.mind import Mind
 from agent_world.decisions.requests import Job, Outcome
@@ -87,11 +96,14 @@ class UserBrains(Answering):
     def __init__(self, cfg: BrainsConfig, world: World, classes: Mapping[str, type[Brain]],
                  *, settings: KindPace, clock: Clock | None = None,
                  llm: BrainLLM | None = None,
-                 llm_models: Mapping[str, BrainLLM] | None = None) -> None:
+                 llm_models: Mapping[str, BrainLLM] | None = None,
+                 capture_wait_s: float = 10.0) -> None:
         """``settings``: ``decisions.brains`` over ``decisions``. ``llm`` is the configured
         LLM, given to every brain as ``brain.llm`` (None: the world has none, and no
         registered brain is an ``LLMBrain``); an ``LLMBrain`` that names a model profile
-        (its class's ``model``) gets that profile's from ``llm_models`` instead."""
+        (its class's ``model``) gets that profile's from ``llm_models`` instead.
+        ``capture_wait_s`` (``minds.capture_wait_s``): how long a snapshot waits for a
+        brain busy in a call before it keeps that brain's previous mind."""
         super().__init__(pace=Pace(interval=settings.think_interval_ticks,
                                    min_gap=settings.min_gap_ticks, round_size=settings.workers,
                                    workers=settings.workers),
@@ -129,9 +141,15 @@ class UserBrains(Answering):
                 timeout_s=decision_timeout_s(settings.deadline_ms))
         self._expired: set[int] = set()  # reflections given up at their deadline
         self._deaths: queue.SimpleQueue[int] = queue.SimpleQueue()
-        # One call at a time per brain: a decision and an interview never overlap.
-        self._calling: dict[int, threading.Lock] = {}
         self._interviews_out = 0  # interview threads running (at most INTERVIEW_THREADS)
+        # One call at a time per brain (all under self._lock): a decision, an interview and
+        # the taking of its mind (minds that last) never overlap.
+        self._calls: dict[int, threading.Lock] = {}
+        self._restore: dict[int, Record] = {}  # saved states not yet given back
+        self._kept: dict[int, Record] = {}  # each mind as the last snapshot saved it
+        self._labels: dict[int, tuple[str, str]] = {}  # agent -> (name, brain) at capture
+        self._captures: list[MindCapture] = []  # being taken
+        self.capture_wait_s = capture_wait_s
 
     def llm_of(self, cls: type[Brain]) -> BrainLLM | None:
         """The LLM a brain of ``cls`` calls: its ``model`` profile's, or the default's."""
@@ -326,8 +344,10 @@ class UserBrains(Answering):
                 brain = self._brains.pop(eid, None)
             with self._lock:
                 self._traces.pop(eid, None)
-                self._calling.pop(eid, None)
                 pool = self._pooled.pop(eid, None)
+                self._restore.pop(eid, None)
+                self._kept.pop(eid, None)
+                self._calls.pop(eid, None)
             self._reflected.pop(eid, None)
             if pool is not None:
                 pool.death(eid)
@@ -336,37 +356,35 @@ class UserBrains(Answering):
                 with contextlib.suppress(Exception):
                     brain.on_death()
 
-    def _calls_of(self, eid: int) -> threading.Lock:
-        """The lock a call of agent ``eid``'s brain holds (a decision, an interview)."""
+    def _call_lock(self, eid: int) -> threading.Lock:
+        """The lock a call of agent ``eid``'s brain holds (a decision, an interview, the
+        taking of its mind)."""
         with self._lock:
-            return self._calling.setdefault(eid, threading.Lock())
+            return self._calls.setdefault(eid, threading.Lock())
 
     def _decide(self, job: Job, started: float) -> Answer | Fault:
         name = job.payload[0]
-        calling = self._calls_of(job.agent)
+        calling = self._call_lock(job.agent)
         left = self.deadlines[name] - (time.perf_counter() - started)
         if not calling.acquire(timeout=max(0.0, left)):
             return self._fault(job, started, "busy", f"{name} was answering an interviewer "
-                               "until the decision's deadline")
+                               "(or its mind was being saved) until the decision's deadline")
         try:
-            return self._decide_now(job, started)
+            return self._decide_holding(job, started)
         finally:
             calling.release()
 
-    def _decide_now(self, job: Job, started: float) -> Answer | Fault:
+    def _decide_holding(self, job: Job, started: float) -> Answer | Fault:
         name, obs, hooks = job.payload
         with self._lock:
             self._running[job.rid] = Running(job.agent, name, started, self.deadlines[name],
                                              thread=threading.current_thread())
             brain = self._brains.get(job.agent)
+        self._take_due(job.agent, job.tick)
         try:
             # A ``brain`` input may have given the agent another registered brain since.
             if brain is None or type(brain) is not self.classes[name]:
-                brain = self.classes[name]()
-                brain.llm = self.llm_of(self.classes[name])
-                if isinstance(brain, PolicyBrain):
-                    brain.runner = self.policies
-                brain.on_spawn(job.agent)
+                brain = self._made(job.agent, name)
                 with self._lock:
                     self._brains[job.agent] = brain
             deliver_hooks(brain, hooks)
@@ -392,10 +410,17 @@ class UserBrains(Answering):
                            started: float) -> Answer | Fault:
         """The decision from the brain's process; its answer is checked again here."""
         name, obs, hooks = job.payload
-        with self._lock:
-            self._pooled[job.agent] = pool
-        kind, payload, raw_trace = pool.decide(job.agent, obs, hooks,
-                                               started + self.deadlines[name])
+        with self._calls_of(job.agent):
+            with self._lock:
+                self._pooled[job.agent] = pool
+                record = self._restore.pop(job.agent, None)
+            self._take_due(job.agent, job.tick)
+            saved = record["state"] if record is not None and record.get("brain") == name \
+                else None
+            kind, payload, raw_trace, notes = pool.decide(
+                job.agent, obs, hooks, started + self.deadlines[name], saved=saved)
+        if notes:
+            self._cannot_restore(job.agent, name, notes[0])
         trace = ([" ".join(str(line).split())[:MAX_TRACE_LINE] for line in raw_trace]
                  [-MAX_TRACE:] if isinstance(raw_trace, list) else [])
         if trace:
@@ -436,7 +461,8 @@ class UserBrains(Answering):
                                          self.deadlines[name], reflecting=True,
                                          thread=threading.current_thread())
         try:
-            brain.reflect()
+            with self._calls_of(job.agent):
+                brain.reflect()
         except Exception as exc:  # the user's code
             self._count_fault(name, "reflect exception", job.agent,
                               f"{type(exc).__name__}: {str(exc)[:200]}")
@@ -494,8 +520,14 @@ class UserBrains(Answering):
         try:
             pool = self.pools.get(name)
             if pool is not None:
-                kind, text, _trace = pool.interview(question.agent, question.text, obs,
-                                                    deadline)
+                with self._lock:
+                    record = self._restore.pop(question.agent, None)
+                saved = record["state"] if record is not None and record.get("brain") == name \
+                    else None
+                kind, text, _trace, notes = pool.interview(question.agent, question.text, obs,
+                                                           deadline, saved=saved)
+                if notes:
+                    self._cannot_restore(question.agent, name, notes[0])
                 if kind != "ok":
                     raise BrainFault(kind, str(text))
             else:
@@ -517,16 +549,14 @@ class UserBrains(Answering):
 
     def _interview_here(self, question: Question, name: str, obs: Any,
                         deadline: float) -> str | None:
-        calling = self._calls_of(question.agent)
+        calling = self._call_lock(question.agent)
         if not calling.acquire(timeout=max(0.0, deadline - time.perf_counter())):
             raise BrainFault("busy", f"{name} was deciding until the interview's deadline")
         try:
             with self._lock:
                 brain = self._brains.get(question.agent)
             if brain is None or type(brain) is not self.classes[name]:
-                brain = self.classes[name]()
-                brain.llm = self.llm_of(self.classes[name])
-                brain.on_spawn(question.agent)
+                brain = self._made(question.agent, name)
                 with self._lock:
                     self._brains[question.agent] = brain
             return brain.interview(question.text, obs)
@@ -536,6 +566,175 @@ class UserBrains(Answering):
     @staticmethod
     def _fault(job: Job, started: float, kind: str, error: str) -> Fault:
         return Fault(kind=kind, error=error, latency_s=time.perf_counter() - started)
+
+    # -- minds that last -------------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def _calls_of(self, eid: int) -> Iterator[None]:
+        """Held around each call of the agent's brain (and while its mind is taken)."""
+        with self._call_lock(eid):
+            yield
+
+    def _made(self, eid: int, name: str) -> Brain:
+        """A new brain for agent ``eid`` (worker thread, holding its calls), given back its
+        saved state if it has one; a state it cannot take is one warning, and a fresh
+        brain."""
+        cls = self.classes[name]
+
+        def fresh() -> Brain:
+            brain = cls()
+            brain.llm = self.llm_of(cls)
+            if isinstance(brain, PolicyBrain):
+                brain.runner = self.policies
+            brain.on_spawn(eid)
+            return brain
+
+        brain = fresh()
+        with self._lock:
+            record = self._restore.pop(eid, None)
+        if record is None or record.get("brain") != name:
+            return brain
+        try:
+            brain.set_state(record["state"])
+        except Exception as exc:  # the user's code, or a damaged state
+            self._cannot_restore(eid, name, f"{type(exc).__name__}: {str(exc)[:200]}")
+            return fresh()
+        return brain
+
+    def _cannot_restore(self, eid: int, name: str, why: str) -> None:
+        with self._lock:
+            self._kept.pop(eid, None)
+            label = self._labels.get(eid, ("", name))[0]
+        who = f"agent {eid}" + (f" ({label})" if label else "")
+        self.pipeline.report(f"the mind of {who} cannot be restored ({name}.set_state: "
+                             f"{why}); it starts with an empty memory")
+
+    def restore_minds(self, records: Mapping[int, Record],
+                      warn: Callable[[str], None]) -> None:
+        """The minds a resumed or forked world saved, for its agents on these brains: each
+        is given back (``set_state``) when its brain is made, before its first decision;
+        until then, every snapshot saves it as it was."""
+        world = self.world
+        with self._lock:
+            for eid in sorted(self.minds):
+                record = records.get(eid)
+                if record is None or record.get("kind") != "brain":
+                    continue
+                brain = world.store.get(eid, c.Agent).brain
+                if record.get("brain") != brain:
+                    warn(f"the mind of agent {eid} ({world.name_of(eid)}) was saved for brain "
+                         f"{record.get('brain')!r}, and it now has {brain!r}; it starts with "
+                         "an empty memory")
+                    continue
+                self._restore[eid] = record
+                self._kept[eid] = record
+                self._labels[eid] = (world.name_of(eid), brain)
+
+    def capture_minds(self, tick: int) -> MindCapture:
+        """The minds of its agents as of the snapshot of ``tick`` (main thread): taken on a
+        capture thread, each between two of its brain's calls, within
+        ``capture_wait_s``."""
+        world = self.world
+        labels = {eid: (world.name_of(eid), world.store.get(eid, c.Agent).brain)
+                  for eid in sorted(self.minds)}
+        with self._lock:
+            self._labels.update(labels)
+            held = [eid for eid in labels if eid in self._brains or eid in self._pooled
+                    or eid in self._restore or eid in self._kept]
+            capture = MindCapture(tick, held, {eid: self._kept[eid] for eid in held
+                                               if eid in self._kept})
+            if held:
+                self._captures.append(capture)
+        if held:
+            threading.Thread(target=self._sweep, args=(capture,), name="minds-capture",
+                             daemon=True).start()
+        return capture
+
+    def _sweep(self, capture: MindCapture) -> None:
+        """Take every mind of ``capture``: first those whose brains are between calls now,
+        then the rest as their calls end, until ``capture_wait_s`` has passed."""
+        deadline = time.monotonic() + self.capture_wait_s
+        try:
+            for patient in (False, True):
+                for eid in capture.waiting():
+                    with self._lock:
+                        lock = self._calls.setdefault(eid, threading.Lock())
+                    left = deadline - time.monotonic()
+                    if not lock.acquire(timeout=max(0.0, left)) if patient else \
+                            not lock.acquire(blocking=False):
+                        continue
+                    try:
+                        self._take(eid, capture, deadline)
+                    finally:
+                        lock.release()
+                if capture.done() or time.monotonic() >= deadline:
+                    break
+        finally:
+            with self._lock:
+                if capture in self._captures:
+                    self._captures.remove(capture)
+
+    def _take_due(self, eid: int, tick: int) -> None:
+        """Before a call on the observation of ``tick`` (holding the agent's calls): its
+        mind for every snapshot taken before that tick, if still to be taken."""
+        with self._lock:
+            due = [c for c in self._captures if c.tick < tick]
+        for capture in due:
+            if capture.wants(eid):
+                self._take(eid, capture, time.monotonic() + self.capture_wait_s)
+
+    def _take(self, eid: int, capture: MindCapture, deadline: float) -> None:
+        """The agent's mind into ``capture`` (holding the agent's calls)."""
+        if not capture.wants(eid):
+            return
+        with self._lock:
+            brain = self._brains.get(eid)
+            pool = self._pooled.get(eid)
+            waiting = self._restore.get(eid)
+            kept = self._kept.get(eid)
+            name, brain_name = self._labels.get(eid, ("", ""))
+        record: Record | None = kept
+        if waiting is not None:
+            record = waiting  # not given back yet: saved as it was
+        elif brain is not None and type(brain) is self.classes.get(brain_name):
+            record = self._state_record(eid, name, brain_name, brain)
+        elif pool is not None and pool.name == brain_name and pool.holds(eid):
+            got = pool.get_state(eid, time.perf_counter() + max(
+                0.0, deadline - time.monotonic()))
+            if got is not None:
+                data, error = got
+                if error:
+                    self._count_fault(brain_name, "get_state exception", eid, error)
+                else:
+                    record = None if data is None else {
+                        "agent": eid, "name": name, "brain": brain_name, "kind": "brain",
+                        "state": orjson.loads(data)}
+        if not capture.put(eid, record):
+            return
+        with self._lock:
+            if record is None:
+                self._kept.pop(eid, None)
+            else:
+                self._kept[eid] = record
+
+    def _state_record(self, eid: int, name: str, brain_name: str, brain: Brain
+                      ) -> Record | None:
+        """The brain's ``get_state()`` as a record; its previous one when it fails (counted
+        as a ``get_state`` fault)."""
+        try:
+            state = brain.get_state()
+            if state is None:
+                return None
+            # A copy, checked now: JSON data, and none of the brain's own objects, which
+            # its next call may change while the writer still has them.
+            state = orjson.loads(orjson.dumps(state))
+        except Exception as exc:  # the user's code
+            self._count_fault(brain_name, "get_state exception", eid,
+                              f"{type(exc).__name__}: {str(exc)[:200]}")
+            with self._lock:
+                return self._kept.get(eid)
+        return {"agent": eid, "name": name, "brain": brain_name, "kind": "brain",
+                "state": state}
 
     # -- figures and lifecycle -------------------------------------------------------------------
 

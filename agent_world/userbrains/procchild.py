@@ -25,8 +25,9 @@ __all__ = ["serve"]
 
 
 def serve(requests: Connection, answers: Connection, cls: type[Brain]) -> None:
-    """Answer ``decide``, ``interview``, ``death`` and ``tell`` requests until the pipe
-    closes."""
+    """Answer ``decide``, ``interview``, ``death``, ``tell`` and ``get_state`` requests until
+    the pipe closes. A ``decide`` or ``interview`` carries the brain's saved state (None for
+    none), given to ``set_state`` when the brain is made."""
     actions = action_schemas()
     answers.send(("ready",))
     brains: dict[int, Brain] = {}
@@ -48,38 +49,43 @@ def serve(requests: Connection, answers: Connection, cls: type[Brain]) -> None:
                 with contextlib.suppress(Exception):
                     deliver_hooks(told, msg[2])
             continue
-        if msg[0] == "interview":  # ("interview", agent, question, obs): text or None
-            _kind, agent, question, obs = msg
+        if msg[0] == "get_state":  # the brain's mind, for the snapshot being taken
+            answers.send(("state", *_state_of(brains.get(msg[1]))))
+            continue
+        if msg[0] == "interview":  # ("interview", agent, question, obs, saved): text or None
+            _kind, agent, question, obs, saved = msg
+            made_notes: list[str] = []
             try:
                 asked = brains.get(agent)
                 if asked is None:
-                    asked = brains[agent] = cls()
-                    asked.on_spawn(agent)
+                    asked = brains[agent] = _made(cls, agent, saved, made_notes)
                 text = asked.interview(question, obs)
-                answers.send(("ok", text if isinstance(text, str) else None, []))
+                answers.send(("ok", text if isinstance(text, str) else None, [], made_notes))
             except Exception as exc:  # the user's code
-                answers.send(("exception", f"{type(exc).__name__}: {str(exc)[:200]}", []))
+                answers.send(("exception", f"{type(exc).__name__}: {str(exc)[:200]}", [],
+                              made_notes))
             continue
-        _kind, agent, obs, hooks = msg
+        _kind, agent, obs, hooks, saved = msg
         brain = brains.get(agent)
+        notes: list[str] = []
         try:
             if brain is None:
-                brain = brains[agent] = cls()
-                brain.on_spawn(agent)
+                brain = brains[agent] = _made(cls, agent, saved, notes)
             deliver_hooks(brain, hooks)
             answer = brain.decide(obs, actions)
             plan: list[Any] = list(answer) if isinstance(answer, list | tuple) else [answer]
             as_plan(plan, max_actions=MAX_PLAN)  # the error message is made here
-            answers.send(("ok", [d.to_dict() for d in plan], take_trace(brain)))
+            answers.send(("ok", [d.to_dict() for d in plan], take_trace(brain), notes))
         except DecisionError as exc:
-            answers.send(("invalid", str(exc), take_trace(brain) if brain else []))
+            answers.send(("invalid", str(exc), take_trace(brain) if brain else [], notes))
             continue
         except BrainFault as exc:
-            answers.send((exc.kind, str(exc)[:300], take_trace(brain) if brain else []))
+            answers.send((exc.kind, str(exc)[:300], take_trace(brain) if brain else [],
+                          notes))
             continue
         except Exception as exc:  # the user's code
             answers.send(("exception", f"{type(exc).__name__}: {str(exc)[:200]}",
-                          take_trace(brain) if brain else []))
+                          take_trace(brain) if brain else [], notes))
             continue
         every = brain.reflect_every_ticks
         last = reflected.setdefault(agent, obs.tick)
@@ -87,6 +93,33 @@ def serve(requests: Connection, answers: Connection, cls: type[Brain]) -> None:
             reflected[agent] = obs.tick
             with contextlib.suppress(Exception):  # its fault shows as the next one's delay
                 brain.reflect()
+
+
+def _made(cls: type[Brain], agent: int, saved: Any, notes: list[str]) -> Brain:
+    """The agent's brain, given back its saved state (``saved``, None for none); a state it
+    cannot take leaves a note and a fresh brain."""
+    brain = cls()
+    brain.on_spawn(agent)
+    if saved is None:
+        return brain
+    try:
+        brain.set_state(saved)
+    except Exception as exc:  # the user's code
+        notes.append(f"{type(exc).__name__}: {str(exc)[:200]}")
+        brain = cls()
+        brain.on_spawn(agent)
+    return brain
+
+
+def _state_of(brain: Brain | None) -> tuple[bytes | None, str]:
+    """The brain's ``get_state()`` as JSON, or why not (None and '' when it keeps none)."""
+    if brain is None:
+        return None, ""
+    try:
+        state = brain.get_state()
+        return (None if state is None else orjson.dumps(state)), ""
+    except Exception as exc:  # the user's code (orjson.JSONEncodeError is a TypeError)
+        return None, f"{type(exc).__name__}: {str(exc)[:200]}"
 
 
 def main(argv: list[str]) -> int:

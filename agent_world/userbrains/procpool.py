@@ -28,9 +28,10 @@ import orjson
 
 __all__ = ["BrainProcesses", "Verdict"]
 
-Verdict = tuple[str, Any, list[str]]
-"""(kind, payload, trace): ``ok`` with the decisions as dicts, or a fault kind (``invalid``,
-``exception``, ``timeout``) with its message."""
+Verdict = tuple[str, Any, list[str], list[str]]
+"""(kind, payload, trace, notes): ``ok`` with the decisions as dicts, or a fault kind
+(``invalid``, ``exception``, ``timeout``) with its message; ``notes`` says why a saved state
+given with the decision could not be restored (the brain then started afresh)."""
 
 STOP_WAIT_S = 1.0
 
@@ -114,30 +115,40 @@ class BrainProcesses:
             with contextlib.suppress(OSError):
                 slot.ensure()
 
+    def holds(self, agent: int) -> bool:
+        """Whether ``agent``'s brain lives in its process now (it was made there, and the
+        process has not been replaced since)."""
+        slot = self.slots[agent % len(self.slots)]
+        return agent in slot.agents
+
     def decide(self, agent: int, obs: Any, hooks: tuple[Any, ...],
-               deadline: float) -> Verdict:
-        """The answer of ``agent``'s brain, by ``deadline`` (a ``perf_counter`` time)."""
-        return self._call(agent, ("decide", agent, obs, hooks), deadline)
+               deadline: float, *, saved: Any = None) -> Verdict:
+        """The answer of ``agent``'s brain, by ``deadline`` (a ``perf_counter`` time).
+        ``saved``: the state its brain is given back (``set_state``) if the process makes it
+        now."""
+        return self._call(agent, ("decide", agent, obs, hooks), deadline, saved)
 
-    def interview(self, agent: int, question: str, obs: Any, deadline: float) -> Verdict:
-        """``agent``'s brain's answer to an interviewer (``("ok", text or None, [])``), by
-        ``deadline``; held like a decision (one call at a time in a process)."""
-        return self._call(agent, ("interview", agent, question, obs), deadline)
+    def interview(self, agent: int, question: str, obs: Any, deadline: float, *,
+                  saved: Any = None) -> Verdict:
+        """``agent``'s brain's answer to an interviewer (``("ok", text or None, [], notes)``),
+        by ``deadline``; held like a decision (one call at a time in a process)."""
+        return self._call(agent, ("interview", agent, question, obs), deadline, saved)
 
-    def _call(self, agent: int, message: tuple[Any, ...], deadline: float) -> Verdict:
+    def _call(self, agent: int, message: tuple[Any, ...], deadline: float,
+              saved: Any) -> Verdict:
         slot = self.slots[agent % len(self.slots)]
         if not slot.lock.acquire(timeout=max(0.0, deadline - time.perf_counter())):
             return ("timeout", "its process was busy with another agent's decision until "
-                               "the deadline", [])
+                               "the deadline", [], [])
         try:
             try:
                 requests, answers = slot.ensure()
             except OSError as exc:
-                return ("exception", f"its process could not be started ({exc})", [])
+                return ("exception", f"its process could not be started ({exc})", [], [])
             try:
                 if not slot.wait_ready(answers, deadline):
-                    return ("timeout", "its process is still starting", [])
-                requests.send(message)
+                    return ("timeout", "its process is still starting", [], [])
+                requests.send((*message, None if agent in slot.agents else saved))
                 slot.agents.add(agent)
                 if answers.poll(max(0.0, deadline - time.perf_counter())):
                     verdict: Verdict = answers.recv()
@@ -145,12 +156,38 @@ class BrainProcesses:
             except (EOFError, OSError) as exc:
                 slot.stop(restart=True)
                 return ("exception", f"its process died ({type(exc).__name__}); a new one "
-                                     "is started", [])
+                                     "is started", [], [])
             # Past the deadline: the process may be stuck for good. Kill it; the brains it
             # held start over in a new one.
             slot.stop(restart=True)
             return ("timeout", "past the deadline: its process was stopped and a new one "
-                               "started (the brains in it start over)", [])
+                               "started (the brains in it start over)", [], [])
+        finally:
+            slot.lock.release()
+
+    def get_state(self, agent: int, deadline: float) -> tuple[bytes | None, str] | None:
+        """``agent``'s brain's ``get_state()`` as JSON from its process, between two of its
+        calls: (the JSON or None when it keeps nothing, '' or why it failed). None when its
+        brain does not live there now, or no answer came by ``deadline`` (its process busy
+        or stuck: a stuck one is left to the deadline of the call it is stuck in)."""
+        slot = self.slots[agent % len(self.slots)]
+        if not slot.lock.acquire(timeout=max(0.0, deadline - time.perf_counter())):
+            return None
+        try:
+            if agent not in slot.agents or slot.requests is None or slot.answers is None:
+                return None
+            try:
+                slot.requests.send(("get_state", agent))
+                if slot.answers.poll(max(0.0, deadline - time.perf_counter())):
+                    _kind, data, error = slot.answers.recv()
+                    return data, error
+            except (EOFError, OSError):
+                slot.stop(restart=True)
+                return None
+            # No answer in time: the process is stuck in the user's get_state. Like a
+            # decision past its deadline, it is stopped; its brains start over.
+            slot.stop(restart=True)
+            return None
         finally:
             slot.lock.release()
 
