@@ -656,6 +656,30 @@ def test_a_death_releases_the_agent(tmp_path: Path) -> None:
     asyncio.run(go())
 
 
+def test_a_client_interviews_any_agent_and_gets_the_answer_when_it_comes(
+        tmp_path: Path) -> None:
+    """``ask`` is /ask over the socket: the same owner, the same checks, the answer sent when
+    the interview ends (here a built-in brain's plain answer) and logged as an input."""
+    async def go() -> None:
+        async with world(tmp_path) as s:
+            ws, _welcome = await connect(s)
+            eid = agent_ids(s)[0]
+            asked = await ask(ws, {"type": "ask", "agent": eid, "question": "How are you?"})
+            assert asked["type"] == "asked" and asked["agent"] == eid, asked
+            answer, _ = await step_until(s, ws, is_("answer"), ticks=20)
+            assert answer["id"] == asked["interview"] and answer["state"] == "answered"
+            assert answer["source"] == "remote" and answer["answer"], answer
+            assert s.session.talk.get(asked["interview"]) is not None
+            for bad, why in (({"agent": eid, "question": ""}, "'question'"),
+                             ({"agent": 999_999, "question": "Hi?"}, "not a living agent"),
+                             ({"agent": eid, "question": "Hi?", "remember": "yes"},
+                              "'remember' must be true or false")):
+                refused = await ask(ws, {"type": "ask", **bad})
+                assert refused["type"] == "error" and why in refused["message"], refused
+            await ws.close()
+    asyncio.run(go())
+
+
 def test_every_ticks_sets_the_rate_of_observations(tmp_path: Path) -> None:
     async def go() -> None:
         # One agent alone: nothing but the interval makes it think.

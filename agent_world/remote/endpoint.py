@@ -31,6 +31,7 @@ from agent_world.ratelimit import TokenBucket
 from agent_world.remote.answerer import RemoteBrains
 from agent_world.remote.protocol import (
     PROTOCOL,
+    Ask,
     Auth,
     Claim,
     ClientMessage,
@@ -260,7 +261,20 @@ class AgentsEndpoint:
             return None
         if isinstance(msg, Ping):
             return {"type": "pong", "tick": self.session.world.tick}
+        if isinstance(msg, Ask):
+            return self._ask(conn, msg)
         return {"type": "error", "message": "already authenticated"}
+
+    def _ask(self, conn: Connection, msg: Ask) -> dict[str, Any]:
+        """An interview through the same owner as ``/ask``: ``asked`` now, ``answer`` (the
+        interview, as ``GET /api/interviews/{id}`` shows it) when it ends."""
+        try:
+            interview = self.session.talk.ask(
+                msg.agent, msg.question, remember=msg.remember, source="remote",
+                listener=lambda done: conn.send({"type": "answer", **done.to_dict()}))
+        except ValueError as exc:  # a TalkError (talk sits above this layer): why not taken
+            raise ProtocolError(f"ask: {exc}") from None
+        return {"type": "asked", "interview": interview.id, "agent": msg.agent}
 
     async def _spawn(self, conn: Connection, msg: Spawn) -> dict[str, Any]:
         if not AGENT_NAME.fullmatch(msg.name):

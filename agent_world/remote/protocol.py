@@ -12,8 +12,8 @@ from typing import Any
 
 import orjson
 
-__all__ = ["PROTOCOL", "Auth", "Claim", "ClientMessage", "Decide", "Ping", "ProtocolError",
-           "Release", "Spawn", "parse_message"]
+__all__ = ["PROTOCOL", "Ask", "Auth", "Claim", "ClientMessage", "Decide", "Ping",
+           "ProtocolError", "Release", "Spawn", "parse_message"]
 
 PROTOCOL = 1
 MAX_ID = 2**53  # a JSON number every language reads exactly
@@ -60,8 +60,17 @@ class Ping:
     pass
 
 
-ClientMessage = Auth | Claim | Spawn | Decide | Release | Ping
-TYPES = ("auth", "claim", "spawn", "decide", "release", "ping")
+@dataclass(frozen=True, slots=True)
+class Ask:
+    """An interview (``/ask``): any living agent, not only the client's own."""
+
+    agent: int
+    question: str
+    remember: bool | None  # None: ``talk.remember``
+
+
+ClientMessage = Auth | Claim | Spawn | Decide | Release | Ping | Ask
+TYPES = ("auth", "claim", "spawn", "decide", "release", "ping", "ask")
 
 
 def _int(msg: dict[str, Any], key: str, *, optional: bool = False,
@@ -129,4 +138,13 @@ def parse_message(text: str | bytes) -> ClientMessage:
         agent = _int(msg, "agent")
         assert agent is not None
         return Release(agent)
+    if kind == "ask":
+        agent = _int(msg, "agent")
+        question = _str(msg, "question")
+        remember = msg.get("remember")
+        if remember is not None and not isinstance(remember, bool):
+            raise ProtocolError(f"ask: 'remember' must be true or false, got "
+                                f"{orjson.dumps(remember).decode()[:40]}")
+        assert agent is not None and question is not None
+        return Ask(agent, question, remember)
     return Ping()
