@@ -37,13 +37,16 @@ __all__ = [
     "LOOP_EVENTS",
     "OVERRUN",
     "PICKUP",
+    "PLAYED",
     "PRICE",
+    "RELEASED",
     "REMOVED",
     "RESEEDED",
     "SAY",
     "SKIPPED",
     "SPAWN",
     "SPOILED",
+    "SPOKEN",
     "TEAM_SAY",
     "THEFT",
     "TRADE",
@@ -109,6 +112,11 @@ INPUT_REJECTED = "input_rejected"
 BRAIN_CHANGED = "brain_changed"  # a ``brain`` input gave an agent another brain
 RESEEDED = "reseeded"  # a ``reseed`` input gave the world another seed
 
+# people in the world (core/players.py)
+PLAYED = "played"  # a person takes control of an agent (a ``play`` input)
+RELEASED = "released"  # ... and gives it back to its brain (``release``)
+SPOKEN = "spoken"  # a person speaks at a tile (``speak``)
+
 # the tick loop's, reported with the tick after the one they are about
 OVERRUN = "overrun"
 SKIPPED = "skipped"
@@ -153,6 +161,9 @@ WORLD_EVENTS: frozenset[str] = frozenset({
     INPUT_REJECTED,
     BRAIN_CHANGED,
     RESEEDED,
+    PLAYED,
+    RELEASED,
+    SPOKEN,
 })
 """What ``World.emit`` may emit."""
 LOOP_EVENTS: frozenset[str] = frozenset({OVERRUN, SKIPPED})
