@@ -17,9 +17,9 @@ from agent_world.cli.replay import run_replay
 from agent_world.config import Config
 from agent_world.core import components as c
 from agent_world.core.world import World
+from agent_world.persistence import open_world
 from agent_world.userbrains.registry import load_brains
 from agent_world.web.feed import PLAYED
-from agent_world.persistence import open_world
 from tests.persistence_helpers import records
 from tests.web_helpers import served, web_config
 
