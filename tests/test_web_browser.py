@@ -433,7 +433,7 @@ def _free_tiles_near(url: str, x: int, y: int) -> list[tuple[int, int]]:
     found = []
     for ty in range(max(0, y - 4), min(height, y + 5)):
         for tx in range(max(0, x - 4), min(width, x + 5)):
-            if (3 <= max(abs(tx - x), abs(ty - y)) and tiles[ty * width + tx] in grass
+            if (max(abs(tx - x), abs(ty - y)) >= 3 and tiles[ty * width + tx] in grass
                     and (tx, ty) not in objects):
                 found.append((tx, ty))
     return found

@@ -977,6 +977,7 @@ function renderLegend() {
     add(sw((c) => { agentShape(c, ui.colorBy === 'personality' ? PERSONALITY_SHAPES[k] : 'circle', 7, 7, 4.5); c.fillStyle = color; c.fill(); c.strokeStyle = '#000'; c.stroke(); }), k);
   }
   add(sw((c) => { c.arc(7, 7, 5, 0, Math.PI * 2); c.strokeStyle = '#fff'; c.lineWidth = 1.5; c.stroke(); }), 'thinking');
+  add(sw((c) => { c.rect(2, 2, 10, 10); c.strokeStyle = '#E69F00'; c.lineWidth = 2; c.stroke(); }), 'played');
   for (const [k, name] of Object.entries(OBJECT_NAMES)) {
     add(sw((c) => { c.fillStyle = '#587a42'; c.fillRect(0, 0, 14, 14); c.beginPath(); OBJECT_DRAW[k](c, 7, 7, 14); c.fillStyle = OBJECT_COLORS[k]; c.fill('evenodd'); c.strokeStyle = k === 'tree' ? '#9fd38a' : '#000'; c.stroke(); }), name);
   }
