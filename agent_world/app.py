@@ -50,6 +50,7 @@ from agent_world.llm.transport import Transport
 from agent_world.persistence.folder import SaveFolder
 from agent_world.persistence.minds import read_legacy_memories, read_minds
 from agent_world.persistence.writer import Persistence
+from agent_world.play import PlayDesk
 from agent_world.remote.answerer import RemoteBrains
 from agent_world.sandbox import Sandbox
 from agent_world.talk import Talk
@@ -279,6 +280,10 @@ class Session:
         self.web: Any = None
         # The console's command table when it is not the usual one (a served replay's).
         self.commands: Mapping[str, Any] | None = None
+        # Who holds which played agent from where, and the idle timeout (agent_world/play).
+        self.play = PlayDesk(lambda: self.world, idle_s=config.web.play_idle_s,
+                             note=lambda text: self.world_log.note(self.world.tick, text))
+        self.loop.observers.append(self.play)
         self.gc = GcPolicy(sweep_after=config.collector.sweep_after_connections,
                            sweep_every_s=config.collector.sweep_every_minutes * 60)
         self.loop.between_ticks = self._between_ticks

@@ -185,6 +185,13 @@ _FORMATS: dict[str, Callable[[Event], str]] = {
     ev.INTERVIEW: lambda e: f"ASKED    {_who(e)} was asked \"{e['question']}\" and "
                            f"answered \"{e['answer']}\"",
     ev.REMOVED: lambda e: f"REMOVED  {e['what']} by the operator",
+    ev.PLAYED: lambda e: f"PLAYED   {e['player']} takes control of {_who(e)} (its brain "
+                        "is paused)",
+    ev.RELEASED: lambda e: f"RELEASED {e['player']} gives {_who(e)} back to its brain "
+                          f"({e['reason']})",
+    ev.SPOKEN: lambda e: f"SPOKEN   {e['speaker']} (a person)"
+                        + (f" to {_who(e, 'to', 'to_name')}" if "to" in e else "")
+                        + f": \"{e['text']}\" (heard by {e['heard_by']})",
     ev.GIVEN: lambda e: f"GIVEN    the operator gives {e['qty']} {e['item']} to "
                        f"{_who(e, 'target', 'target_name')}",
     ev.ABILITY: lambda e: f"ABILITY  {_who(e)} uses {e['ability']}: "

@@ -394,7 +394,14 @@ def test_an_llm_agent_answers_through_its_model_and_replays_without_it(
 
         reply = asyncio.run(ask())
         assert "remember=yes" in reply[0]
-        run_until(session, 3000, lambda: bool(told) and session.world.tick >= 60)
+        assert session.llm is not None
+        llm_memory = session.llm.memory
+
+        def kept() -> bool:  # the interview input applies at a tick after its answer came
+            return any("ASKED" in line for line in llm_memory.of(thinker).render(
+                session.world.tick).get("recent", []))
+
+        run_until(session, 3000, lambda: bool(told) and session.world.tick >= 60 and kept())
         assert told and told[0].endswith(f'"{ANSWER}"'), told
         assert "llm test-model" in told[0]
         asked = [r for r in server.requests
@@ -405,9 +412,7 @@ def test_an_llm_agent_answers_through_its_model_and_replays_without_it(
         assert asked[0]["body"]["max_tokens"] == config.talk.max_answer_tokens
         memory = session.world.store.get(thinker, c.Memory).recent
         assert any(ANSWER[:40] in m["text"] for m in memory)
-        assert session.llm is not None
-        assert any("ASKED" in line for line in session.llm.memory.of(thinker).render(
-            session.world.tick).get("recent", []))
+        assert kept()
     finally:
         session.close()
     folder = tmp_path / "saves" / "llmtalk"

@@ -418,3 +418,116 @@ def test_a_replay_names_its_recording_refuses_changes_and_seeks(replay_url: str,
         page.screenshot(path=str(tmp_path / "replay.png"))
         browser.close()
     assert errors == [], f"errors in the page: {errors}"
+
+
+def _free_tiles_near(url: str, x: int, y: int) -> list[tuple[int, int]]:
+    """Grass tiles 3 to 4 steps from (x, y) with no object on them, nearest first."""
+    import base64
+    import zlib
+
+    terrain = _get(url + "api/map")
+    tiles = zlib.decompress(base64.b64decode(terrain["tiles"]))
+    grass = {int(k) for k, v in terrain["legend"].items() if v == "grass"}
+    width, height = terrain["width"], terrain["height"]
+    objects = {(o[1], o[2]) for o in _get(url + "api/entities?kind=objects")["objects"]}
+    found = []
+    for ty in range(max(0, y - 4), min(height, y + 5)):
+        for tx in range(max(0, x - 4), min(width, x + 5)):
+            if (max(abs(tx - x), abs(ty - y)) >= 3 and tiles[ty * width + tx] in grass
+                    and (tx, ty) not in objects):
+                found.append((tx, ty))
+    return found
+
+
+def test_a_person_chats_plays_an_agent_walks_it_speaks_and_releases_it(
+        world_url: str, tmp_path: Path) -> None:
+    """Issue 33 item 5 in the browser: select an agent, talk to it (the line shows in the
+    chat), take control (the agent is marked played on the map and in the API), click a
+    tile and see it walk there, speak as it (its bubble), and give it back."""
+    from playwright.sync_api import sync_playwright
+
+    errors: list[str] = []
+    token = _token(world_url, tmp_path / "runtime")
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1400, "height": 900})
+        page.on("pageerror", lambda exc: errors.append(str(exc)))
+        page.on("dialog", lambda dialog: dialog.accept(token))
+        page.goto(world_url)
+        _wait_drawn(page)
+        agent = _get(world_url + "api/agents?limit=1")["agents"][0]
+        aid = agent["id"]
+        page.evaluate("(id) => window.agentWorld.selectAgent(id, {centre: true})", aid)
+        page.wait_for_function(
+            "(name) => (document.querySelector('#inspector-name')?.textContent || '')"
+            ".includes(name)", arg=agent["name"], timeout=10_000)
+        # Chat: the person's words are heard in the world and shown in the chat box.
+        page.fill("#player-name", "Tester")
+        page.fill("#chat-text", "hello there")
+        page.click("#chat-send")
+        page.wait_for_function("document.querySelector('#chat-log').textContent"
+                               ".includes('Tester: hello there')", timeout=15_000)
+        # Play: the agent is ours, marked on the map and in the API.
+        page.click("#btn-play")
+        page.wait_for_function("(id) => window.agentWorld.play.agent === id", arg=aid,
+                               timeout=10_000)
+        assert page.is_visible("#play-bar")
+        page.wait_for_function(
+            "(id) => (window.agentWorld.store.agents.get(id)?.[4] & 4) === 4", arg=aid,
+            timeout=15_000)
+        assert _get(world_url + f"api/agents/{aid}")["played_by"]["player"] == "Tester"
+        assert page.inner_text("#btn-play") == "Release"
+        page.screenshot(path=str(tmp_path / "played.png"))
+        # Click a free tile near it: it walks there (zoomed in, so the click hits a tile).
+        here = _get(world_url + f"api/agents/{aid}")
+        goal = None
+        for tx, ty in _free_tiles_near(world_url, here["x"], here["y"]):
+            crowd = page.evaluate(
+                "([x, y]) => [...window.agentWorld.store.agents.byId.values()]"
+                ".filter((a) => Math.abs(a[1] - x) <= 1 && Math.abs(a[2] - y) <= 1).length",
+                [tx, ty])
+            if crowd:
+                continue
+            page.evaluate("([x, y]) => window.agentWorld.view.centreOn(x, y, 24)", [tx, ty])
+            at = page.evaluate("([x, y]) => window.agentWorld.view.toScreen(x + 0.5, y + 0.5)",
+                               [tx, ty])
+            box = page.locator("#map").bounding_box()
+            assert box is not None
+            page.mouse.click(box["x"] + at[0], box["y"] + at[1])
+            page.wait_for_function("() => /move_to/.test(document.querySelector("
+                                   "'#play-result').textContent)", timeout=5_000)
+            goal = (tx, ty)
+            break
+        assert goal is not None, "no free tile near the agent"
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            now = _get(world_url + f"api/agents/{aid}")
+            if (now["x"], now["y"]) == goal:
+                break
+            time.sleep(0.3)
+        assert (now["x"], now["y"]) == goal, (now["x"], now["y"], goal, now["last_result"])
+        page.wait_for_function(
+            "([id, x, y]) => { const a = window.agentWorld.store.agents.get(id);"
+            " return a && a[1] === x && a[2] === y; }", arg=[aid, *goal], timeout=10_000)
+        # Speak as it: its own speech, a bubble over it and a line in the chat.
+        page.evaluate("(id) => window.agentWorld.selectAgent(id)", aid)
+        page.fill("#chat-text", "I walk where I am told")
+        page.click("#chat-send")
+        page.wait_for_function(
+            "(id) => window.agentWorld.speech.byId.get(id)?.text === 'I walk where I am told'",
+            arg=aid, timeout=15_000)
+        page.wait_for_function("document.querySelector('#chat-log').textContent"
+                               ".includes('I walk where I am told')", timeout=10_000)
+        page.screenshot(path=str(tmp_path / "walked.png"))
+        # Release: its brain has it again.
+        page.click("#btn-play")
+        page.wait_for_function("() => window.agentWorld.play.agent === null", timeout=10_000)
+        deadline = time.monotonic() + 15
+        while _get(world_url + f"api/agents/{aid}")["played_by"] is not None:
+            assert time.monotonic() < deadline, "the agent was not given back"
+            time.sleep(0.2)
+        page.wait_for_function(
+            "(id) => (window.agentWorld.store.agents.get(id)?.[4] & 4) === 0", arg=aid,
+            timeout=15_000)
+        browser.close()
+    assert errors == [], f"errors in the page: {errors}"

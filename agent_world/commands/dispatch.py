@@ -14,7 +14,7 @@ from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, TextIO, TypeVar
 
-from agent_world.commands import abilities, changes, control, scores, stats, talk, views
+from agent_world.commands import abilities, changes, control, play, scores, stats, talk, views
 from agent_world.commands.parsing import (
     CommandError,
     HelpArgs,
@@ -86,6 +86,7 @@ class Console:
         self.errors = 0
         self.internal_errors = 0
         self.last_ok = True  # whether the last command succeeded (for replies as data)
+        self.last_error: CommandError | None = None  # why the last command was refused
         self.interactive = False  # at a terminal prompt (progress lines are shown)
         self.muted_echo: TextIO | None = None  # the echo stream /echo off put aside
         self._cancel: Cancel | None = None  # the running command that Ctrl-C would cancel
@@ -160,6 +161,7 @@ class Console:
     async def execute(self, line: str) -> Reply:
         """Run one command line and return the reply lines (never raises for bad input)."""
         self.last_ok = False
+        self.last_error = None
         text = line.strip()
         if not text or text.startswith("#"):
             self.last_ok = True
@@ -180,9 +182,31 @@ class Console:
             return [_one_line(f"error: {refusal}")]
         try:
             args = command.parse(words[1:])
+        except CommandError as exc:
+            self.errors += 1
+            self.last_error = exc
+            return [_one_line(f"error: {exc} (usage: {command.usage})")]
+        return await self._run(command, args)
+
+    async def run_parsed(self, name: str, args: Any) -> Reply:
+        """Run command ``name`` on arguments already in its record (the web API reads
+        them from JSON): the same handler, checks and answers as a typed line."""
+        self.last_ok = False
+        self.last_error = None
+        command = self.commands.get(name)
+        if command is None:
+            self.errors += 1
+            self.last_error = CommandError(f"/{name} is not taken here")
+            return [f"error: {self.last_error}"]
+        return await self._run(command, args)
+
+    async def _run(self, command: Command[Any], args: Any) -> Reply:
+        name = command.name
+        try:
             reply = await command.run(self, args)
         except CommandError as exc:
             self.errors += 1
+            self.last_error = exc
             return [_one_line(f"error: {exc} (usage: {command.usage})")]
         except Exception as exc:  # a console bug must not stop the world: log, count, answer
             self.internal_errors += 1
@@ -256,6 +280,18 @@ COMMANDS: dict[str, Command[Any]] = _table(
             parse=talk.parse_survey, run=talk.survey, details=talk.SURVEY_HELP),
     Command(name="surveys", usage="/surveys [ID]", summary="the surveys, or one's answers",
             parse=talk.parse_surveys, run=talk.surveys),
+    Command(name="talk", usage="/talk AGENT [as=NAME] TEXT", summary="speak to an agent: "
+            "as a person at its tile, or as the agent you play", parse=play.parse_talk,
+            run=play.talk, details=play.TALK_HELP),
+    Command(name="play", usage="/play AGENT [as=NAME]", summary="take control of an agent "
+            "(its brain pauses until you /release it)", parse=play.parse_play, run=play.play,
+            details=play.PLAY_HELP),
+    Command(name="act", usage="/act AGENT ACTION [KEY=VALUE ...] [as=NAME]",
+            summary="order the agent you play to do an action", parse=play.parse_act,
+            run=play.act, details=play.ACT_HELP),
+    Command(name="release", usage="/release AGENT [as=NAME] [force]", summary="give an "
+            "agent you play back to its own brain", parse=play.parse_release,
+            run=play.release, details=play.PLAY_HELP),
     Command(name="debug", usage="/debug ID|NAME", summary="everything about one entity",
             parse=parse_one_entity, run=views.debug,
             details=("Components, brain and plan, inventory, relationships, memory and the "

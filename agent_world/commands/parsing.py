@@ -25,6 +25,7 @@ __all__ = [
     "MAX_GIVE",
     "MAX_STEP",
     "CommandError",
+    "Conflict",
     "EchoArgs",
     "EntityRef",
     "GiveArgs",
@@ -69,6 +70,11 @@ _LABEL = re.compile(r"(?:[A-Za-z][A-Za-z0-9_'-]*)?#([0-9]{1,19})")  # "#12" or "
 
 class CommandError(ValueError):
     """A command that cannot be carried out; the message says what is wrong, on one line."""
+
+
+class Conflict(CommandError):
+    """A command that clashes with someone else's claim (an agent another player plays);
+    the web answers it with 409."""
 
 
 def closest(word: str, options: Iterable[str]) -> str | None:

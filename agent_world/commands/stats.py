@@ -23,7 +23,8 @@ if TYPE_CHECKING:
 __all__ = ["SEAM_ATTRS", "StatsSection", "default_sections", "format_figures", "sections",
            "show"]
 
-SEAM_ATTRS = ("llm", "brains", "remote", "talk", "angel", "sandbox", "persistence", "web")
+SEAM_ATTRS = ("llm", "brains", "remote", "talk", "angel", "sandbox", "persistence", "web",
+              "play")
 """Session attributes that, when present and not None, report ``stats() -> dict``."""
 WIDTH = 98  # longest /stats line (100 with a piped reply's indent); a section wraps beyond
 INDENT = 12

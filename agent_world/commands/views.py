@@ -153,7 +153,12 @@ def _agent_lines(world: World, eid: int) -> list[str]:
     perception, social = store.get(eid, c.Perception), store.get(eid, c.Social)
     memory = store.get(eid, c.Memory)
 
-    if intent.plan_source:
+    seat = world.players.seats.get(eid)
+    if seat is not None:
+        thinking = (f"played by {seat.player} since tick {seat.since}: its {agent.brain} "
+                    "brain is paused; it does only what its player orders (/act, /talk) "
+                    "until /release")
+    elif intent.plan_source:
         thinking = (f"following a plan from {intent.plan_source} ({len(intent.plan)} queued); "
                     f"the {agent.brain} brain takes over when it ends or on attack")
     else:

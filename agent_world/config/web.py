@@ -111,6 +111,11 @@ class WebConfig:
         10.0, "a WebSocket client that takes no frame for this long is closed with a reason",
         low=0.5, high=3600,
     )
+    play_idle_s: float = setting(
+        300.0, "a played agent whose player gives it no order (/act, /talk) for this long "
+        "goes back to its own brain (docs/agents.md, \"Chat and play\")", low=1.0,
+        high=86_400,
+    )
     frame_budget: float = setting(
         0.05, "share of the main thread's time the live feed may spend building frames "
         "for the viewer; past it frames come less often", low=0.001, high=1.0,

@@ -38,13 +38,16 @@ __all__ = [
     "LOOP_EVENTS",
     "OVERRUN",
     "PICKUP",
+    "PLAYED",
     "PRICE",
+    "RELEASED",
     "REMOVED",
     "RESEEDED",
     "SAY",
     "SKIPPED",
     "SPAWN",
     "SPOILED",
+    "SPOKEN",
     "TEAM_SAY",
     "THEFT",
     "TRADE",
@@ -111,6 +114,11 @@ BRAIN_CHANGED = "brain_changed"  # a ``brain`` input gave an agent another brain
 RESEEDED = "reseeded"  # a ``reseed`` input gave the world another seed
 INTERVIEW = "interview"  # an agent keeps an interview in memory (an ``interview`` input)
 
+# people in the world (core/players.py)
+PLAYED = "played"  # a person takes control of an agent (a ``play`` input)
+RELEASED = "released"  # ... and gives it back to its brain (``release``)
+SPOKEN = "spoken"  # a person speaks at a tile (``speak``)
+
 # the tick loop's, reported with the tick after the one they are about
 OVERRUN = "overrun"
 SKIPPED = "skipped"
@@ -156,6 +164,9 @@ WORLD_EVENTS: frozenset[str] = frozenset({
     BRAIN_CHANGED,
     RESEEDED,
     INTERVIEW,
+    PLAYED,
+    RELEASED,
+    SPOKEN,
 })
 """What ``World.emit`` may emit."""
 LOOP_EVENTS: frozenset[str] = frozenset({OVERRUN, SKIPPED})

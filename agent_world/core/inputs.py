@@ -17,6 +17,14 @@ from agent_world.core import events as ev
 from agent_world.core.actions import Action, ActionError
 from agent_world.core.errors import WorldError
 from agent_world.core.items import ITEMS, OBJECTS
+from agent_world.core.players import (
+    PLAYER,
+    PlayRefused,
+    act_input,
+    play_input,
+    release_input,
+    speak_input,
+)
 from agent_world.core.systems.abilities import (
     AbilityInputError,
     accept_input,
@@ -154,11 +162,18 @@ def _plan(world: World, data: Mapping[str, Any]) -> None:
         actions = [Action.from_dict(a) for a in raw]
     except ActionError as exc:
         raise InputRejected(f"invalid action in plan: {exc}") from None
+    player = world.players.player_of(eid)
+    if player is not None:  # a played agent's brain is paused: only its player orders it
+        raise InputRejected(f"{world.label(eid)} is played by {player}: its brain is paused "
+                            "and its player alone gives it orders")
     intent = world.store.get(eid, c.Intent)
     if intent.action is not None:
         finish(intent, "replaced by a new plan")
     intent.plan = actions
-    intent.plan_source = _str(data, "source") or "console"
+    source = _str(data, "source") or "console"
+    if source == PLAYER:
+        raise InputRejected(f"plan source {PLAYER!r} is for a player's orders (act inputs)")
+    intent.plan_source = source
     if world.metrics.enabled:
         world.metrics.on_plan(world, data)
 
@@ -235,6 +250,10 @@ INPUT_HANDLERS: dict[str, InputHandler] = {
     "brain": _brain,
     "reseed": _reseed,
     "interview": _interview,
+    "play": play_input,
+    "release": release_input,
+    "act": act_input,
+    "speak": speak_input,
     "ability": accept_input,
     "ability_refused": refused_input,
     "ability_state": state_input,
@@ -255,6 +274,6 @@ def apply_input(world: World, inp: Input) -> None:
         if handler is None:
             raise InputRejected(f"unknown input type {inp.type!r}")
         handler(world, inp.data)
-    except (InputRejected, AbilityInputError) as exc:
+    except (InputRejected, AbilityInputError, PlayRefused) as exc:
         world.emit(ev.INPUT_REJECTED, seq=inp.seq, input=inp.type, source=inp.source,
                    reason=str(exc))

@@ -40,6 +40,7 @@ from agent_world.core.market import Market
 from agent_world.core.metrics import MetricsBook
 from agent_world.core.minds import Minds
 from agent_world.core.names import pick_name
+from agent_world.core.players import Players
 from agent_world.core.population import Population
 from agent_world.core.recipes import parse_recipes
 from agent_world.core.rules import missing_settings, ruleset, saved_rules_version
@@ -119,6 +120,7 @@ class World:
         except ValueError as exc:
             raise WorldError(str(exc)) from None
         self.teams = TeamBook()
+        self.players = Players()  # who plays which agent (core/players.py)
         self.replaying = False  # true while a step's inputs come from a log
         self.schedule = Schedule()  # which agents have work this tick (derived)
         self._events: list[Event] = []
@@ -394,6 +396,7 @@ class World:
         if store.has(eid, c.Agent):
             self.agents_grid.remove(eid)
             self.population.remove(eid, store.get(eid, c.Agent), store.try_get(eid, c.Team))
+            self.players.seats.pop(eid, None)  # nobody plays the dead
         else:
             self.ground.unindex(eid)
             self.teams.points.pop(eid, None)  # a capture point's owner and progress
@@ -554,7 +557,8 @@ class World:
         } | ({} if self.abilities.is_empty() else {"abilities": self.abilities.get_state()}) | (
             {} if self.minds.is_empty() else {"minds": self.minds.get_state()}) | (
             {} if self.metrics.is_empty() else {"metrics": self.metrics.get_state()}) | (
-            {} if self.teams.is_empty() else {"teams": self.teams.get_state()})
+            {} if self.teams.is_empty() else {"teams": self.teams.get_state()}) | (
+            {} if self.players.is_empty() else {"players": self.players.get_state()})
 
     def state_bytes(self) -> bytes:
         return orjson.dumps(self.get_state(), option=orjson.OPT_NON_STR_KEYS)
@@ -599,6 +603,7 @@ class World:
         world.minds.set_state(state.get("minds"))
         world.metrics.set_state(state.get("metrics"))
         world.teams.set_state(state.get("teams"))
+        world.players.set_state(state.get("players"))
         for row in state["entities"]:
             world.place_entity(int(row["id"]), [c.component_from_state(name, data)
                                                 for name, data in row.items() if name != "id"])

@@ -219,6 +219,16 @@ class Pipeline:
                         self.serve(eid)
                 elif eid in self.minds:
                     self.forget(eid)
+            elif kind == ev.PLAYED and event.get("agent") in self.minds:
+                # A person plays it: its brain pauses. Nothing is asked for it, and a
+                # request under way is dropped (its plan would be refused anyway).
+                eid = int(event["agent"])
+                self.queue.cancel(eid)
+                self._withdraw_agent(eid)
+                self.minds[eid].status = "idle"
+                self.minds[eid].pending = ()
+            elif kind == ev.RELEASED and event.get("agent") in self.minds:
+                self._new_minds.add(int(event["agent"]))  # back: it thinks at once
         self.answerer.on_events(tick, report)
         self._give_up_late()
         while True:
@@ -229,6 +239,7 @@ class Pipeline:
             self._answered(tick, outcome)
         available = self._check_available()
         store = world.store
+        played = world.players.seats
         for eid in sorted(self.minds):
             mind = self.minds[eid]
             # A new mind and an attack are looked at at once; the rest (what it sees and
@@ -243,7 +254,7 @@ class Pipeline:
             elif ((eid + tick) % TRIGGER_CHECK_TICKS
                   and combat.last_attacked <= mind.attacked_seen):
                 continue
-            if not world.alive(eid):
+            if not world.alive(eid) or eid in played:
                 continue
             self._consider(eid, mind, available)
         if not self.pool_size:

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 from aiohttp import web
 
+from agent_world.commands.parsing import Conflict
 from agent_world.commands.recent import involves
 from agent_world.config import PERSONALITIES
 from agent_world.core.metrics import METRICS
@@ -222,9 +223,10 @@ async def _command(server: WebServer, request: web.Request) -> web.Response:
     reply = await console.execute(command)
     redact = server.session.redactor
     lines = [redact(line) for line in reply]
+    status = 200 if console.last_ok else (
+        409 if isinstance(console.last_error, Conflict) else 400)
     return json_response({"command": redact(command), "ok": console.last_ok, "reply": lines,
-                          "tick": server.session.world.tick},
-                         200 if console.last_ok else 400)
+                          "tick": server.session.world.tick}, status)
 
 
 async def _events(server: WebServer, request: web.Request) -> dict[str, Any]:

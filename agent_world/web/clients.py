@@ -29,8 +29,10 @@ CLOSE_WAIT_S = 1.0
 
 class Client:
     def __init__(self, ws: web.WebSocketResponse, request: web.Request, *, size: int,
-                 slow_s: float, clock: Callable[[], float] = time.monotonic) -> None:
+                 slow_s: float, clock: Callable[[], float] = time.monotonic,
+                 number: int = 0) -> None:
         self.ws = ws
+        self.number = number  # its hello says it: a viewer that plays an agent names it
         self.request = request
         # Kept from the start: aiohttp lets go of it once a close begins, and a client that
         # does not read must still be cut off.

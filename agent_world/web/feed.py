@@ -26,8 +26,8 @@ from agent_world.core.world import AgentRow, World
 from agent_world.types import ENTITY_KEYS, Event, TickReport
 from agent_world.worldlog import sentence
 
-__all__ = ["AGENT_FIELDS", "FIELDS", "ITEM_FIELDS", "LAYERS", "OBJECT_FIELDS", "BBox", "Delta",
-           "LiveFeed", "agent_record", "event_position", "with_lines"]
+__all__ = ["AGENT_FIELDS", "FIELDS", "ITEM_FIELDS", "LAYERS", "OBJECT_FIELDS", "PLAYED", "BBox",
+           "Delta", "LiveFeed", "agent_record", "event_position", "with_lines"]
 
 LAYERS = ("agents", "items", "objects")
 AGENT_FIELDS = ("id", "x", "y", "hp", "flags", "name", "personality", "brain", "team")
@@ -36,6 +36,7 @@ OBJECT_FIELDS = ("id", "x", "y", "stock", "kind")
 FIELDS = {"agents": AGENT_FIELDS, "items": ITEM_FIELDS, "objects": OBJECT_FIELDS}
 THINKING = 1  # agent flag: waiting for its brain's answer
 DEFENDING = 2  # agent flag: defending
+PLAYED = 4  # agent flag: a person plays it (its brain is paused)
 
 Record = list[Any]
 
@@ -59,9 +60,11 @@ def _health(needs: c.Needs) -> int:
     return max(0, min(100, int(100 * needs.health / needs.max_health + 0.5)))
 
 
-def _flags(eid: int, combat: c.Combat, tick: int, thinking: frozenset[int]) -> int:
+def _flags(eid: int, combat: c.Combat, tick: int, thinking: frozenset[int],
+           played: Mapping[int, object]) -> int:
     return (THINKING if eid in thinking else 0) | (
-        DEFENDING if combat.defending_until > tick else 0)
+        DEFENDING if combat.defending_until > tick else 0) | (
+        PLAYED if played and eid in played else 0)
 
 
 _BITS = 21  # per field but the last (unbounded): a tile coordinate, a health percentage
@@ -87,7 +90,8 @@ def agent_record(world: World, eid: int, row: AgentRow,
     none)."""
     agent, pos, needs = row.agent, row.pos, row.needs
     team = world.store.try_get(eid, c.Team)
-    return [eid, pos.x, pos.y, _health(needs), _flags(eid, row.combat, world.tick, thinking),
+    return [eid, pos.x, pos.y, _health(needs),
+            _flags(eid, row.combat, world.tick, thinking, world.players.seats),
             agent.name, agent.personality, agent.brain, team.name if team is not None else ""]
 
 
@@ -312,6 +316,7 @@ class LiveFeed:
         # written out.
         tick = self.world.tick
         thinking = self.thinking()
+        played = self.world.players.seats
         out: dict[int, int] = {}
         y_at, hp_at, flags_at = _BITS, 2 * _BITS, 3 * _BITS
         for eid, row in self.world.agents():
@@ -320,7 +325,8 @@ class LiveFeed:
             hp = int(100 * needs.health / top + 0.5) if top > 0 else 0
             hp = 0 if hp < 0 else 100 if hp > 100 else hp
             flags = (THINKING if eid in thinking else 0) | (
-                DEFENDING if row.combat.defending_until > tick else 0)
+                DEFENDING if row.combat.defending_until > tick else 0) | (
+                PLAYED if played and eid in played else 0)
             out[eid] = pos.x | pos.y << y_at | hp << hp_at | flags << flags_at
         return out
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -74,6 +75,7 @@ class FeedSockets:
         self.keyframes = 0  # built (or taken from a group's cache) for a subscribe
         self.keyframes_deferred = 0  # subscribes whose keyframe had to wait its turn
         self._watchdog: asyncio.Task[None] | None = None
+        self._numbers = itertools.count(1)
         self.feed.listeners.append(self._on_delta)
 
     def start(self) -> None:
@@ -212,8 +214,15 @@ class FeedSockets:
         if not group.members:
             self.groups.pop(group.sub, None)
 
+    def client(self, number: int) -> Client | None:
+        """The connected client with this number, if any."""
+        return next((c for c in self.clients if c.number == number), None)
+
     def _forget(self, client: Client) -> None:
-        """The client went: its group, its waiting subscription."""
+        """The client went: its group, its waiting subscription, and the agents it played
+        (back to their brains)."""
+        if client in self.clients:
+            self.server.session.play.disconnected(client.number)
         self._leave(client)
         client.pending = None
         if client.pending_timer is not None:
@@ -223,11 +232,12 @@ class FeedSockets:
 
     # -- the socket -----------------------------------------------------------------------------
 
-    def hello(self) -> bytes:
+    def hello(self, client: Client) -> bytes:
         session = self.server.session
         world = session.world
         return orjson.dumps({
-            "t": "hello", "tick": world.tick, "world": self.server.world_name,
+            "t": "hello", "client": client.number, "tick": world.tick,
+            "world": self.server.world_name,
             "map": {"width": world.terrain.width, "height": world.terrain.height},
             "read_only": self.server.read_only, "replay": self.server.replay_info()})
 
@@ -246,13 +256,14 @@ class FeedSockets:
         await ws.prepare(request)
         loop = asyncio.get_running_loop()
         client = Client(ws, request, size=self.cfg.client_queue,
-                        slow_s=self.cfg.slow_client_s, clock=loop.time)
+                        slow_s=self.cfg.slow_client_s, clock=loop.time,
+                        number=next(self._numbers))
         bucket = TokenBucket(self.cfg.messages_per_s, clock=loop.time)
         self.clients.add(client)
         client.start()
         authed = not server.reads_need_token or server.authorized(request)
         if authed:
-            client.send_now(self.hello())
+            client.send_now(self.hello(client))
         try:
             async for msg in ws:
                 if client.closing is not None:
@@ -284,7 +295,7 @@ class FeedSockets:
             token = msg.get("token") if isinstance(msg, dict) else None
             if (isinstance(msg, dict) and msg.get("op") == "auth" and isinstance(token, str)
                     and self.server.token_matches(token)):
-                client.send_now(self.hello())
+                client.send_now(self.hello(client))
                 return True
         self.refused_auth += 1
         await client.close("unauthorized: the access token is needed first", AUTH_CLOSE,

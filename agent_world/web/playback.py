@@ -60,7 +60,8 @@ SEEK_YIELD_EVERY = 20  # ticks replayed between two turns of the event loop duri
 RECORDED = ("a recorded world changes only as it was recorded; /fork NAME starts a new "
             "world from this tick that you can change")
 # What a recording refuses (everything that would submit an input or write a save).
-_CHANGES = ("spawn", "kill", "give", "say", "save", "ability", "cast", "abilities")
+_CHANGES = ("spawn", "kill", "give", "say", "save", "ability", "cast", "abilities", "talk",
+            "act", "release")
 
 
 @dataclass(frozen=True, slots=True)

@@ -31,7 +31,7 @@ from aiohttp import web
 from agent_world.commands.dispatch import Console
 from agent_world.config import WebConfig
 from agent_world.remote.endpoint import AgentsEndpoint
-from agent_world.web import api
+from agent_world.web import api, playing
 from agent_world.web.access import (
     HostCheck,
     TokenFile,
@@ -213,6 +213,7 @@ class WebServer:
         app = web.Application(client_max_size=MAX_BODY, middlewares=[self._guard])
         app[SERVER_KEY] = self
         api.add_routes(app, self)
+        playing.add_routes(app, self)
         self.training.add_routes(app)
         app.router.add_get("/ws", self.sockets.handle)
         app.router.add_get("/agents", self._agents)

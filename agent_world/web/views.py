@@ -190,6 +190,7 @@ def agent_detail(server: WebServer, eid: int) -> dict[str, Any] | None:
                     "to": ([intent.path[0] % world.terrain.width,
                             intent.path[0] // world.terrain.width] if intent.path else None)},
         "thinking": thinking,
+        "played_by": _played_by(world, eid),
         "combat": {"next_attack": combat.next_attack,
                    "defending_until": combat.defending_until,
                    "last_attacker": (None if combat.last_attacker == NO_ONE
@@ -209,6 +210,12 @@ def agent_detail(server: WebServer, eid: int) -> dict[str, Any] | None:
     events = [e for e in reversed(server.feed.ring) if involves(e, eid)][:DETAIL_EVENTS]
     detail["recent_events"] = with_lines(events[::-1])
     return detail
+
+
+def _played_by(world: World, eid: int) -> dict[str, Any] | None:
+    """Who plays the agent and since when (None: its own brain decides)."""
+    seat = world.players.seats.get(eid)
+    return None if seat is None else {"player": seat.player, "since": seat.since}
 
 
 def stats(console: Console) -> dict[str, Any]:

@@ -57,6 +57,7 @@ def decide_system(world: World) -> None:
     doing: defaultdict[str, list[tuple[int, AgentRow]]] = defaultdict(list)
     columns = world.agent_columns()
     calm = tick - 1  # attacked at or after it: decide now
+    played = world.players.seats  # their brains are paused: only their players' orders
     for pair, intent, combat in zip(columns.rows, columns.intents, columns.combats,
                                     strict=True):
         action = intent.action
@@ -70,6 +71,12 @@ def decide_system(world: World) -> None:
         if action is not None and tick > intent.deadline:
             fail(world, eid, intent, "timed out")
             action = None
+        if played and eid in played:
+            if action is None and intent.plan:
+                begin(world, eid, row, intent.plan.pop(0))
+            if intent.action is not None:
+                doing[intent.action.name].append(pair)
+            continue
         attacked = combat.last_attacked >= calm
         following = False
         if intent.plan_source and not attacked:

@@ -40,7 +40,7 @@ const CATEGORY_COLORS = {
 const ITEMS = Object.keys(ITEM_CATEGORY);
 const ENTITY_KEYS = ['agent', 'target', 'victim', 'to', 'killer'];
 const NO_ONE = 0;
-const THINKING = 1, DEFENDING = 2;
+const THINKING = 1, DEFENDING = 2, PLAYED = 4;
 const BUCKET = 32;                // tiles per spatial bucket side
 const MAX_EVENTS = 300;
 const SUB_RATE = 10;
@@ -458,6 +458,8 @@ function eventsOnMap(list, now) {
     if (e.type === 'say' || e.type === 'team_say') speech.said(e, now);
     else effects.add(e, now);
   }
+  chat.fromEvents(list);
+  play.fromEvents(list);
 }
 
 // -- renderer -----------------------------------------------------------------------------
@@ -805,6 +807,14 @@ function drawAgents(s, ar) {
     ctx.moveTo(x + rr * Math.cos(-Math.PI * 0.2), y + rr * Math.sin(-Math.PI * 0.2)); ctx.arc(x, y, rr, -Math.PI * 0.2, Math.PI * 0.2);
   }
   ctx.strokeStyle = '#7fe7ff'; ctx.lineWidth = 2; ctx.stroke();
+  // Played by a person: an orange square around it.
+  ctx.beginPath();
+  for (let i = 0; i < seen.n; i++) {
+    if (!(seen.recs[i][4] & PLAYED)) continue;
+    const x = seen.xs[i], y = seen.ys[i], rr = ar + 5;
+    ctx.rect(x - rr, y - rr, 2 * rr, 2 * rr);
+  }
+  ctx.strokeStyle = '#E69F00'; ctx.lineWidth = 2; ctx.stroke();
 }
 
 function drawHealth(ar, s) {
@@ -967,6 +977,7 @@ function renderLegend() {
     add(sw((c) => { agentShape(c, ui.colorBy === 'personality' ? PERSONALITY_SHAPES[k] : 'circle', 7, 7, 4.5); c.fillStyle = color; c.fill(); c.strokeStyle = '#000'; c.stroke(); }), k);
   }
   add(sw((c) => { c.arc(7, 7, 5, 0, Math.PI * 2); c.strokeStyle = '#fff'; c.lineWidth = 1.5; c.stroke(); }), 'thinking');
+  add(sw((c) => { c.rect(2, 2, 10, 10); c.strokeStyle = '#E69F00'; c.lineWidth = 2; c.stroke(); }), 'played');
   for (const [k, name] of Object.entries(OBJECT_NAMES)) {
     add(sw((c) => { c.fillStyle = '#587a42'; c.fillRect(0, 0, 14, 14); c.beginPath(); OBJECT_DRAW[k](c, 7, 7, 14); c.fillStyle = OBJECT_COLORS[k]; c.fill('evenodd'); c.strokeStyle = k === 'tree' ? '#9fd38a' : '#000'; c.stroke(); }), name);
   }
@@ -1131,6 +1142,7 @@ const ws = {
     switch (msg.t) {
       case 'hello':
         this.ready = true;
+        this.client = isInt(msg.client) ? msg.client : null;
         if (msg.tick < store.tick) {  // a restarted world (or a replay that went back): old events mislead
           store.events.length = 0; store.eventKeys.clear(); events.changed();
         }
@@ -1193,6 +1205,7 @@ const inspector = {
     clearInterval(this.timer);
     this.timer = setInterval(() => this.poll(), 500);
     this.poll();
+    chat.selected(id);
     controls.selectionChanged();
     requestRender();
   },
@@ -1237,6 +1250,8 @@ const inspector = {
     const d = this.detail;
     if (!d) return;
     $('inspector-name').textContent = d.name;
+    chat.fromEvents(d.recent_events || []);
+    play.showButton(d);
     const body = $('inspector-body');
     const scroll = body.scrollTop;
     const n = d.needs || {};
@@ -1268,7 +1283,7 @@ const inspector = {
       `<span>action</span><span class="mono">${act(d.action)}${d.action ? ` <span class="muted">since ${esc(d.action_since)}</span>` : ''}</span>` +
       `<span>last result</span><span>${esc(d.last_result || '–')}</span>` +
       `<span>walking</span><span>${esc(walk)}</span>` +
-      `<span>mind</span><span>${thinkingHtml}</span>` +
+      `<span>mind</span><span>${d.played_by ? `<b>played by ${esc(d.played_by.player)}</b> since tick ${esc(d.played_by.since)} (its brain is paused)` : thinkingHtml}</span>` +
       `<span>reputation</span><span>${fmt(d.reputation, 3)}</span>` +
       (d.combat && d.combat.last_attacker ? `<span>attacked by</span><span>${ent(d.combat.last_attacker)} at ${esc(d.combat.last_attacked)}</span>` : '') +
       (d.combat && d.combat.defending_until > d.tick ? '<span>defending</span><span>until ' + esc(d.combat.defending_until) + '</span>' : '') +
@@ -1285,6 +1300,220 @@ const inspector = {
     html += sec('recent events', list((d.recent_events || []).slice().reverse(), (e) => `<li><span class="muted">${esc(e.tick)}</span> ${sentenceHtml(e)}</li>`));
     body.innerHTML = html;
     body.scrollTop = scroll;
+  },
+};
+
+
+// -- chat and play ------------------------------------------------------------------------
+
+// The person at this page: a name agents hear (kept in localStorage; a guest name until one
+// is given), and the agent they play, if any. Writes go to the play endpoints
+// (POST /api/agents/ID/play|release|act|talk), which run the console's own commands.
+const PLAYER_KEY = 'agentWorld.player';
+const PLAYER_NAME = /^[A-Za-z][A-Za-z0-9_'-]{0,23}$/;
+function playerName() {
+  const typed = $('player-name').value.trim();
+  if (PLAYER_NAME.test(typed)) { localStorage.setItem(PLAYER_KEY, typed); return typed; }
+  let kept = localStorage.getItem(PLAYER_KEY);
+  if (!kept || !PLAYER_NAME.test(kept)) {
+    kept = `guest-${Math.random().toString(36).slice(2, 6)}`;
+    localStorage.setItem(PLAYER_KEY, kept);
+  }
+  $('player-name').value = kept;
+  return kept;
+}
+
+async function postAgent(id, what, body) {
+  let asked = false;
+  for (;;) {
+    let r;
+    try {
+      r = await fetch(`/api/agents/${id}/${what}`, { method: 'POST', headers: token.headers({ 'Content-Type': 'application/json' }), body: JSON.stringify(body) });
+    } catch (err) {
+      return { ok: false, status: 0, reply: [`error: the server did not answer (${err.message})`] };
+    }
+    let b;
+    try { b = await r.json(); } catch { b = { error: `HTTP ${r.status}` }; }
+    if (r.status === 401 && !asked) {
+      asked = true;
+      if (await token.ask('Playing and talking need this world\'s access token.')) continue;
+    }
+    if (Array.isArray(b.reply)) return { ok: !!b.ok, status: r.status, reply: b.reply, tick: b.tick };
+    return { ok: false, status: r.status, reply: [`error: ${b.error || `HTTP ${r.status}`}`] };
+  }
+}
+
+// The conversation with the selected agent: what people said to it, what it said, and what
+// others said to it; from the feed's events and the inspector's recent events.
+const CHAT_MAX = 100;
+const chat = {
+  id: null, lines: [], keys: new Set(),
+  selected(id) {
+    if (this.id === id) return;
+    this.id = id; this.lines = []; this.keys.clear();
+    this.render();
+  },
+  note(text, cls = 'note') {
+    this.lines.push({ tick: store.tick, seq: 1e9 + this.lines.length, text, cls });
+    this.render();
+  },
+  fromEvents(list) {
+    const id = this.id;
+    if (id == null) return;
+    let added = 0;
+    for (const e of list) {
+      if (e.kind && e.kind !== 'event') continue;
+      let text = null, cls = 'them';
+      if (e.type === 'spoken' && e.to === id) {
+        text = `${e.speaker}: ${e.text}`;
+        cls = e.speaker === playerName() ? 'me' : 'them';
+      } else if (e.type === 'say' && (e.agent === id || e.to === id)) {
+        text = `${e.name || store.nameOf(e.agent) || '#' + e.agent}: ${e.text}`;
+        cls = e.agent === play.agent ? 'me' : 'them';
+      } else if ((e.type === 'played' || e.type === 'released') && e.agent === id) {
+        text = e.type === 'played' ? `${e.player} takes control` : `${e.player} gives it back (${e.reason})`;
+        cls = 'note';
+      } else if (e.type === 'action_failed' && e.agent === id && e.agent === play.agent && e.tick > play.since) {
+        text = `could not ${e.action}: ${e.reason}`;
+        cls = 'err';
+      }
+      if (text == null) continue;
+      const key = `${e.tick}:${e.seq}:${e.type}`;
+      if (this.keys.has(key)) continue;
+      this.keys.add(key);
+      this.lines.push({ tick: e.tick, seq: e.seq ?? 0, text, cls });
+      added++;
+    }
+    if (!added) return;
+    this.lines.sort((a, b) => (a.tick - b.tick) || (a.seq - b.seq));
+    if (this.lines.length > CHAT_MAX) this.lines.splice(0, this.lines.length - CHAT_MAX);
+    this.render();
+  },
+  render() {
+    const log = $('chat-log');
+    log.innerHTML = this.lines.map((l) => `<div class="${l.cls}"><span class="muted">${esc(l.tick)}</span> ${esc(l.text)}</div>`).join('');
+    log.scrollTop = log.scrollHeight;
+  },
+  async send() {
+    const id = inspector.id, text = $('chat-text').value.trim();
+    if (id == null || !text) return;
+    const r = await postAgent(id, 'talk', { player: playerName(), text });
+    if (r.ok) $('chat-text').value = '';
+    else this.note(r.reply[0] || 'error', 'err');
+  },
+};
+
+const play = {
+  agent: null, detail: null, timer: 0, since: 0,
+  init() {
+    playerName();
+    $('btn-play').onclick = () => { if (inspector.id != null) this.toggle(inspector.id); };
+    $('chat-send').onclick = () => chat.send();
+    $('chat-text').addEventListener('keydown', (e) => { if (e.key === 'Enter') chat.send(); });
+    $('player-name').addEventListener('change', () => playerName());
+    $('play-do').onclick = () => this.doIt();
+    $('play-release').onclick = () => this.release();
+  },
+  toggle(id) { return this.agent === id ? this.release() : this.take(id); },
+  async take(id) {
+    if (this.agent != null && this.agent !== id) await this.release();
+    const r = await postAgent(id, 'play', { player: playerName(), client: ws.client ?? undefined });
+    if (!r.ok) { chat.note(r.reply[0] || 'error', 'err'); return false; }
+    this.agent = id;
+    this.since = store.tick;
+    $('play-name').textContent = store.nameOf(id) || `#${id}`;
+    $('play-bar').hidden = false;
+    $('play-result').textContent = '';
+    clearInterval(this.timer);
+    this.timer = setInterval(() => this.poll(), 1000);
+    this.poll();
+    this.showButton(inspector.detail);
+    requestRender();
+    return true;
+  },
+  async release() {
+    const id = this.agent;
+    if (id == null) return;
+    const r = await postAgent(id, 'release', { player: playerName() });
+    if (!r.ok) chat.note(r.reply[0] || 'error', 'err');
+    this.stop();
+  },
+  stop() {
+    this.agent = null; this.detail = null;
+    clearInterval(this.timer);
+    $('play-bar').hidden = true;
+    this.showButton(inspector.detail);
+    requestRender();
+  },
+  async act(action, args) {
+    if (this.agent == null) return null;
+    const r = await postAgent(this.agent, 'act', { player: playerName(), action, args });
+    $('play-result').textContent = r.ok ? `${action}…` : (r.reply[0] || 'error');
+    $('play-result').className = r.ok ? 'muted' : 'err';
+    return r;
+  },
+  walkTo(x, y) { flash.x = x; flash.y = y; flash.until = performance.now() + 600; return this.act('move_to', { x, y }); },
+  // The rest of an order's arguments: KEY=VALUE words; goods as KIND:N[,KIND:N].
+  args(text) {
+    const out = {};
+    for (const word of text.split(/\s+/).filter(Boolean)) {
+      const [k, v = ''] = word.split('=');
+      if (!k) continue;
+      if (/^-?\d+$/.test(v)) out[k] = Number(v);
+      else if (k === 'give' || k === 'want') out[k] = Object.fromEntries(v.split(',').map((p) => { const [kind, q] = p.split(':'); return [kind, Number(q)]; }));
+      else out[k] = v;
+    }
+    return out;
+  },
+  doIt() {
+    const action = $('play-action').value;
+    const args = this.args($('play-args').value);
+    const target = Number($('play-target').value);
+    if (['pickup', 'attack', 'trade_offer', 'give', 'steal'].includes(action) || (action === 'use_ability' && !('x' in args))) {
+      if (Number.isInteger(target) && target > 0 && !('target' in args)) args.target = target;
+    }
+    return this.act(action, args);
+  },
+  async poll() {
+    const id = this.agent;
+    if (id == null || document.hidden) return;
+    let d;
+    try { d = await api.get(`/api/agents/${id}`); } catch (err) {
+      if (err.status === 404 && this.agent === id) { chat.note('the agent you played is gone'); this.stop(); }
+      return;
+    }
+    if (this.agent !== id) return;
+    this.detail = d;
+    // Given back (idle, or another page forced it): the page stops playing too.
+    if (d.played_by && d.played_by.player !== playerName()) { chat.note(`${d.name} is played by ${d.played_by.player} now`); this.stop(); return; }
+    if (!d.played_by && d.tick > this.since + 20) { this.stop(); return; }
+    if (d.played_by) this.since = d.tick;
+    const sees = d.sees || {};
+    const sel = $('play-target'), keep = sel.value;
+    const agents = (sees.agents || []).map((a) => `<option value="${a}">${esc(store.nameOf(a) || '#' + a)}</option>`);
+    const items = (sees.items || []).map((i) => { const rec = store.items.get(i); return `<option value="${i}">${esc(rec ? `${rec[3]} ${rec[4]}` : 'item')} #${i}</option>`; });
+    const pick = inspector.id != null && inspector.id !== id ? [`<option value="${inspector.id}">${esc(store.nameOf(inspector.id) || '#' + inspector.id)} (selected)</option>`] : [];
+    sel.innerHTML = [...pick, ...agents, ...items].join('') || '<option value="">nothing in sight</option>';
+    if ([...sel.options].some((o) => o.value === keep)) sel.value = keep;
+    if (d.last_result) $('play-result').textContent = `last: ${d.last_result}`;
+  },
+  fromEvents(list) {
+    if (this.agent == null) return;
+    for (const e of list) {
+      if (e.type === 'released' && e.agent === this.agent) { chat.note(`${e.name} goes back to its brain (${e.reason})`); this.stop(); return; }
+      if (e.type === 'action_failed' && e.agent === this.agent) { $('play-result').textContent = `could not ${e.action}: ${e.reason}`; $('play-result').className = 'err'; }
+    }
+  },
+  showButton(d) {
+    const btn = $('btn-play');
+    const id = inspector.id;
+    const mine = id != null && this.agent === id;
+    btn.textContent = mine ? 'Release' : 'Play';
+    btn.classList.toggle('armed', mine);
+    const other = d && d.id === id && d.played_by && d.played_by.player !== playerName();
+    btn.title = other ? `played by ${d.played_by.player}` : mine ? 'give it back to its brain (P)' : 'take control of this agent: its brain pauses (P)';
+    btn.disabled = ui.readOnly || ui.replay || id == null || inspector.gone;
+    $('chat-send').disabled = ui.readOnly || ui.replay || id == null || inspector.gone;
   },
 };
 
@@ -1944,7 +2173,10 @@ function initInput() {
       controls.spawnAt(Math.floor(tx), Math.floor(ty));
       return;
     }
-    selectAt(x, y);
+    if (selectAt(x, y) == null && play.agent != null) {
+      const [tx, ty] = view.toTile(x, y);
+      play.walkTo(Math.floor(tx), Math.floor(ty));
+    }
   };
   canvas.addEventListener('pointerup', end);
   canvas.addEventListener('pointercancel', end);
@@ -1973,6 +2205,7 @@ function initInput() {
       case 'ArrowDown': view.panBy(0, -step); setFollow(false); break;
       case 'Home': case '0': view.fit(); break;
       case 'f': if (inspector.id != null) setFollow(!inspector.follow); break;
+      case 'p': if (inspector.id != null) play.toggle(inspector.id); break;
       case 'Escape':
         if (ui.picking) controls.setPicking(false);
         else if (inspector.id != null) inspector.close();
@@ -1994,7 +2227,7 @@ function updateHover(x, y) {
     tip.textContent = `spawn at ${tile[0]}, ${tile[1]} (${terrainAt(tile[0], tile[1]) ?? 'off the map'})`;
   } else if (a) {
     tip.innerHTML = `<b>${esc(a[5])}</b> #${a[0]} · ${esc(a[6])} · ${esc(a[7])} · ${a[3]}% hp` +
-      `${a[4] & THINKING ? ' · <i>thinking…</i>' : ''}${a[4] & DEFENDING ? ' · defending' : ''}`;
+      `${a[4] & THINKING ? ' · <i>thinking…</i>' : ''}${a[4] & DEFENDING ? ' · defending' : ''}${a[4] & PLAYED ? ' · <b>played</b>' : ''}`;
   }
   tip.hidden = !(a || ui.picking);
   if (!tip.hidden) {
@@ -2025,6 +2258,7 @@ function init() {
   initPanels();
   initInput();
   controls.init();
+  play.init();
   replay.init();
   renderLegend();
   $('color-by').addEventListener('change', (e) => {
@@ -2083,6 +2317,6 @@ function init() {
   events.render();
 }
 
-window.agentWorld = { store, view, selectAt, selectAgent, screenOf, colourOf, inspector, ws, subs, api, perf, replay, speech, motion, timeline, setFollow };
+window.agentWorld = { store, view, selectAt, selectAgent, screenOf, colourOf, inspector, ws, subs, api, perf, replay, speech, motion, timeline, setFollow, play, chat };
 init();
 })();
