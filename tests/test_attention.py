@@ -104,6 +104,59 @@ def test_no_request_waits_past_its_bound() -> None:
                 q.done(flying.pop(rng.randrange(len(flying))))
 
 
+def test_urgent_news_goes_stale_and_keeps_its_age_in_the_routine_line() -> None:
+    clock = [0.0]
+    q = RequestQueue(now=lambda: clock[0])
+    q.fresh_s = 2.0
+    q.put(_job(1, 10))
+    q.put(_job(2, 11, URGENT))
+    q.put(_job(3, 12))
+    clock[0] = 1.0
+    q.put(_job(4, 13, URGENT))
+    clock[0] = 2.5  # agent 11's news waited 2.5 s: stale; agent 13's 1.5 s: fresh
+    taken = []
+    while (job := q.get(0)) is not None:
+        taken.append((job.agent, job.priority, q.entered(job.agent)))
+    assert taken == [(13, URGENT, (URGENT, 1.0)), (10, NORMAL, (NORMAL, 0.0)),
+                     (11, NORMAL, (NORMAL, 0.0)), (12, NORMAL, (NORMAL, 0.0))]
+    assert q.stale == 1
+
+
+def test_with_news_going_stale_no_request_waits_past_the_bound() -> None:
+    """Seeded runs on a clock that moves: every request is taken within N * ROUTINE_EVERY
+    gets of entering the queue, for N agents, whatever goes stale meanwhile."""
+    agents = 25
+    stale = 0
+    clock = [0.0]
+    for seed in range(20):
+        rng = random.Random(seed)
+        clock[0] = 0.0
+        q = RequestQueue(now=lambda: clock[0])
+        q.fresh_s = rng.choice([0.5, 2.0, 5.0])
+        gets = 0
+        due: dict[int, int] = {}
+        flying: list[int] = []
+        for rid in range(1, 3000):
+            clock[0] += rng.random() * 0.2
+            roll = rng.random()
+            if roll < 0.5:
+                agent = rng.randrange(agents)
+                placed = q.put(_job(rid, agent, URGENT if rng.random() < 0.5 else NORMAL),
+                               wake=False)
+                if placed == "queued":
+                    due[agent] = gets + agents * ROUTINE_EVERY
+            elif roll < 0.85:
+                job = q.get(0)
+                if job is not None:
+                    gets += 1
+                    assert gets <= due.pop(job.agent), (seed, job)
+                    flying.append(job.agent)
+            elif flying:
+                q.done(flying.pop(rng.randrange(len(flying))))
+        stale += q.stale
+    assert stale > 100  # the case was exercised
+
+
 # -- a saturated model, through the pipeline -----------------------------------------------------
 
 

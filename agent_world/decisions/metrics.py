@@ -56,6 +56,7 @@ class Metrics:
                                                           deque(maxlen=HISTORY))
         self._reactions: tuple[deque[float], deque[float]] = (deque(maxlen=HISTORY),
                                                               deque(maxlen=HISTORY))
+        self._taken = [0, 0]  # requests taken from each line, in all
         self._applied_at: deque[float] = deque(maxlen=100_000)  # clock times
         self._main_ms: deque[float] = deque(maxlen=HISTORY)  # main thread per request sent
 
@@ -101,6 +102,7 @@ class Metrics:
         """A request left the queue for its answerer after ``seconds`` in ``line``."""
         with self._lock:
             self._waits[line].append(seconds)
+            self._taken[line] += 1
 
     def reacted(self, line: int, seconds: float) -> None:
         """A request's answer (or fault) came back ``seconds`` after it entered ``line``."""
@@ -136,15 +138,17 @@ class Metrics:
         return len(times) / max(1.0, min(RATE_WINDOW_S, now - times[0]))
 
     def attention(self) -> dict[str, float]:
-        """Queue waits and reactions by line, p50 and p95 in ms, and how many of each were
-        measured; the main thread's ms per request sent (mean, p95)."""
+        """Requests taken from each line, in all, and their queue waits and time until
+        answered, p50 and p95 in ms (the last ``HISTORY`` of each); the main thread's ms per
+        request sent (mean, p95)."""
         with self._lock:
             waits = [list(d) for d in self._waits]
             reactions = [list(d) for d in self._reactions]
             main = list(self._main_ms)
+            taken = list(self._taken)
         out: dict[str, float] = {}
         for i, line in enumerate(LINES):
-            out[f"{line}_requests"] = len(waits[i])
+            out[f"{line}_requests"] = taken[i]
             out[f"{line}_wait_p50_ms"] = round(percentile(waits[i], 0.5) * 1000, 1)
             out[f"{line}_wait_p95_ms"] = round(percentile(waits[i], 0.95) * 1000, 1)
             out[f"{line}_answered_p50_ms"] = round(percentile(reactions[i], 0.5) * 1000, 1)

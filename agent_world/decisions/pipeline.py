@@ -59,6 +59,8 @@ MAX_FAULT_TEXT = 200  # characters of a fault's error kept in its decision_fault
 DIGEST_SECONDS = 60  # world time a world-log digest of decisions covers
 DIGEST_ACTIONS = 6  # actions named in a digest line, most frequent first
 MAX_STUCK = 8  # worker threads that may hang in an answer before no more are started
+FRESH_LATENCIES = 1.0  # urgent news is stale after waiting this many answers' latency
+FRESH_MIN_S = 0.5  # ... or this long, whichever is longer
 POLL_S = 0.2  # a worker with nothing to do looks up this often (answerer.between_jobs)
 
 
@@ -243,6 +245,9 @@ class Pipeline:
                 break
             self._answered(tick, outcome)
         available = self._check_available()
+        latency = self.metrics.mean_latency_s()
+        if latency > 0:  # none known yet: nothing goes stale
+            self.queue.fresh_s = max(FRESH_MIN_S, FRESH_LATENCIES * latency)
         store = world.store
         for eid in sorted(self.minds):
             mind = self.minds[eid]

@@ -7,30 +7,39 @@ Attention when the model cannot keep up (issue 32). Requests wait in two lines: 
 (the agent was attacked, is starving, was spoken to or offered a trade) and routine (the
 interval, a plan that ended, a newcomer, its first thought). ``get`` takes from the urgent
 line first, except that while routine work waits, at most ``ROUTINE_EVERY - 1`` urgent
-requests in a row go before the oldest routine one. So, counted in requests taken:
+requests in a row go before the oldest routine one. Urgent news goes stale: an urgent
+request that waited in its line longer than ``fresh_s`` (the pipeline sets it to about one
+answer's latency) moves to the routine line, at the turn it first entered the queue. So
+the urgent line holds only fresh news, and when more urgent news comes than the model can
+answer, what it answers first is what is still worth answering at once (``stale`` counts
+the rest, which is answered in its turn). Counted in requests taken:
 
 - urgent work gets at least ``(ROUTINE_EVERY - 1) / ROUTINE_EVERY`` of what the model can
   answer, however much routine work waits: an urgent request with ``q - 1`` urgent ones
-  ahead of it is taken within ``q + ceil(q / (ROUTINE_EVERY - 1))`` gets;
-- no request starves: a routine request with ``p - 1`` routine ones ahead of it is taken
-  within ``p * ROUTINE_EVERY`` gets. Nobody gets ahead of a request once it is in line (a
-  newcomer joins behind it; a replacement keeps the replaced request's place, and an
-  agent's request moved to the urgent line goes behind the urgent ones already there), and
-  each agent has at most one request queued, so ``p`` and ``q`` are at most the number of
-  agents the queue serves.
+  ahead of it is taken within ``q + ceil(q / (ROUTINE_EVERY - 1))`` gets (unless it goes
+  stale first);
+- no request starves: each agent has at most one request queued, and the lines are served
+  in the order requests first entered the queue (a newcomer joins behind; a replacement
+  keeps the replaced request's place; news made urgent goes to the back of the urgent line,
+  and back to its first place in the routine line when stale), so at most ``N - 1``
+  requests are ever ahead of one, for ``N`` agents, and each routine request taken is
+  preceded by at most ``ROUTINE_EVERY - 1`` urgent ones: every request is taken within
+  ``N * ROUTINE_EVERY`` gets. (With nothing going stale, a routine request with ``p - 1``
+  routine ones ahead of it is taken within ``p * ROUTINE_EVERY`` gets.)
 
 In time: while work waits, each request in flight frees its place within its deadline
 (``Job.deadline_s``, the pipeline gives it up then), so with ``K`` requests in flight at
-once and ``N`` agents, no request waits longer than ``ceil(N * ROUTINE_EVERY / K)``
-deadlines (plus a tick per round, where the pipeline hands requests out after the tick).
-That is the worst case, all answers as late as allowed; a queue that drains at ``r``
-requests a second holds a routine request about ``p / r`` seconds.
+once, no request waits longer than ``ceil(N * ROUTINE_EVERY / K)`` deadlines (plus a tick
+per round, where the pipeline hands requests out after the tick). That is the worst case,
+all answers as late as allowed; a queue that drains at ``r`` requests a second holds a
+request about ``p / r`` seconds.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import heapq
+import math
 import threading
 import time
 from collections.abc import Callable
@@ -81,17 +90,22 @@ class Outcome:
 
 @dataclass(slots=True)
 class _Place:
-    """Where an agent's queued request stands: its line, its turn in it, since when."""
+    """Where an agent's queued request stands: its line, its turn in it and since when, and
+    its turn and time when it first entered the queue (a routine request's are the same)."""
 
     line: int  # URGENT or NORMAL
     turn: int
     since: float
+    first: int
+    first_since: float
 
 
 class RequestQueue:
     def __init__(self, now: Callable[[], float] = time.perf_counter) -> None:
-        """``now``: the clock waits are measured on (``waited``, ``entered``)."""
+        """``now``: the clock waits are measured on (``entered``, ``fresh_s``)."""
         self._now = now
+        self.fresh_s = math.inf  # urgent news older than this (``now``'s seconds) is stale
+        self.stale = 0  # urgent requests moved to the routine line, in all
         self._cond = threading.Condition()
         self._queued: dict[int, Job] = {}
         self._places: dict[int, _Place] = {}
@@ -120,9 +134,14 @@ class RequestQueue:
             self._queued[agent] = job
             line = URGENT if job.priority == URGENT else NORMAL
             place = self._places.get(agent)
-            if place is None or place.line != line:
+            if place is None:
                 self._turns += 1
-                self._places[agent] = _Place(line, self._turns, self._now())
+                now = self._now()
+                self._places[agent] = _Place(line, self._turns, now, self._turns, now)
+                heapq.heappush(self._lines[line], (self._turns, agent))
+            elif place.line != line:  # routine news made urgent: the back of that line
+                self._turns += 1
+                place.line, place.turn, place.since = line, self._turns, self._now()
                 heapq.heappush(self._lines[line], (self._turns, agent))
             if wake:
                 self._cond.notify()
@@ -158,7 +177,25 @@ class RequestQueue:
             heapq.heappop(heap)
         return None
 
+    def _go_stale(self) -> None:
+        """Urgent requests that waited in their line longer than ``fresh_s`` join the
+        routine line, at the turn they first entered the queue (their news is old: it has
+        no claim to go first any more, but it keeps its age)."""
+        if self.fresh_s == math.inf:
+            return
+        oldest = self._now() - self.fresh_s
+        while (agent := self._head(URGENT)) is not None:
+            place = self._places[agent]
+            if place.since >= oldest:
+                return
+            heapq.heappop(self._lines[URGENT])
+            place.line, place.turn, place.since = NORMAL, place.first, place.first_since
+            heapq.heappush(self._lines[NORMAL], (place.first, agent))
+            self._queued[agent] = dataclasses.replace(self._queued[agent], priority=NORMAL)
+            self.stale += 1
+
     def _take(self) -> Job | None:
+        self._go_stale()
         urgent, routine = self._head(URGENT), self._head(NORMAL)
         if urgent is not None and (routine is None
                                    or self._urgent_run < ROUTINE_EVERY - 1):
@@ -178,7 +215,7 @@ class RequestQueue:
 
     def entered(self, agent: int) -> tuple[int, float]:
         """The line (URGENT or NORMAL) agent ``agent``'s request in flight was taken from,
-        and when it entered that line (``now``'s time)."""
+        and when it entered that line (``now``'s time; a routine request: the queue)."""
         with self._cond:
             return self._flying_since.get(agent, (NORMAL, self._now()))
 

@@ -464,9 +464,11 @@ class LLMAgents(Answering):
 
     def attention(self) -> dict[str, Any]:
         """How the agents' requests fare (issue 32): in flight and queued by urgency, the
-        time they wait in the queue and until answered, decisions a second against the
-        endpoints' capacity, requests merged (a newer one replaced it in the queue) and
-        dropped (never sent), and the main thread's time per request sent."""
+        time they wait in the queue and until answered, by the line they were taken from,
+        decisions a second against the endpoints' capacity, urgent requests that went stale
+        (waited longer than about one answer's latency: answered in their routine turn),
+        requests merged (a newer one replaced it in the queue) and dropped (never sent),
+        and the main thread's time per request sent."""
         m = self.metrics
         figures = m.attention()
         urgent, routine = self.queue.depths()
@@ -487,6 +489,7 @@ class LLMAgents(Answering):
             "routine": line("routine"),
             "decisions/s": (f"{rate:.2f} of ~{capacity:.1f} the endpoints serve "
                             f"({rate / capacity:.0%})" if capacity else f"{rate:.2f}"),
+            "urgent gone stale": self.queue.stale,
             "merged": m.coalesced,
             "dropped": m.dropped,
             "deferred": m.deferred,
