@@ -492,7 +492,6 @@ class LLMAgents(Answering):
             "urgent gone stale": self.queue.stale,
             "merged": m.coalesced,
             "dropped": m.dropped,
-            "deferred": m.deferred,
             "main thread/request": (f"{figures['main_ms_per_request']:g} ms (p95 "
                                     f"{figures['main_ms_per_request_p95']:g})"),
         }
