@@ -1,5 +1,6 @@
 """The report's figures per model profile (issue 32 item 2): requests, decisions, fallbacks,
-invalid answers, latency, tokens and cost of each profile, read from the logged inputs."""
+invalid answers, latency, tokens and cost of each profile, read from the logged inputs; and
+re-asking a profile's decisions, refused with what to do instead."""
 
 from __future__ import annotations
 
@@ -11,6 +12,8 @@ import pytest
 
 from agent_world.cli import main
 from agent_world.commands.dispatch import Console
+from agent_world.config import Config
+from agent_world.recorded.reask import ReaskError, ReaskOptions, check_options
 from agent_world.report import build_report
 from tests.llm_helpers import open_session, run_until
 from tests.llm_server import FakeLLMServer
@@ -55,3 +58,18 @@ def test_the_report_gives_each_model_profile_its_figures(
     assert main(["report", str(folder), "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert [m["profile"] for m in doc["models"]] == ["default", "fast"]
+
+
+def test_reask_of_a_model_profile_says_what_to_do_instead() -> None:
+    config = Config().replace(llm={
+        "provider": "openai", "base_url": "http://127.0.0.1:9/v1", "model": "m",
+        "api_key_env": "", "models": {"big": {"model": "b"}}})
+
+    def said(brain: str) -> str:
+        with pytest.raises(ReaskError) as caught:
+            check_options(ReaskOptions(brains=(brain,)), config)
+        return str(caught.value)
+
+    assert said("llm:big") == ("--brain llm:big: re-asking a model profile is not supported "
+                               "yet; re-ask --brain llm with --model MODEL instead")
+    assert "unknown model 'nosuch' (models: default, big)" in said("llm:nosuch")

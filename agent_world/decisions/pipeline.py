@@ -458,9 +458,11 @@ class Pipeline:
         gone, or the answer is known at once (the response cache), on its way already."""
         eid = queued.agent
         mind = self.minds.get(eid)
-        if mind is None or mind.rid != queued.rid or not self.world.alive(eid):
+        if mind is None or not self.world.alive(eid):  # its death is news of the next tick
             self.queue.done(eid)
             self.metrics.count("dropped")
+            if mind is not None:
+                mind.status = "idle"
             return None
         line, since = self.queue.entered(eid)
         self.metrics.waited(line, time.perf_counter() - since)
