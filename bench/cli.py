@@ -36,6 +36,7 @@ from bench.isolated import in_fresh_process
 from bench.liveliness import measure_liveliness
 from bench.llm_cost import measure_llm_cost
 from bench.llm_load import measure_llm_load
+from bench.llm_scale import measure_llm_scale
 from bench.machine import describe_machine, load_average
 from bench.profile import profile_world
 from bench.reask_bench import measure_reask
@@ -50,7 +51,7 @@ __all__ = ["main"]
 
 SECTIONS = ("flat", "paced", "snapshot", "eventlog", "replay", "memory", "capacity",
             "snapshot10k", "llm", "llm_cost", "brains", "mesa", "web", "seek", "rl",
-            "liveliness", "gc", "churn", "soak", "reask")
+            "liveliness", "gc", "churn", "soak", "reask", "llm_scale")
 LIVELINESS_SEEDS = (913, 4271, 2026)  # 913 and 4271: the seeds issue 12 measured
 LIVELINESS_TICKS, LIVELINESS_WINDOW = 1_000_000, 50_000
 QUICK_LIVELINESS = (913,), 20_000, 10_000
@@ -275,6 +276,13 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         with section("llm"):
             results["llm_load"] = ({"skipped": "not run in --quick (run without it)"} if quick
                                    else measure_llm_load(log=_log))
+    if "llm_scale" in sections:
+        with section("llm_scale"):
+            # Worlds of their own, in processes of their own (--sizes: the agent counts);
+            # in the smoke only when asked for by name (--only llm_scale --quick: 200 agents).
+            results["llm_scale"] = (
+                NOT_QUICK if quick and args.only is None
+                else measure_llm_scale(sizes=args.sizes, quick=quick, log=_log))
     if "llm_cost" in sections:
         with section("llm_cost"):
             # The smoke needs this tree's run, not the baseline commit's beside it (a

@@ -304,7 +304,51 @@ def _summary_tables(results: dict[str, Any]) -> list[Table]:
     for key, make in (("gc", _gc_table), ("churn", _churn_table), ("soak", _soak_table)):
         if results.get(key) is not None:
             tables.append(make(results[key]))
+    scale = results.get("llm_scale")
+    if scale is not None and "skipped" not in scale:
+        tables.extend(_llm_scale_tables(scale))
     return tables
+
+
+def _llm_scale_tables(scale: dict[str, Any]) -> list[Table]:
+    """Issue 32: LLM worlds beside built-in ones, against the fake batched server."""
+    t = Table(f"LLM agents against a {scale['slots']}-slot batched server (max_concurrent "
+              f"{scale['max_concurrent']}), each world paced {scale['seconds_per_world']:g} s",
+              ["agents", "Hz", "tick p99 built-in / LLM (x)", "busy p99 built-in / LLM",
+               "pipeline ms/tick", "decisions/s of server max", "urgent answered p95 / "
+               "server p50", "routine queued p50 / p95", "main ms/request", "KB/agent over "
+               "built-in"])
+    for n, r in scale["sizes"].items():
+        b, llm, model, server = r["builtin"], r["llm"], r["llm"]["models"]["default"], r["server"]
+        t.rows.append([
+            _n(int(n)), f"{b['rate_hz']:.1f} / {llm['rate_hz']:.1f}",
+            f"{b['tick_p99_ms']:.1f} / {llm['tick_p99_ms']:.1f} ({_n(r['tick_p99_ratio'], 2)})",
+            f"{b['busy_p99_ms']:.1f} / {llm['busy_p99_ms']:.1f}",
+            f"{llm['pipeline_ms_mean']:.2f} (p99 {llm['pipeline_p99_ms']:.1f})",
+            f"{model['decisions_per_s']:.1f} of {server['capacity_per_s']:.1f} "
+            f"({_n(r['decisions_share_of_capacity'], 2)})",
+            f"{model['urgent_answered_p95_ms'] / 1000:.2f} / {server['latency_p50_s']:.2f} s "
+            f"({_n(r['urgent_p95_over_server_latency'], 2)}; "
+            f"{_n(r.get('urgent_stale_share'), 2)} stale)",
+            f"{model['routine_wait_p50_ms'] / 1000:.1f} / "
+            f"{model['routine_wait_p95_ms'] / 1000:.1f} s",
+            f"{model['main_ms_per_request']:.2f}",
+            _n(r["kb_per_llm_agent_over_builtin"])])
+    t.notes.append("targets at 2,000: 10 Hz, tick p99 <= 1.10x built-in; decisions/s >= 0.9 of "
+                   "the server's max when agents ask for more; urgent p95 <= 3x the server's "
+                   "latency; <= 50 KB per LLM agent. busy = the tick plus the work before the "
+                   "next one (the decision pipeline's share runs there).")
+    two = scale["two_models"]
+    u = Table(f"Two models in one world of {two['agents']:,} LLM agents, two servers",
+              ["model", "agents", "decisions/s", "server max/s", "share", "latency p50",
+               "urgent answered p95"])
+    for name, share in two["shares"].items():
+        m, server = two["world"]["models"][name], two["servers"][name]
+        u.rows.append([name, _n(m["agents"]), f"{m['decisions_per_s']:.1f}",
+                       f"{server['capacity_per_s']:.1f}", _n(share, 2),
+                       f"{server['latency_p50_s']:.2f} s",
+                       f"{m['urgent_answered_p95_ms'] / 1000:.2f} s"])
+    return [t, u]
 
 
 def _skipped(title: str, figures: dict[str, Any]) -> Table | None:

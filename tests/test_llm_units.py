@@ -192,7 +192,8 @@ def test_queue_serves_urgent_first_and_coalesces_per_agent() -> None:
     q = RequestQueue()
     assert q.put(_job(1, 10)) == "queued"
     assert q.put(_job(2, 11)) == "queued"
-    assert q.put(_job(3, 10)) == "replaced"  # a newer observation replaces the queued one
+    # A newer observation replaces the queued one, in its place in line (first come).
+    assert q.put(_job(3, 10)) == "replaced"
     assert q.put(_job(4, 12, URGENT)) == "queued"
     assert q.depth == 3
     first = q.get(0)
@@ -200,8 +201,8 @@ def test_queue_serves_urgent_first_and_coalesces_per_agent() -> None:
     assert q.put(_job(5, 12)) == "busy"  # one request per agent in flight
     second, third = q.get(0), q.get(0)
     assert second is not None and third is not None
-    assert (second.agent, second.payload) == (11, "p2")
-    assert (third.agent, third.payload) == (10, "p3")
+    assert (second.agent, second.payload) == (10, "p3")
+    assert (third.agent, third.payload) == (11, "p2")
     assert q.get(0) is None and q.in_flight == 3
     q.done(12)
     assert q.put(_job(6, 12)) == "queued"

@@ -17,7 +17,7 @@ from agent_world.cli import main
 from agent_world.config import Config
 from agent_world.core import components as c
 from agent_world.core.world import World
-from agent_world.decisions.mind import NEVER_ASKED, PRESSING
+from agent_world.decisions.mind import NEVER_ASKED
 from agent_world.persistence import SaveFolder, open_world, replay
 from agent_world.persistence.minds import read_minds
 from agent_world.persistence.snapshots import load_first_snapshot
@@ -152,28 +152,29 @@ def test_the_world_keeps_ticking_while_the_server_misbehaves(
     assert not llm_inputs(tmp_path / "saves" / "w")
 
 
-def test_no_prompt_is_built_while_a_full_round_of_work_waits(
+def test_no_prompt_is_built_while_a_request_waits_in_line(
         tmp_path: Path, server: FakeLLMServer) -> None:
-    # One worker, a hanging endpoint: one request flies, one waits; the other agents' asks
-    # are put off (counted), not queued to go stale behind them. Only pressing news (spoken
-    # to, an offer) is queued beside it, since it goes stale if put off.
+    # One request allowed in flight, a hanging endpoint: one request flies and every other
+    # agent's ask waits in line, in order (none is put off), with no prompt built for it
+    # yet: the observation and the prompt are made as a request goes out, so none is sent
+    # stale or built in vain.
     server.mode = "hang"
-    # A peaceful world (no aggressive agents): an attack would be an urgent ask, which is
-    # queued whatever waits.
     config = llm_config(tmp_path, server, agents=6, workers=1, max_concurrent=1,
                         request_timeout_s=30.0)
-    session = open_session(config.replace(world={"personality_mix": {
-        "aggressive": 0.0, "cautious": 1.0, "gatherer": 1.0, "trader": 1.0}}))
+    session = open_session(config)
     try:
         llm = session.llm
         assert llm is not None
         run_until(session, 30)
         assert wait_for(lambda: llm.in_flight == 1)
         queued = [m for m in llm.minds.values() if llm.queue.state_of(m.agent) == "queued"]
-        assert len([m for m in queued if not PRESSING.intersection(m.reasons)]) <= 1
-        assert llm.queue.depth == len(queued)
-        assert llm.metrics.deferred >= 2
-        assert llm.stats()["deferred"] == llm.metrics.deferred
+        assert len(queued) == len(llm.minds) - 1 == llm.queue.depth
+        assert all(m.last_prompt == "" and m.last_observation is None for m in queued)
+        assert server.count() == 1
+        assert llm.metrics.deferred == 0 and "deferred" not in llm.stats()
+        urgent, routine = llm.queue.depths()
+        assert llm.stats()["queue"] == f"{urgent} urgent, {routine} routine"
+        assert urgent + routine == len(queued)
     finally:
         session.close()
 

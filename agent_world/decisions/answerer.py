@@ -114,6 +114,7 @@ class Answerer(Protocol):
     pace: Pace
     clock: Clock
     own_metrics: Metrics | None  # figures it shares with others (the LLM's gates), or None
+    prepares_late: bool  # with ``pace.workers`` 0: ``prepare`` as the request goes out
 
     def bind(self, pipeline: Pipeline) -> None:
         """The pipeline that asks this answerer (once, when the pipeline is made)."""
@@ -121,7 +122,9 @@ class Answerer(Protocol):
     def prepare(self, eid: int, mind: Mind, rid: int, reasons: tuple[str, ...],
                 priority: int) -> Job | Answer:
         """The request for agent ``eid`` (main thread), or the answer when one is known at
-        once (the LLM's response cache)."""
+        once (the LLM's response cache). Called when the agent asks, or, for an answerer
+        that ``prepares_late``, when its request leaves the queue to be sent (with the
+        rid, reasons and urgency of the ask)."""
 
     def answer(self, job: Job, reply: Reply) -> None:
         """Answer ``job`` through ``reply``, now or later (a worker thread, or the main
@@ -164,6 +167,7 @@ class Answering:
     source = "thinking"
     label = "brain"
     own_metrics: Metrics | None = None
+    prepares_late = False
     pipeline: Pipeline
 
     def __init__(self, *, pace: Pace, brains: frozenset[str] = frozenset(),

@@ -1,4 +1,6 @@
-"""Figures for /stats: counters, latency percentiles and hourly spending (thread-safe)."""
+"""Figures for /stats: counters, latency percentiles and hourly spending, and how a kind's
+requests fare when the model cannot answer them all at once: time queued and time until
+answered by urgency, decisions a second, requests dropped (thread-safe)."""
 
 from __future__ import annotations
 
@@ -12,6 +14,8 @@ __all__ = ["Metrics", "percentile"]
 
 HISTORY = 1000
 HOUR = 3600.0
+RATE_WINDOW_S = 60.0  # decisions a second are counted over this much of the clock
+LINES = ("urgent", "routine")  # requests.URGENT (0) and requests.NORMAL (1), by index
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -37,6 +41,8 @@ class Metrics:
         self.coalesced = 0  # queued requests replaced by a newer observation
         self.deferred = 0  # asks put off because a full round of work was already queued
         self.paced = 0  # unprompted asks put off by the pace (per agent or for all)
+        self.dropped = 0  # requests never sent: withdrawn from the queue, or refused by the
+        # budget or the breaker
         self.tokens = 0
         self.cost = 0.0
         self._latencies: deque[float] = deque(maxlen=HISTORY)
@@ -44,6 +50,15 @@ class Metrics:
         self._cached_tokens: deque[int] = deque(maxlen=HISTORY)
         self._answer_tokens: deque[int] = deque(maxlen=HISTORY)
         self._hour: deque[tuple[float, int, float]] = deque()
+        # By line (urgent, routine): seconds a request waited in the queue, and from
+        # entering it until its answer (or fault) came back.
+        self._waits: tuple[deque[float], deque[float]] = (deque(maxlen=HISTORY),
+                                                          deque(maxlen=HISTORY))
+        self._reactions: tuple[deque[float], deque[float]] = (deque(maxlen=HISTORY),
+                                                              deque(maxlen=HISTORY))
+        self._taken = [0, 0]  # requests taken from each line, in all
+        self._applied_at: deque[float] = deque(maxlen=100_000)  # clock times
+        self._main_ms: deque[float] = deque(maxlen=HISTORY)  # main thread per request sent
 
     def request(self) -> None:
         with self._lock:
@@ -82,6 +97,65 @@ class Metrics:
             self._hour.append((now, usage.total, usage.cost or 0.0))
             while self._hour and self._hour[0][0] <= now - HOUR:
                 self._hour.popleft()
+
+    def waited(self, line: int, seconds: float) -> None:
+        """A request left the queue for its answerer after ``seconds`` in ``line``."""
+        with self._lock:
+            self._waits[line].append(seconds)
+            self._taken[line] += 1
+
+    def reacted(self, line: int, seconds: float) -> None:
+        """A request's answer (or fault) came back ``seconds`` after it entered ``line``."""
+        with self._lock:
+            self._reactions[line].append(seconds)
+
+    def decided(self) -> None:
+        """A decision was applied (counted in ``applied``, and timed for the rate)."""
+        now = self.clock.now()
+        with self._lock:
+            self.applied += 1
+            self._applied_at.append(now)
+
+    def main_thread(self, ms: float) -> None:
+        """The main thread spent ``ms`` sending one request (observation, prompt, hand-over)."""
+        with self._lock:
+            self._main_ms.append(ms)
+
+    def mean_latency_s(self) -> float:
+        """The mean latency of the answers kept (0.0 before any)."""
+        with self._lock:
+            latencies = list(self._latencies)
+        return sum(latencies) / len(latencies) if latencies else 0.0
+
+    def decisions_per_s(self) -> float:
+        """Decisions applied a second over the last ``RATE_WINDOW_S`` of the clock (or since
+        the first one, when that is shorter, from at least one second)."""
+        now = self.clock.now()
+        with self._lock:
+            times = [t for t in self._applied_at if t > now - RATE_WINDOW_S]
+        if not times:
+            return 0.0
+        return len(times) / max(1.0, min(RATE_WINDOW_S, now - times[0]))
+
+    def attention(self) -> dict[str, float]:
+        """Requests taken from each line, in all, and their queue waits and time until
+        answered, p50 and p95 in ms (the last ``HISTORY`` of each); the main thread's ms per
+        request sent (mean, p95)."""
+        with self._lock:
+            waits = [list(d) for d in self._waits]
+            reactions = [list(d) for d in self._reactions]
+            main = list(self._main_ms)
+            taken = list(self._taken)
+        out: dict[str, float] = {}
+        for i, line in enumerate(LINES):
+            out[f"{line}_requests"] = taken[i]
+            out[f"{line}_wait_p50_ms"] = round(percentile(waits[i], 0.5) * 1000, 1)
+            out[f"{line}_wait_p95_ms"] = round(percentile(waits[i], 0.95) * 1000, 1)
+            out[f"{line}_answered_p50_ms"] = round(percentile(reactions[i], 0.5) * 1000, 1)
+            out[f"{line}_answered_p95_ms"] = round(percentile(reactions[i], 0.95) * 1000, 1)
+        out["main_ms_per_request"] = round(sum(main) / len(main), 3) if main else 0.0
+        out["main_ms_per_request_p95"] = round(percentile(main, 0.95), 3)
+        return out
 
     def count(self, name: str) -> None:
         with self._lock:

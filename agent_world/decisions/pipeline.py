@@ -5,8 +5,9 @@ waits for the next one (so its work never lengthens a tick, and the world is sti
 tick left it). On the main thread it keeps a ``Mind`` for each agent its kind serves,
 looks at what happened to it (``triggers``: attacked, spoken to, an offer, a plan finished,
 the interval), paces the unprompted asks, and asks for a decision when it should: the
-request goes to a queue (urgent first; one per agent, a newer one replacing a queued one;
-at most one in flight), and its answerer answers it (on the pipeline's worker threads, or
+request goes to a queue (urgent first, with a share kept for routine work so none starves:
+``requests.py``; one per agent, a newer one replacing a queued one; at most one in
+flight), and its answerer answers it (on the pipeline's worker threads, or
 later from elsewhere). A decision comes back only as a ``plan`` input through the world's
 inbox, built here (``PlanInput``) and applied at the first tick after it is ready. A
 request not answered by its deadline is given up, and a worker stuck in it replaced. A
@@ -17,6 +18,13 @@ waits: replay and resume read the ``plan`` inputs from the log and never build a
 What differs between kinds of brain (the LLM, a user's code, a remote client) is only how a
 request is made and answered: the ``Answerer`` (``answerer.py``). There is one pipeline
 class, composed with an answerer, never subclassed.
+
+An answerer that sends requests on from the main thread (``pace.workers`` 0, the LLM's) may
+prepare them late (``prepares_late``): what is queued is then only the agent, its reasons
+and its urgency, and the observation and prompt are built when the request goes out. So
+every ask can wait in line, in order, however far the model is behind, without a prompt
+built in vain or sent stale; the main thread's time per request sent is measured
+(``Metrics.main_thread``).
 """
 
 from __future__ import annotations
@@ -51,6 +59,8 @@ MAX_FAULT_TEXT = 200  # characters of a fault's error kept in its decision_fault
 DIGEST_SECONDS = 60  # world time a world-log digest of decisions covers
 DIGEST_ACTIONS = 6  # actions named in a digest line, most frequent first
 MAX_STUCK = 8  # worker threads that may hang in an answer before no more are started
+FRESH_LATENCIES = 1.0  # urgent news is stale after waiting this many answers' latency
+FRESH_MIN_S = 0.5  # ... or this long, whichever is longer
 POLL_S = 0.2  # a worker with nothing to do looks up this often (answerer.between_jobs)
 
 
@@ -84,12 +94,15 @@ class _Call:
     """A request given to the answerer, until it is answered, given up or withdrawn. Its
     ``__call__`` is the ``Reply`` the answerer answers through."""
 
-    __slots__ = ("job", "owner", "started", "state", "thread")
+    __slots__ = ("job", "line", "owner", "queued", "started", "state", "thread")
 
-    def __init__(self, owner: Pipeline, job: Job, thread: threading.Thread | None) -> None:
+    def __init__(self, owner: Pipeline, job: Job, thread: threading.Thread | None,
+                 line: int = NORMAL, queued: float | None = None) -> None:
         self.owner = owner
         self.job = job
         self.started = time.perf_counter()
+        self.line = line  # the queue's line it came from (URGENT or NORMAL)
+        self.queued = self.started if queued is None else queued  # when it entered it
         self.state = "open"  # open | answered | expired | withdrawn
         self.thread = thread  # the worker inside ``answer`` (None: answered from elsewhere)
 
@@ -135,6 +148,8 @@ class Pipeline:
         self.note = note
         self.metrics: Metrics = answerer.own_metrics or Metrics(answerer.clock)
         self.queue = RequestQueue()
+        # Requests queued as the agent and its reasons, prepared when they go out.
+        self._late = answerer.prepares_late and not pace.workers
         self.outcomes: queue.SimpleQueue[Outcome] = queue.SimpleQueue()
         self.minds: dict[int, Mind] = {}
         self.main_ms: deque[float] = deque(maxlen=1000)  # on_tick's cost on the main thread
@@ -176,7 +191,8 @@ class Pipeline:
         """Agent ``eid`` no longer decides here; a request of it still queued is dropped."""
         self.minds.pop(eid, None)
         self._new_minds.discard(eid)
-        self.queue.cancel(eid)
+        if self.queue.cancel(eid):
+            self.metrics.count("dropped")
         self._withdraw_agent(eid)
 
     def consider_now(self, eid: int) -> None:
@@ -210,7 +226,8 @@ class Pipeline:
                 eid = int(event["agent"])
                 del self.minds[eid]
                 self._new_minds.discard(eid)
-                self.queue.cancel(eid)
+                if self.queue.cancel(eid):
+                    self.metrics.count("dropped")
                 self._withdraw_agent(eid)
             elif kind == ev.BRAIN_CHANGED:  # a ``brain`` input: this kind gains or loses it
                 eid = int(event["agent"])
@@ -238,6 +255,9 @@ class Pipeline:
                 break
             self._answered(tick, outcome)
         available = self._check_available()
+        latency = self.metrics.mean_latency_s()
+        if latency > 0:  # none known yet: nothing goes stale
+            self.queue.fresh_s = max(FRESH_MIN_S, FRESH_LATENCIES * latency)
         store = world.store
         played = world.players.seats
         for eid in sorted(self.minds):
@@ -287,7 +307,8 @@ class Pipeline:
                 mind.pending_since = tick
             return
         mind.pending = ()
-        self._ask(eid, mind, tuple(reasons), URGENT if urgent else NORMAL)
+        # Attacked, starving, spoken to, offered a trade: ahead of routine work.
+        self._ask(eid, mind, tuple(reasons), URGENT if urgent or pressing else NORMAL)
 
     def _may_ask(self, eid: int, mind: Mind, tick: int, reasons: list[str], *, urgent: bool,
                  pressing: bool, available: bool) -> bool:
@@ -296,9 +317,10 @@ class Pipeline:
             return False  # at most one request per agent outstanding
         if mind.status == "queued" and not pressing:
             return False  # a queued request is replaced only by a more pressing one
-        if not pressing and self.queue.depth >= self._round:
+        if not pressing and not self._late and self.queue.depth >= self._round:
             # A full round of work already waits: a request built now would be stale by
             # the time a worker takes it (and built in vain if a newer one replaced it).
+            # (A request prepared late waits in line instead: it is built as it goes out.)
             self.metrics.count("deferred")
             return False
         if tick - mind.asked_tick < self.min_gap and not urgent:
@@ -328,7 +350,12 @@ class Pipeline:
 
     def _ask(self, eid: int, mind: Mind, reasons: tuple[str, ...], priority: int) -> None:
         rid = self._next_rid
-        job = self.answerer.prepare(eid, mind, rid, reasons, priority)
+        job: Job | Answer
+        if self._late:  # prepared when it goes out (``_dispatch``)
+            job = Job(rid=rid, agent=eid, tick=self.world.tick, priority=priority,
+                      reasons=reasons, payload=None)
+        else:
+            job = self.answerer.prepare(eid, mind, rid, reasons, priority)
         if isinstance(job, Answer):  # known at once: on its way to the world already
             self._plan(eid, rid, self.world.tick, reasons, job).submit(self.world_inbox)
             mind.status = "applying"
@@ -366,7 +393,7 @@ class Pipeline:
             mind.next_ask_tick = tick + round(hint * self.world.config.world.tick_rate)
         mind.last_error = ""
         mind.decisions += 1
-        self.metrics.count("applied")
+        self.metrics.decided()
         self.answerer.on_decided(eid, tick, actions, thought)
         self._digest.add(eid, [str(a.get("name", "?")) for a in data.get("actions", [])
                                if isinstance(a, dict)])
@@ -388,6 +415,7 @@ class Pipeline:
         self.metrics.count("fallbacks")
         mind.status = "idle"
         if outcome.error_kind in QUIET_FAILURES:
+            self.metrics.count("dropped")  # never sent
             return
         mind.errors += 1
         mind.last_error_tick = tick
@@ -425,11 +453,46 @@ class Pipeline:
         a newer observation may still replace them."""
         while (self.queue.in_flight < self._round
                and (job := self.queue.get(timeout=0)) is not None):
+            began = time.perf_counter()
+            if self._late:
+                prepared = self._prepare(job)
+                if prepared is None:
+                    continue
+                job = prepared
             call = self._open(job, None)
             self.answerer.answer(job, call)
+            self.metrics.main_thread((time.perf_counter() - began) * 1000)
+
+    def _prepare(self, queued: Job) -> Job | None:
+        """The request of ``queued`` (taken from the queue just now) as it goes out, with
+        the agent's observation as of now; None when it does not go out: the agent is
+        gone, or the answer is known at once (the response cache), on its way already."""
+        eid = queued.agent
+        mind = self.minds.get(eid)
+        if mind is None or not self.world.alive(eid):  # its death is news of the next tick
+            self.queue.done(eid)
+            self.metrics.count("dropped")
+            if mind is not None:
+                mind.status = "idle"
+            return None
+        line, since = self.queue.entered(eid)
+        self.metrics.waited(line, time.perf_counter() - since)
+        job = self.answerer.prepare(eid, mind, queued.rid, queued.reasons, queued.priority)
+        if isinstance(job, Answer):
+            self.queue.done(eid)
+            self._plan(eid, queued.rid, self.world.tick, queued.reasons, job).submit(
+                self.world_inbox)
+            self.metrics.reacted(line, time.perf_counter() - since)
+            mind.status = "applying"
+            mind.answered_tick = self.world.tick
+            return None
+        return job
 
     def _open(self, job: Job, thread: threading.Thread | None) -> _Call:
-        call = _Call(self, job, thread)
+        line, since = self.queue.entered(job.agent)
+        if not self._late:
+            self.metrics.waited(line, time.perf_counter() - since)
+        call = _Call(self, job, thread, line, since)
         with self._lock:
             self._calls[job.rid] = call
         return call
@@ -444,6 +507,7 @@ class Pipeline:
                 del self._calls[job.rid]
         if call.thread is None:
             self.queue.done(job.agent)
+        self.metrics.reacted(call.line, time.perf_counter() - call.queued)
         if isinstance(result, Answer):
             self._plan(job.agent, job.rid, job.tick, job.reasons, result).submit(
                 self.world_inbox)

@@ -1,21 +1,59 @@
-"""The request queue: priority (urgent first, then oldest), coalescing (one entry per agent;
-a newer observation replaces the queued one) and at most one request per agent in flight;
-and ``Outcome``, how a request ended. Any brain that thinks off the tick goes through it."""
+"""The request queue: urgent work first with a guaranteed share for routine work, first
+come first served within each, coalescing (one entry per agent; a newer request replaces
+the queued one and keeps its place in line) and at most one request per agent in flight;
+and ``Outcome``, how a request ended. Any brain that thinks off the tick goes through it.
+
+Attention when the model cannot keep up (issue 32). Requests wait in two lines: urgent
+(the agent was attacked, is starving, was spoken to or offered a trade) and routine (the
+interval, a plan that ended, a newcomer, its first thought). ``get`` takes from the urgent
+line first, except that while routine work waits, at most ``ROUTINE_EVERY - 1`` urgent
+requests in a row go before the oldest routine one. Urgent news goes stale: an urgent
+request that waited in its line longer than ``fresh_s`` (the pipeline sets it to about one
+answer's latency) moves to the routine line, at the turn it first entered the queue. So
+the urgent line holds only fresh news, and when more urgent news comes than the model can
+answer, what it answers first is what is still worth answering at once (``stale`` counts
+the rest, which is answered in its turn). Counted in requests taken:
+
+- urgent work gets at least ``(ROUTINE_EVERY - 1) / ROUTINE_EVERY`` of what the model can
+  answer, however much routine work waits: an urgent request with ``q - 1`` urgent ones
+  ahead of it is taken within ``q + ceil(q / (ROUTINE_EVERY - 1))`` gets (unless it goes
+  stale first);
+- no request starves: each agent has at most one request queued, and the lines are served
+  in the order requests first entered the queue (a newcomer joins behind; a replacement
+  keeps the replaced request's place; news made urgent goes to the back of the urgent line,
+  and back to its first place in the routine line when stale), so at most ``N - 1``
+  requests are ever ahead of one, for ``N`` agents, and each routine request taken is
+  preceded by at most ``ROUTINE_EVERY - 1`` urgent ones: every request is taken within
+  ``N * ROUTINE_EVERY`` gets. (With nothing going stale, a routine request with ``p - 1``
+  routine ones ahead of it is taken within ``p * ROUTINE_EVERY`` gets.)
+
+In time: while work waits, each request in flight frees its place within its deadline
+(``Job.deadline_s``, the pipeline gives it up then), so with ``K`` requests in flight at
+once, no request waits longer than ``ceil(N * ROUTINE_EVERY / K)`` deadlines (plus a tick
+per round, where the pipeline hands requests out after the tick). That is the worst case,
+all answers as late as allowed; a queue that drains at ``r`` requests a second holds a
+request about ``p / r`` seconds.
+"""
 
 from __future__ import annotations
 
 import dataclasses
 import heapq
+import math
 import threading
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from agent_world.types import LLMUsage
 
-__all__ = ["NORMAL", "URGENT", "Job", "Outcome", "RequestQueue"]
+__all__ = ["NORMAL", "ROUTINE_EVERY", "URGENT", "Job", "Outcome", "RequestQueue"]
 
 URGENT = 0
 NORMAL = 1
+ROUTINE_EVERY = 4
+"""While routine requests wait, at least one request in this many taken is routine."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -50,28 +88,61 @@ class Outcome:
     too_long: bool = False  # the server said the prompt is too long: trim the next one
 
 
+@dataclass(slots=True)
+class _Place:
+    """Where an agent's queued request stands: its line, its turn in it and since when, and
+    its turn and time when it first entered the queue (a routine request's are the same)."""
+
+    line: int  # URGENT or NORMAL
+    turn: int
+    since: float
+    first: int
+    first_since: float
+
+
 class RequestQueue:
-    def __init__(self) -> None:
+    def __init__(self, now: Callable[[], float] = time.perf_counter) -> None:
+        """``now``: the clock waits are measured on (``entered``, ``fresh_s``)."""
+        self._now = now
+        self.fresh_s = math.inf  # urgent news older than this (``now``'s seconds) is stale
+        self.stale = 0  # urgent requests moved to the routine line, in all
         self._cond = threading.Condition()
         self._queued: dict[int, Job] = {}
-        self._heap: list[tuple[int, int, int]] = []  # (priority, rid, agent)
+        self._places: dict[int, _Place] = {}
+        self._lines: tuple[list[tuple[int, int]], list[tuple[int, int]]] = ([], [])
+        self._turns = 0
+        self._urgent_run = 0  # urgent requests taken since the last routine one
         self._flying: dict[int, Job] = {}
+        self._flying_since: dict[int, tuple[int, float]] = {}  # agent -> (line, queued at)
         self._closed = False
         self._unwoken = 0
 
     def put(self, job: Job, *, wake: bool = True) -> str:
-        """'queued', 'replaced' (a queued job of the agent was superseded) or 'busy' (the
-        agent's request is in flight: nothing queued). ``wake=False`` leaves the workers
-        asleep until ``wake()``: the main thread queues during a tick and wakes them after
-        it, so no worker takes the GIL while the tick runs."""
+        """'queued', 'replaced' (a queued job of the agent was superseded: the new one takes
+        its place in line, or a place at the back of the urgent line if it is urgent and
+        the old one was not) or 'busy' (the agent's request is in flight: nothing queued).
+        A replacement is never less urgent than what it replaces. ``wake=False`` leaves
+        the workers asleep until ``wake()``: the main thread queues during a tick and wakes
+        them after it, so no worker takes the GIL while the tick runs."""
         with self._cond:
-            if job.agent in self._flying:
+            agent = job.agent
+            if agent in self._flying:
                 return "busy"
-            old = self._queued.get(job.agent)
+            old = self._queued.get(agent)
             if old is not None and old.priority < job.priority:
                 job = dataclasses.replace(job, priority=old.priority)
-            self._queued[job.agent] = job
-            heapq.heappush(self._heap, (job.priority, job.rid, job.agent))
+            self._queued[agent] = job
+            line = URGENT if job.priority == URGENT else NORMAL
+            place = self._places.get(agent)
+            if place is None:
+                self._turns += 1
+                now = self._now()
+                self._places[agent] = _Place(line, self._turns, now, self._turns, now)
+                heapq.heappush(self._lines[line], (self._turns, agent))
+            elif place.line != line:  # routine news made urgent: the back of that line
+                self._turns += 1
+                place.line, place.turn, place.since = line, self._turns, self._now()
+                heapq.heappush(self._lines[line], (self._turns, agent))
             if wake:
                 self._cond.notify()
             else:
@@ -89,29 +160,85 @@ class RequestQueue:
         """The next job (now in flight), or None when closed or after ``timeout``."""
         with self._cond:
             while True:
-                while self._heap:
-                    _p, rid, agent = heapq.heappop(self._heap)
-                    job = self._queued.get(agent)
-                    if job is not None and job.rid == rid:  # else a superseded entry
-                        del self._queued[agent]
-                        self._flying[agent] = job
-                        return job
+                job = self._take()
+                if job is not None:
+                    return job
                 if self._closed or not self._cond.wait(timeout):
                     return None
+
+    def _head(self, line: int) -> int | None:
+        """The agent first in ``line`` (stale entries dropped), or None."""
+        heap = self._lines[line]
+        while heap:
+            turn, agent = heap[0]
+            place = self._places.get(agent)
+            if place is not None and place.line == line and place.turn == turn:
+                return agent
+            heapq.heappop(heap)
+        return None
+
+    def _go_stale(self) -> None:
+        """Urgent requests that waited in their line longer than ``fresh_s`` join the
+        routine line, at the turn they first entered the queue (their news is old: it has
+        no claim to go first any more, but it keeps its age)."""
+        if self.fresh_s == math.inf:
+            return
+        oldest = self._now() - self.fresh_s
+        while (agent := self._head(URGENT)) is not None:
+            place = self._places[agent]
+            if place.since >= oldest:
+                return
+            heapq.heappop(self._lines[URGENT])
+            place.line, place.turn, place.since = NORMAL, place.first, place.first_since
+            heapq.heappush(self._lines[NORMAL], (place.first, agent))
+            self._queued[agent] = dataclasses.replace(self._queued[agent], priority=NORMAL)
+            self.stale += 1
+
+    def _take(self) -> Job | None:
+        self._go_stale()
+        urgent, routine = self._head(URGENT), self._head(NORMAL)
+        if urgent is not None and (routine is None
+                                   or self._urgent_run < ROUTINE_EVERY - 1):
+            agent, line = urgent, URGENT
+            self._urgent_run += 1
+        elif routine is not None:
+            agent, line = routine, NORMAL
+            self._urgent_run = 0
+        else:
+            return None
+        heapq.heappop(self._lines[line])
+        place = self._places.pop(agent)
+        job = self._queued.pop(agent)
+        self._flying[agent] = job
+        self._flying_since[agent] = (line, place.since)
+        return job
+
+    def entered(self, agent: int) -> tuple[int, float]:
+        """The line (URGENT or NORMAL) agent ``agent``'s request in flight was taken from,
+        and when it entered that line (``now``'s time; a routine request: the queue)."""
+        with self._cond:
+            return self._flying_since.get(agent, (NORMAL, self._now()))
 
     def done(self, agent: int) -> None:
         with self._cond:
             self._flying.pop(agent, None)
+            self._flying_since.pop(agent, None)
 
-    def cancel(self, agent: int) -> None:
+    def cancel(self, agent: int) -> bool:
+        """Take agent ``agent``'s queued request out, unsent (True if there was one)."""
         with self._cond:
-            self._queued.pop(agent, None)
+            if self._queued.pop(agent, None) is None:
+                return False
+            self._places.pop(agent, None)
+            return True
 
     def close(self) -> None:
         with self._cond:
             self._closed = True
             self._queued.clear()
-            self._heap.clear()
+            self._places.clear()
+            for heap in self._lines:
+                heap.clear()
             self._cond.notify_all()
 
     def state_of(self, agent: int) -> str | None:
@@ -136,6 +263,12 @@ class RequestQueue:
     def depth(self) -> int:
         with self._cond:
             return len(self._queued)
+
+    def depths(self) -> tuple[int, int]:
+        """Requests queued now: (urgent, routine)."""
+        with self._cond:
+            urgent = sum(1 for place in self._places.values() if place.line == URGENT)
+            return urgent, len(self._places) - urgent
 
     @property
     def in_flight(self) -> int:

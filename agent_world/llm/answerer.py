@@ -76,6 +76,7 @@ class LLMAgents(Answering):
 
     source = "llm"
     label = "LLM"
+    prepares_late = True  # the prompt is built as the request goes out, never stale
 
     def __init__(self, cfg: LLMConfig, world: World, *, settings: KindPace,
                  transport: Transport,
@@ -470,10 +471,7 @@ class LLMAgents(Answering):
             "model": f"{self.identity.get('provider')} {self.identity.get('model')}",
             "agents": len(self.minds),
             "requests": m.requests,
-            "coalesced": m.coalesced,
-            "deferred": m.deferred,
-            "in flight": self.in_flight,
-            "queue": self.queue.depth,
+            **self.attention(),
             "cache hit rate": f"{self.cache.hit_rate:.0%}",
             "p50": f"{figures['p50_ms']:g} ms",
             "p95": f"{figures['p95_ms']:g} ms",
@@ -500,6 +498,48 @@ class LLMAgents(Answering):
             **({"prompt log": f"{self.prompt_log.path} ({self.prompt_log.lines} calls"
                 + (f", {self.prompt_log.failed} not written" if self.prompt_log.failed
                    else "") + ")"} if self.prompt_log is not None else {}),
+        }
+
+    def capacity_per_s(self) -> float:
+        """Requests a second the endpoints answer at this concurrency, by Little's law: the
+        requests allowed in flight at once (``llm.max_concurrent``, over every endpoint)
+        over the mean latency of recent answers (0.0 before any). With the queue full this
+        is what the endpoints serve; below it, what they would if latency held."""
+        latency = self.metrics.mean_latency_s()
+        return self.transport.max_concurrent / latency if latency > 0 else 0.0
+
+    def attention(self) -> dict[str, Any]:
+        """How the agents' requests fare (issue 32): in flight and queued by urgency, the
+        time they wait in the queue and until answered, by the line they were taken from,
+        decisions a second against the endpoints' capacity, urgent requests that went stale
+        (waited longer than about one answer's latency: answered in their routine turn),
+        requests merged (a newer one replaced it in the queue) and dropped (never sent),
+        and the main thread's time per request sent."""
+        m = self.metrics
+        figures = m.attention()
+        urgent, routine = self.queue.depths()
+        rate, capacity = m.decisions_per_s(), self.capacity_per_s()
+
+        def line(name: str) -> str:
+            if not figures[f"{name}_requests"]:
+                return "none yet"
+            return (f"queued p50 {figures[f'{name}_wait_p50_ms']:g} / p95 "
+                    f"{figures[f'{name}_wait_p95_ms']:g} ms, answered p50 "
+                    f"{figures[f'{name}_answered_p50_ms']:g} / p95 "
+                    f"{figures[f'{name}_answered_p95_ms']:g} ms")
+
+        return {
+            "in flight": f"{self.in_flight} of {self.transport.max_concurrent}",
+            "queue": f"{urgent} urgent, {routine} routine",
+            "urgent": line("urgent"),
+            "routine": line("routine"),
+            "decisions/s": (f"{rate:.2f} of ~{capacity:.1f} the endpoints serve "
+                            f"({rate / capacity:.0%})" if capacity else f"{rate:.2f}"),
+            "urgent gone stale": self.queue.stale,
+            "merged": m.coalesced,
+            "dropped": m.dropped,
+            "main thread/request": (f"{figures['main_ms_per_request']:g} ms (p95 "
+                                    f"{figures['main_ms_per_request_p95']:g})"),
         }
 
     def debug(self, agent_id: int) -> list[str]:

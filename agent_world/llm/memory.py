@@ -80,12 +80,20 @@ class AgentMemory:
             self.facts[old["fact"]] = self.facts.get(old["fact"], 0) + 1
 
 
+# Compiled once: a pattern made per agent id overflowed re's cache in a world of thousands
+# of LLM agents, and compiling it again for every event line took most of the pipeline's
+# time after each tick (issue 32 item 5).
+_SELF = re.compile(r"\b(?:agent|target)=(\d+) (?:name|target_name)=\S+ ?")
+_NOISE = re.compile(r" ?\b(?:item_id|heard_by)=\d+| \(heard by \d+\)")
+
+
 def _compact(event: Event, eid: int) -> str:
     """The event as one short line for this agent's prompt: its world-log line without what
     the agent knows already (its own id and name) or cannot use (item ids, listeners)."""
     text = " ".join(format_event(event).split())
-    text = re.sub(rf"\b(agent|target)={eid} (name|target_name)=\S+ ?", "", text)
-    text = re.sub(r" ?\b(item_id|heard_by)=\d+| \(heard by \d+\)", "", text)
+    me = str(eid)
+    text = _SELF.sub(lambda m: "" if m.group(1) == me else m.group(0), text)
+    text = _NOISE.sub("", text)
     return text[:MAX_LINE]
 
 

@@ -142,4 +142,4 @@ def build_report(path: Path, *, first: int | None = None, last: int | None = Non
     census = tuple(c for t in collected.tallies for c in t.census)
     return Report(world=info, first=first, last=windows[-1].end, window=window,
                   lines=collected.lines, windows=windows, total=total, census=census,
-                  notes=tuple(notes))
+                  notes=tuple(notes), models=collected.models)

@@ -10,6 +10,8 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
+from agent_world.report.models import ModelFigures
+
 __all__ = ["Abilities", "Angel", "CensusPoint", "Conflict", "Failures", "Pace", "Population",
            "Report",
            "Speech", "Trade", "Wealth", "Window", "WorldInfo", "to_dict"]
@@ -191,3 +193,5 @@ class Report:
     total: Window
     census: tuple[CensusPoint, ...]
     notes: tuple[str, ...]
+    # The LLM's decisions by model profile over the whole range (report/models.py).
+    models: tuple[ModelFigures, ...] = ()

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import gzip
 import zlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +36,7 @@ class StartPoint:
     tick: int  # -1: no snapshot could be read (the log is read from its start)
     personality_of: dict[int, str]  # every agent alive then
     counters: dict[str, int]  # the world's cumulative counters then
+    brain_of: dict[int, str] = field(default_factory=dict)  # every agent alive then
 
 
 def open_save(path: Path) -> SaveFolder:
@@ -116,13 +117,16 @@ def start_point(folder: SaveFolder, before: int, notes: list[str],
                          "alive")
             continue
         personality_of: dict[int, str] = {}
+        brain_of: dict[int, str] = {}
         for row in state.get("entities") or ():
             agent = row.get("Agent") if isinstance(row, dict) else None
             if isinstance(agent, dict):
                 personality_of[row["id"]] = str(agent.get("personality", "unknown"))
+                brain_of[row["id"]] = str(agent.get("brain", ""))
         counters = state.get("counters")
         return StartPoint(tick=tick, personality_of=personality_of,
-                          counters=dict(counters) if isinstance(counters, dict) else {})
+                          counters=dict(counters) if isinstance(counters, dict) else {},
+                          brain_of=brain_of)
     notes.append(f"no readable snapshot before tick {before}: the personalities of agents "
                  "that arrived before the log's first spawn event are unknown")
     return StartPoint(tick=-1, personality_of={}, counters={})

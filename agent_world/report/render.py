@@ -10,6 +10,7 @@ import orjson
 
 from agent_world.report.checks import Finding
 from agent_world.report.figures import Report, Window, to_dict
+from agent_world.report.models import ModelFigures
 
 __all__ = ["WIDTH", "render_json", "render_text"]
 
@@ -213,7 +214,24 @@ def render_text(report: Report, findings: tuple[Finding, ...]) -> str:
         body += _section(f"ticks {w.span}", w)
     if len(report.windows) > 1:
         body += _section(f"total, ticks {report.first}..{report.last}", report.total)
+    body += _model_lines(report.models)
     return "\n".join(head + body + _check_lines(findings)) + "\n"
+
+
+def _model_lines(models: tuple[ModelFigures, ...]) -> list[str]:
+    """A table of the LLM's decisions by model profile (none: no LLM agent decided)."""
+    if not models:
+        return []
+    rows: list[tuple[str, ...]] = [
+        (m.profile, ", ".join(m.models) or "-", _num(m.requests), _num(m.decisions),
+             _num(m.fallbacks), _num(m.invalid),
+             f"{m.latency_p50_ms / 1000:.2f}/{m.latency_p95_ms / 1000:.2f}",
+             _num(m.prompt_tokens), _num(m.cached_tokens), _num(m.answer_tokens),
+             f"${m.cost:.4f}") for m in models]
+    return ["", "LLM agents' requests by model profile, over the reported ticks",
+            *_table(("profile", "model", "requests", "decisions", "fallbacks", "invalid",
+                     "latency s p50/p95", "prompt tok", "cached tok", "answer tok", "cost"),
+                    rows)]
 
 
 def document(report: Report, findings: tuple[Finding, ...]) -> dict[str, Any]:
@@ -225,6 +243,7 @@ def document(report: Report, findings: tuple[Finding, ...]) -> dict[str, Any]:
         "windows": [to_dict(w) for w in report.windows],
         "total": to_dict(report.total),
         "census": [to_dict(c) for c in report.census],
+        "models": [to_dict(m) for m in report.models],
         "notes": list(report.notes),
         "checks": [to_dict(f) for f in findings],
     }

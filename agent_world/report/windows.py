@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from agent_world.core import events as ev
+from agent_world.report.models import ModelFigures, ModelTally
 from agent_world.report.reader import StartPoint
 from agent_world.report.summary import Baseline
 from agent_world.report.tally import HANDLERS, UNKNOWN, Record, Tally, census_point
@@ -30,6 +31,7 @@ class Collected:
     malformed: int  # event lines missing a field the report needs (skipped)
     last_tick: int  # the last tick read at or after ``first`` (-1: none)
     stopped_early: bool  # stopped at a line past ``last`` (the log goes on)
+    models: tuple[ModelFigures, ...] = ()  # the LLM's model profiles, ``first`` on
 
 
 class _Counts:
@@ -38,7 +40,8 @@ class _Counts:
 
 
 def _before(records: Iterable[Record], first: int, personality_of: dict[int, str],
-            base: Baseline | None, counts: _Counts) -> tuple[Record | None, Baseline | None]:
+            base: Baseline | None, counts: _Counts,
+            models: ModelTally) -> tuple[Record | None, Baseline | None]:
     """Read up to the first line at or after ``first``; returns it and the baseline."""
     for rec in records:
         counts.lines += 1
@@ -48,6 +51,7 @@ def _before(records: Iterable[Record], first: int, personality_of: dict[int, str
         if rec.get("kind") != "event":
             continue
         kind = rec.get("type")
+        models.learn(rec)
         if kind == ev.SPAWN and "agent" in rec:
             personality_of[rec["agent"]] = str(rec.get("personality", UNKNOWN))
         elif kind == ev.CENSUS and tick == first - 1 and "agents" in rec:
@@ -72,7 +76,8 @@ def collect(records: Iterable[Record], *, first: int, last: int | None, size: in
                         failed_so_far=0)
     counts = _Counts()
     stream = iter(records)
-    head, base = _before(stream, first, personality_of, base, counts)
+    models = ModelTally(start.brain_of)
+    head, base = _before(stream, first, personality_of, base, counts, models)
     tallies: list[Tally] = []
     events = malformed = 0
     last_tick = -1
@@ -97,8 +102,11 @@ def collect(records: Iterable[Record], *, first: int, last: int | None, size: in
                     end = tally.end
             last_tick = tick
             if rec.get("kind") != "event":
+                if rec.get("kind") == "input":
+                    models.add(rec)
                 continue
             events += 1
+            models.learn(rec)
             handler = handlers.get(rec.get("type", ""))
             if handler is not None:
                 try:
@@ -111,5 +119,5 @@ def collect(records: Iterable[Record], *, first: int, last: int | None, size: in
         tallies[-1].end = max(final, tallies[-1].start)
     return Collected(tallies=tuple(tallies), personality_of=personality_of, baseline=base,
                      lines=counts.lines, events=events, malformed=malformed,
-                     last_tick=last_tick, stopped_early=stopped)
+                     last_tick=last_tick, stopped_early=stopped, models=models.figures())
 
