@@ -214,6 +214,12 @@ def _summary_tables(results: dict[str, Any]) -> list[Table]:
                               f"{modes['clients']['tick']['p99_ms']:.1f} vs "
                               f"{modes['none']['tick']['p99_ms']:.1f} ms "
                               f"({paced_web['p99_ratio']:.2f}x)", "<= 1.10x"])
+        if paced_web.get("cpu_p99_ratio") is not None:
+            headline.rows.append(["the same in main-thread CPU time per tick (what other "
+                                  "processes' load disturbs least)",
+                                  f"{modes['clients']['tick_cpu']['p99_ms']:.1f} vs "
+                                  f"{modes['none']['tick_cpu']['p99_ms']:.1f} ms "
+                                  f"({paced_web['cpu_p99_ratio']:.2f}x)", "<= 1.10x"])
     seek = results.get("seek")
     if seek is not None:
         headline.rows.append([f"replay --serve at {seek['agents']:,} agents: /seek, slowest "
