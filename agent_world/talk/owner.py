@@ -44,6 +44,7 @@ PLAIN_PER_PUMP = 32  # plain answers made in one pump at most (the rest wait for
 PLAIN = 0  # the lane key of agents answered plainly from their state (no id() is 0)
 SURVEYS_KEPT = 100  # finished surveys kept in memory (their files stay)
 LISTED = 20  # interviews or surveys /ask and /survey list at most
+POLL_S = 0.5  # how often a world without ticks (paused) looks at what waits
 
 
 class TalkError(ValueError):
@@ -148,6 +149,7 @@ class Talk:
         self._wake_lock = threading.Lock()
         self._wake_due = False
         self._survey_listeners: dict[str, Callable[[Survey], None]] = {}
+        self._timer: asyncio.TimerHandle | None = None
 
     # -- asking (main thread) ------------------------------------------------------------------
 
@@ -377,9 +379,25 @@ class Talk:
         if self.pending:
             self._expire()
             self._send()
+        self._poll_later()
+
+    def _poll_later(self) -> None:
+        """While questions wait to be sent or answered, look again in POLL_S even if no
+        tick comes (a paused world): room frees as decisions end, and the waiting expire."""
+        if self._timer is not None or not (self._sent or self.lanes) or self._aio is None:
+            return
+        with contextlib.suppress(RuntimeError):  # a closed loop: the program is stopping
+            self._timer = self._aio.call_later(POLL_S, self._polled)
+
+    def _polled(self) -> None:
+        self._timer = None
+        self.pump()
 
     def _heard(self, interview: Interview, spoken: Spoken) -> None:
-        if spoken.error:
+        if not self.world.alive(interview.agent):  # it died while its brain answered
+            self._end(interview, error="died before answering", by=spoken.by,
+                      latency_s=spoken.latency_s)
+        elif spoken.error:
             self._end(interview, error=spoken.error, by=spoken.by,
                       latency_s=spoken.latency_s)
         elif spoken.text is None:  # the brain has nothing of its own: a plain answer
@@ -635,6 +653,9 @@ class Talk:
     def close(self) -> None:
         """The world stops: surveys still collecting are written as they are (their open
         rows say so); nothing more is logged."""
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
         for survey in self.surveys.values():
             if survey.done:
                 continue
