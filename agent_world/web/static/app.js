@@ -2084,5 +2084,6 @@ function init() {
 }
 
 window.agentWorld = { store, view, selectAt, selectAgent, screenOf, colourOf, inspector, ws, subs, api, perf, replay, speech, motion, timeline, setFollow };
+Object.assign(window.agentWorld, { token, ui });  // for surveys.js (and other panels of their own files)
 init();
 })();
