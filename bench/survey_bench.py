@@ -43,6 +43,7 @@ from agent_world.decisions.metrics import percentile
 from agent_world.decisions.requests import URGENT, Job
 from agent_world.talk import Filter
 from agent_world.types import TickReport
+from bench.machine import load_average
 from bench.scenario import side_for
 from tests.llm_server import FakeLLMServer
 
@@ -121,6 +122,7 @@ class _Watch:
         self.full: list[float] = []  # the tick with the between-ticks work, ms
         self.interview_tokens = 0
         self.interviews_peak = 0
+        self.pumps: list[float] = []  # the Talk owner's rounds (main thread), ms
         self._wrap()
 
     def _wrap(self) -> None:
@@ -151,6 +153,16 @@ class _Watch:
             interview(question, heard)
             self.interviews_peak = max(self.interviews_peak, len(llm._interviews))
 
+        talk = self.session.talk
+        pump = talk.pump
+
+        def pump_timed() -> None:
+            began = time.perf_counter()
+            pump()
+            if self.measuring:
+                self.pumps.append((time.perf_counter() - began) * 1000)
+
+        talk.pump = pump_timed  # type: ignore[method-assign]
         queue.put = put_timed  # type: ignore[method-assign]
         llm.answer = answer_timed  # type: ignore[method-assign]
         llm.interview = interview_counted  # type: ignore[method-assign]
@@ -175,6 +187,10 @@ class _Watch:
                 "tick_p99_ms": round(percentile(self.ticks, 0.99), 2),
                 "tick_with_between_p99_ms": round(percentile(self.full, 0.99), 2),
                 "tick_with_between_max_ms": round(max(self.full, default=0.0), 2),
+                "talk_rounds": len(self.pumps),
+                "talk_round_p99_ms": round(percentile(self.pumps, 0.99), 3),
+                "talk_round_max_ms": round(max(self.pumps, default=0.0), 2),
+                "talk_ms_total": round(sum(self.pumps), 1),
                 "urgent_decisions": len(ms),
                 "urgent_queue_wait_p50_ms": round(percentile(ms, 0.5), 1),
                 "urgent_queue_wait_p95_ms": round(percentile(ms, 0.95), 1),
@@ -221,6 +237,7 @@ def _run(url: str, logs: Path, *, survey: bool, measure_s: float | None,
                 session.loop.stop()
 
     session.loop.observers.append(Driver())
+    load_before = load_average()
     try:
         asyncio.run(session.loop.run(paced=True))
         wall = state.get("elapsed", 0.0)
@@ -242,6 +259,7 @@ def _run(url: str, logs: Path, *, survey: bool, measure_s: float | None,
                         "talk_in_flight": config.talk.in_flight,
                         "failures": sorted({r.error.split(":")[0] for r in s.rows.values()
                                             if r.error})})
+        out["load_average"] = [load_before, load_average()]
         out["budget_tokens_per_hour"] = TOKENS_PER_HOUR
         out["budget_exhausted"] = llm.budget.exhausted()
         return out
