@@ -45,13 +45,14 @@ from bench.rl_bench import measure_rl
 from bench.scenario import saved_session
 from bench.seek_bench import measure_seek
 from bench.soak import measure_soak
+from bench.survey_bench import measure_survey
 from bench.web_bench import measure_web
 
 __all__ = ["main"]
 
 SECTIONS = ("flat", "paced", "snapshot", "eventlog", "replay", "memory", "capacity",
             "snapshot10k", "llm", "llm_cost", "brains", "mesa", "web", "seek", "rl",
-            "liveliness", "gc", "churn", "soak", "reask", "llm_scale")
+            "liveliness", "gc", "churn", "soak", "reask", "llm_scale", "survey")
 LIVELINESS_SEEDS = (913, 4271, 2026)  # 913 and 4271: the seeds issue 12 measured
 LIVELINESS_TICKS, LIVELINESS_WINDOW = 1_000_000, 50_000
 QUICK_LIVELINESS = (913,), 20_000, 10_000
@@ -320,6 +321,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             results["soak"] = (NOT_QUICK if quick else
                                measure_soak(minutes=args.soak_minutes or SOAK_MINUTES,
                                             log=_log))
+    if "survey" in sections:
+        with section("survey"):
+            results["survey"] = NOT_QUICK if quick else measure_survey(log=_log)
     if "liveliness" in sections:
         seeds, ticks, window = (QUICK_LIVELINESS if quick else
                                 (LIVELINESS_SEEDS, LIVELINESS_TICKS, LIVELINESS_WINDOW))

@@ -307,7 +307,8 @@ def _summary_tables(results: dict[str, Any]) -> list[Table]:
     live = results.get("liveliness")
     if live is not None:
         tables.extend(_liveliness_tables(live))
-    for key, make in (("gc", _gc_table), ("churn", _churn_table), ("soak", _soak_table)):
+    for key, make in (("gc", _gc_table), ("churn", _churn_table), ("soak", _soak_table),
+                      ("survey", _survey_table)):
         if results.get(key) is not None:
             tables.append(make(results[key]))
     scale = results.get("llm_scale")
@@ -381,6 +382,39 @@ def _gc_table(gc: dict[str, Any]) -> Table:
                    "next (collection, state-hash fork); longest collection = the longest one "
                    "after a tick; sweeps = sweeps timed on the same world after its paced run "
                    "(a paced minute with no web client has none).")
+    return t
+
+
+def _survey_table(survey: dict[str, Any]) -> Table:
+    title = (f"A survey of {survey.get('agents', '?')} LLM agents while they decide "
+             "(fake batched server)")
+    skipped = _skipped(title, survey)
+    if skipped is not None:
+        return skipped
+    t = Table(title, ["run", "measured s", "tick p99", "tick+between p99",
+                      "urgent queued p95 ms", "urgent answered p95 ms", "urgent decisions",
+                      "answers", "answers/s", "interviews out (most)", "tokens spent"])
+    for label, key in (("without the survey", "without_survey"),
+                       ("with the survey", "with_survey")):
+        r = survey[key]
+        t.rows.append([label, _n(r["measured_s"]), _n(r["tick_p99_ms"], 2),
+                       _n(r["tick_with_between_p99_ms"], 2),
+                       _n(r["urgent_queue_wait_p95_ms"]), _n(r["urgent_answered_p95_ms"]),
+                       _n(r["urgent_decisions"]),
+                       _n(r.get("answered")) + (f" of {r['survey_agents']}"
+                                                if "survey_agents" in r else ""),
+                       _n(r.get("answers_per_s"), 2),
+                       (f"{r['interviews_in_flight_peak']} (talk.in_flight "
+                        f"{r['talk_in_flight']})" if "talk_in_flight" in r else "-"),
+                       _n(r["tokens_spent"])])
+    rnd = survey.get("round", {})
+    t.notes.append(f"server: {survey['slots']} slots, capacity "
+                   f"{_n(survey.get('server_capacity_per_s'), 1)} requests/s, served "
+                   f"{_n(survey.get('server_served_per_s'), 1)}/s in the survey run; an agent "
+                   f"marked attacked every {survey['urgent_every_ticks']} ticks (urgent). "
+                   f"Talk round with {_n(rnd.get('waiting'))} waiting: p50 "
+                   f"{_n(rnd.get('round_p50_ms'), 4)} ms, p99 {_n(rnd.get('round_p99_ms'), 4)} "
+                   "ms.")
     return t
 
 

@@ -6,7 +6,10 @@ every tick, and whenever an answer arrives while the world is paused) sends what
 now: to the kind of brain that speaks for the agent (``decisions.interview.Interviewer``:
 the LLM's, users' brains), within the room it leaves (never ahead of an urgent decision,
 at most ``talk.in_flight`` out per kind), or else answers plainly from the agent's state
-(a bounded number per pump). An answer, or its absence (a fault, a timeout, a death), ends
+(a bounded number per pump). Waiting interviews are kept in lanes, one per kind and per
+asker (the operator's own questions, surveys'), each oldest first, so a round costs what
+it sends and what has expired, not the length of the waiting list (``talk.max_pending``).
+An answer, or its absence (a fault, a timeout, a death), ends
 the interview: it becomes an ``interview`` input (logged; with ``remember`` the agent keeps
 it), its survey's row is filled in, and whoever asked is told (the console prints it, a web
 client polls or waits). The world never waits for any of it.
@@ -27,6 +30,7 @@ from typing import Any
 
 from agent_world.config import TalkConfig, llm_profile_of
 from agent_world.core import components as c
+from agent_world.core import events as ev
 from agent_world.core.world import World
 from agent_world.decisions.interview import Interviewer, Question, Spoken
 from agent_world.talk.plain import plain_answer
@@ -37,8 +41,10 @@ from agent_world.userbrains.answerer import UserBrains
 __all__ = ["PLAIN_PER_PUMP", "Interview", "Talk", "TalkError"]
 
 PLAIN_PER_PUMP = 32  # plain answers made in one pump at most (the rest wait for the next)
+PLAIN = 0  # the lane key of agents answered plainly from their state (no id() is 0)
 SURVEYS_KEPT = 100  # finished surveys kept in memory (their files stay)
 LISTED = 20  # interviews or surveys /ask and /survey list at most
+POLL_S = 0.5  # how often a world without ticks (paused) looks at what waits
 
 
 class TalkError(ValueError):
@@ -75,6 +81,8 @@ class Interview:
     answered_tick: int | None = None
     sent_at: float = 0.0
     part: Any = None  # the interviewer it went to (None: a plain answer)
+    order: int = 0  # its place among the questions asked (lanes keep this order)
+    lane: tuple[int, bool] | None = None  # the lane it waits in (None: not waiting)
     listeners: list[Listener] = field(default_factory=list)
     waiters: list[asyncio.Future[Interview]] = field(default_factory=list)
 
@@ -121,7 +129,13 @@ class Talk:
         self.clock = clock
         self.interviews: OrderedDict[str, Interview] = OrderedDict()  # open, then finished
         self.surveys: OrderedDict[str, Survey] = OrderedDict()
-        self.waiting: deque[str] = deque()  # the operator's questions first, then surveys'
+        # Waiting interviews by lane: (the kind's key, a survey's?) -> ids, oldest first. The
+        # kind's key is id(the Interviewer), or PLAIN for agents answered from their state.
+        self.lanes: dict[tuple[int, bool], deque[str]] = {}
+        self._lane_parts: dict[int, Any] = {}  # kind's key -> the Interviewer
+        self._sent: dict[str, Interview] = {}  # sent to a brain, not yet answered
+        self._asks_of: dict[int, list[str]] = {}  # agent -> its interviews not yet ended
+        self._interviewers_of: tuple[tuple[int, ...], list[Any]] = ((), [])
         self.per_agent: dict[int, int] = {}
         self.pending = 0  # interviews not yet ended
         self.out: dict[int, int] = {}  # id(part) -> interviews sent to it, not yet ended
@@ -135,6 +149,7 @@ class Talk:
         self._wake_lock = threading.Lock()
         self._wake_due = False
         self._survey_listeners: dict[str, Callable[[Survey], None]] = {}
+        self._timer: asyncio.TimerHandle | None = None
 
     # -- asking (main thread) ------------------------------------------------------------------
 
@@ -181,18 +196,44 @@ class Talk:
                                source=source, survey="")
         if listener is not None:
             interview.listeners.append(listener)
-        self._queue_first(interview.id)
+        self._enqueue(interview, self._part_for(eid))
         self._wake()  # plain answers need no tick: a paused world answers them too
         return interview
 
-    def _queue_first(self, iid: str) -> None:
-        """The operator's own question goes before the surveys' waiting ones."""
-        surveyed = next((i for i, other in enumerate(self.waiting)
-                         if self.interviews[other].survey), None)
-        if surveyed is None:
-            self.waiting.append(iid)
-        else:
-            self.waiting.insert(surveyed, iid)
+    @property
+    def waiting(self) -> int:
+        """Interviews waiting to be sent (not yet asked of a brain)."""
+        return sum(len(lane) for lane in self.lanes.values())
+
+    def _enqueue(self, interview: Interview, part: Any) -> None:
+        """Into the lane of the kind that answers it (the operator's own questions go
+        before the surveys' waiting ones: each kind sends its operator lane first)."""
+        key = PLAIN if part is None else id(part)
+        if part is not None:
+            self._lane_parts[key] = part
+        lane_key = (key, bool(interview.survey))
+        lane = self.lanes.setdefault(lane_key, deque())
+        interview.lane = lane_key
+        if not lane or self.interviews[lane[-1]].order < interview.order:
+            lane.append(interview.id)
+            return
+        at = len(lane)  # a question moved between kinds (rare): keep the lane in order
+        while at > 0 and self.interviews[lane[at - 1]].order > interview.order:
+            at -= 1
+        lane.insert(at, interview.id)
+
+    def _dequeue(self, interview: Interview) -> None:
+        """Out of its lane, wherever it is in it."""
+        if interview.lane is None:
+            return
+        lane = self.lanes.get(interview.lane)
+        if lane is not None:
+            if lane and lane[0] == interview.id:
+                lane.popleft()
+            else:
+                with contextlib.suppress(ValueError):
+                    lane.remove(interview.id)
+        interview.lane = None
 
     def _remember(self, remember: bool | None) -> bool:
         return self.cfg.remember if remember is None else remember
@@ -201,8 +242,9 @@ class Talk:
               survey: str) -> Interview:
         interview = Interview(id=self._new_id("i"), agent=eid, name=name, question=text,
                               remember=remember, source=source, asked_tick=self.world.tick,
-                              asked_at=self.clock(), survey=survey)
+                              asked_at=self.clock(), survey=survey, order=self._serial)
         self.interviews[interview.id] = interview
+        self._asks_of.setdefault(eid, []).append(interview.id)
         self.per_agent[eid] = self.per_agent.get(eid, 0) + 1
         self.pending += 1
         self.asked += 1
@@ -242,6 +284,7 @@ class Talk:
         survey = Survey(id=self._new_id("s"), question=text, filter=filt,
                         remember=remembered, source=source, asked_tick=world.tick)
         self.surveys[survey.id] = survey
+        interviewers = self._interviewers()
         for eid in matched:
             agent = world.store.get(eid, c.Agent)
             team = world.store.try_get(eid, c.Team)
@@ -251,7 +294,8 @@ class Talk:
                                    team=team.name if team is not None else "",
                                    brain=agent.brain, interview=interview.id,
                                    asked_tick=world.tick)
-            self.waiting.append(interview.id)
+            self._enqueue(interview, next((p for p in interviewers if p.speaks_for(eid)),
+                                          None))
         if listener is not None:
             self._survey_listeners[survey.id] = listener
         self._trim_surveys()
@@ -303,9 +347,24 @@ class Talk:
         self.pump()
 
     def on_tick(self, report: TickReport) -> None:
-        """After every tick (the session's between-ticks work)."""
-        if self.pending:
-            self.pump()
+        """After every tick (the session's between-ticks work): questions to agents that
+        died in it end so, then the round."""
+        if not self.pending:
+            return
+        if self._asks_of:
+            for event in report.events:
+                if event.get("type") == ev.DEATH and event.get("agent") in self._asks_of:
+                    self._died(int(event["agent"]))
+        self.pump()
+
+    def _died(self, eid: int) -> None:
+        """Agent ``eid`` died: its waiting questions end (those a brain has are left to
+        its answer or their timeout)."""
+        for iid in list(self._asks_of.get(eid, ())):
+            interview = self.interviews.get(iid)
+            if interview is not None and interview.state == "waiting":
+                self._dequeue(interview)
+                self._end(interview, error="died before answering", by=self._by(interview))
 
     def pump(self) -> None:
         """Take the answers in, end what waited too long, send what may go out now."""
@@ -320,9 +379,25 @@ class Talk:
         if self.pending:
             self._expire()
             self._send()
+        self._poll_later()
+
+    def _poll_later(self) -> None:
+        """While questions wait to be sent or answered, look again in POLL_S even if no
+        tick comes (a paused world): room frees as decisions end, and the waiting expire."""
+        if self._timer is not None or not (self._sent or self.lanes) or self._aio is None:
+            return
+        with contextlib.suppress(RuntimeError):  # a closed loop: the program is stopping
+            self._timer = self._aio.call_later(POLL_S, self._polled)
+
+    def _polled(self) -> None:
+        self._timer = None
+        self.pump()
 
     def _heard(self, interview: Interview, spoken: Spoken) -> None:
-        if spoken.error:
+        if not self.world.alive(interview.agent):  # it died while its brain answered
+            self._end(interview, error="died before answering", by=spoken.by,
+                      latency_s=spoken.latency_s)
+        elif spoken.error:
             self._end(interview, error=spoken.error, by=spoken.by,
                       latency_s=spoken.latency_s)
         elif spoken.text is None:  # the brain has nothing of its own: a plain answer
@@ -332,14 +407,25 @@ class Talk:
                       latency_s=spoken.latency_s)
 
     def _expire(self) -> None:
+        """End what a brain has not answered within talk.answer_timeout_s, and what has
+        waited to be sent longer than talk.max_wait_s (each lane's oldest first, so only
+        the expired are looked at)."""
         now = self.clock()
-        for interview in list(self._open_interviews()):
-            if interview.state == "asked" and \
-                    now - interview.sent_at > self.cfg.answer_timeout_s:
-                self._end(interview, error=f"timeout: no answer within "
-                          f"{self.cfg.answer_timeout_s:g} s (talk.answer_timeout_s)",
-                          by=self._by(interview), latency_s=now - interview.sent_at)
-            elif interview.state == "waiting" and now - interview.asked_at > self.cfg.max_wait_s:
+        for interview in [i for i in self._sent.values()
+                          if now - i.sent_at > self.cfg.answer_timeout_s]:
+            self._end(interview, error=f"timeout: no answer within "
+                      f"{self.cfg.answer_timeout_s:g} s (talk.answer_timeout_s)",
+                      by=self._by(interview), latency_s=now - interview.sent_at)
+        for lane in list(self.lanes.values()):
+            while lane:
+                interview = self.interviews[lane[0]]
+                if interview.state != "waiting":
+                    lane.popleft()  # ended otherwise: nothing to do
+                    continue
+                if now - interview.asked_at <= self.cfg.max_wait_s:
+                    break
+                lane.popleft()
+                interview.lane = None
                 why = ""
                 part = self._part_for(interview.agent)
                 if part is not None:
@@ -360,47 +446,66 @@ class Talk:
         return {"kind": "plain" if interview.part is None else "", "brain":
                 agent.brain if agent is not None else ""}
 
+    def _interviewers(self) -> list[Any]:
+        """The session's kinds that answer interviews themselves (the Protocol check, slow,
+        is made again only when the kinds change)."""
+        parts = list(self.parts())
+        ids = tuple(id(p) for p in parts)
+        if ids != self._interviewers_of[0]:
+            self._interviewers_of = (ids, [p for p in parts if isinstance(p, Interviewer)])
+        return self._interviewers_of[1]
+
     def _part_for(self, eid: int) -> Interviewer | None:
-        for part in self.parts():
-            if isinstance(part, Interviewer) and part.speaks_for(eid):
-                return part
+        for part in self._interviewers():
+            if part.speaks_for(eid):
+                return part  # type: ignore[no-any-return]
         return None
 
     def _send(self) -> None:
+        """Each kind sends its lanes' oldest (the operator's first) into the room it has;
+        plain answers, at most PLAIN_PER_PUMP. Only lanes with room are looked at."""
         rooms: dict[int, int] = {}
-        plain = 0
-        kept: deque[str] = deque()
-        while self.waiting:
-            iid = self.waiting.popleft()
-            interview = self.interviews.get(iid)
-            if interview is None or interview.state != "waiting":
-                continue
-            if not self.world.alive(interview.agent):
-                self._end(interview, error="died before answering", by=self._by(interview))
-                continue
-            part = self._part_for(interview.agent)
-            if part is None:
-                if plain >= PLAIN_PER_PUMP:
-                    kept.append(iid)
-                    continue
-                plain += 1
-                self._plain(interview, by={"kind": "plain"})
-                continue
-            key = id(part)
-            if key not in rooms:
-                rooms[key] = min(part.interview_room(),
-                                 self.cfg.in_flight - self.out.get(key, 0))
-            if rooms[key] <= 0:
-                kept.append(iid)
-                continue
-            rooms[key] -= 1
-            self._ask_part(interview, part)
-        self.waiting = kept
+        for key in list(dict.fromkeys(k for k, _routine in self.lanes)):  # kinds as first seen
+            for routine in (False, True):
+                lane = self.lanes.get((key, routine))
+                while lane:
+                    interview = self.interviews[lane[0]]
+                    if interview.state != "waiting":
+                        lane.popleft()
+                        continue
+                    if not self.world.alive(interview.agent):
+                        lane.popleft()
+                        interview.lane = None
+                        self._end(interview, error="died before answering",
+                                  by=self._by(interview))
+                        continue
+                    part = self._lane_parts.get(key)
+                    now_part = (part if part is not None and part.speaks_for(interview.agent)
+                                else self._part_for(interview.agent))
+                    if now_part is not part:  # its brain changed while it waited
+                        lane.popleft()
+                        self._enqueue(interview, now_part)
+                        continue
+                    if key not in rooms:
+                        rooms[key] = PLAIN_PER_PUMP if part is None else min(
+                            part.interview_room(), self.cfg.in_flight - self.out.get(key, 0))
+                    if rooms[key] <= 0:
+                        break
+                    rooms[key] -= 1
+                    lane.popleft()
+                    interview.lane = None
+                    if part is None:
+                        self._plain(interview, by={"kind": "plain"})
+                    else:
+                        self._ask_part(interview, part)
+        for lane_key in [k for k, lane in self.lanes.items() if not lane]:
+            del self.lanes[lane_key]
 
     def _ask_part(self, interview: Interview, part: Interviewer) -> None:
         interview.state = "asked"
         interview.part = part
         interview.sent_at = self.clock()
+        self._sent[interview.id] = interview
         self.out[id(part)] = self.out.get(id(part), 0) + 1
         question = Question(id=interview.id, agent=interview.agent, text=interview.question,
                             tick=self.world.tick, routine=bool(interview.survey),
@@ -425,6 +530,13 @@ class Talk:
             key = id(interview.part)
             self.out[key] = max(0, self.out.get(key, 0) - 1)
             interview.part = None
+        self._sent.pop(interview.id, None)
+        asks = self._asks_of.get(interview.agent)
+        if asks is not None:
+            with contextlib.suppress(ValueError):
+                asks.remove(interview.id)
+            if not asks:
+                del self._asks_of[interview.agent]
         interview.state = "answered" if answer else "failed"
         interview.answer = answer
         interview.error = error if not answer else ""
@@ -541,6 +653,9 @@ class Talk:
     def close(self) -> None:
         """The world stops: surveys still collecting are written as they are (their open
         rows say so); nothing more is logged."""
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
         for survey in self.surveys.values():
             if survey.done:
                 continue

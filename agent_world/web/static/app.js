@@ -2318,5 +2318,6 @@ function init() {
 }
 
 window.agentWorld = { store, view, selectAt, selectAgent, screenOf, colourOf, inspector, ws, subs, api, perf, replay, speech, motion, timeline, setFollow, play, chat };
+Object.assign(window.agentWorld, { token, ui });  // for surveys.js (and other panels of their own files)
 init();
 })();
