@@ -106,7 +106,6 @@ def plain_answer(world: World, eid: int, question: str) -> str:
     asked = [topic for topic, keys in TOPICS.items() if words.intersection(keys)]
     order = asked or list(_PARTS)
     team = world.store.try_get(eid, c.Team)
-    article = "an" if agent.personality[:1] in "aeiou" else "a"
-    intro = (f"I am {agent.name}, {article} {agent.personality}"
+    intro = (f"I am {agent.name}, {agent.personality} by nature"
              + (f" of team {team.name}" if team is not None else "") + ".")
     return " ".join([intro, *(_PARTS[topic](world, eid) for topic in order)])
