@@ -66,6 +66,10 @@ REQUEST_KEYS = {"scenario", "iterations", "episodes", "generator", "from", "code
                 "margin", "seed"}
 
 
+def _unheard(_message: Message) -> None:
+    """What a finished run's trainer says to (nobody: it says nothing more)."""
+
+
 class Run:
     def __init__(self, run_id: str, trainer: Trainer, stop: threading.Event) -> None:
         self.run_id = run_id
@@ -185,6 +189,12 @@ class TrainingRuns:
         except Exception as exc:  # reported to the watchers, never raised into the world
             _tell(loop, run.publish, {
                 "type": "error", "error": f"{type(exc).__name__}: {str(exc)[:300]}"})
+        finally:
+            # The trainer's ``on_message`` reaches this run through ``holder``: a cycle that,
+            # frozen by the world's collector policy (gcpolicy.py), only a sweep of the
+            # whole heap would free once the run is forgotten. Every message is on its
+            # way by now (each bound its ``publish`` when said).
+            run.trainer.on_message = _unheard
         if run.aborted:
             return  # the world is stopping: retention runs at its next start
         for line in prune_runs(self.server.session.config.paths, spare=run.trainer.out):
