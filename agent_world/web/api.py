@@ -26,7 +26,7 @@ from agent_world.web.feed import LAYERS, BBox, with_lines
 if TYPE_CHECKING:
     from agent_world.web.server import WebServer
 
-__all__ = ["MAX_EVENTS", "ParamError", "add_routes", "error", "json_response"]
+__all__ = ["MAX_EVENTS", "ParamError", "add_routes", "error", "json_body", "json_response"]
 
 MAX_EVENTS = 5000
 MAX_COMMAND = 2000
@@ -296,7 +296,8 @@ def _from_log(server: WebServer, since: int, until: int | None,
 # -- talking to agents (agent_world/talk) ----------------------------------------------------
 
 
-async def _body(request: web.Request, example: str) -> dict[str, Any]:
+async def json_body(request: web.Request, example: str) -> dict[str, Any]:
+    """The request's JSON object; ParamError naming ``example`` when it is not one."""
     try:
         body = await request.json(loads=orjson.loads)
     except (orjson.JSONDecodeError, UnicodeDecodeError) as exc:
@@ -331,7 +332,7 @@ async def _ask(server: WebServer, request: web.Request) -> web.Response:
     raw = request.match_info["id"]
     if not re.fullmatch(r"[0-9]{1,19}", raw):
         raise ParamError(f"id must be an agent's id (a whole number), got {raw!r:.40}")
-    body = await _body(request, '{"question": "how are you?"}')
+    body = await json_body(request, '{"question": "how are you?"}')
     question = body.get("question")
     if not isinstance(question, str):
         raise ParamError('question must be text, e.g. {"question": "how are you?"}')
@@ -365,7 +366,7 @@ async def _interview(server: WebServer, request: web.Request) -> web.Response:
 async def _new_survey(server: WebServer, request: web.Request) -> web.Response:
     """``{"question", "filter"?: {personality, brain, model, team, area}, "remember"?}``:
     202 with the survey under way."""
-    body = await _body(request, '{"question": "how are you?", "filter": {"personality": '
+    body = await json_body(request, '{"question": "how are you?", "filter": {"personality": '
                                 '"trader"}}')
     question = body.get("question")
     if not isinstance(question, str):

@@ -15,14 +15,13 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any
 
-import orjson
 from aiohttp import web
 
 from agent_world.commands.parsing import Conflict, EntityRef
 from agent_world.commands.play import ActArgs, PlayArgs, TalkArgs
 from agent_world.core.actions import MAX_TEXT, one_line
 from agent_world.core.players import PLAYER_NAME
-from agent_world.web.api import error, json_response
+from agent_world.web.api import ParamError, error, json_body, json_response
 
 if TYPE_CHECKING:
     from agent_world.web.server import WebServer
@@ -30,9 +29,12 @@ if TYPE_CHECKING:
 __all__ = ["add_routes"]
 
 _ID = re.compile(r"[0-9]{1,19}")
+_EXAMPLES = {"play": '{"player": "Ada"}', "release": '{"player": "Ada"}',
+             "act": '{"player": "Ada", "action": {"action": "eat", "args": {"item": "apple"}}}',
+             "talk": '{"player": "Ada", "text": "hello"}'}
 
 
-class _Bad(ValueError):
+class _Bad(ParamError):
     """A request that cannot be read into the command's record (400, this message)."""
 
 
@@ -49,7 +51,7 @@ def _handler(server: WebServer, name: str) -> Any:
                               "(fork it to play)")
         try:
             args = await _args(server, name, request)
-        except _Bad as exc:
+        except ParamError as exc:
             return error(400, str(exc))
         console = server.console
         reply = await console.run_parsed(name, args)
@@ -68,7 +70,7 @@ async def _args(server: WebServer, name: str, request: web.Request) -> Any:
     if not _ID.fullmatch(raw):
         raise _Bad(f"id must be an agent's id (a whole number), got {raw!r:.40}")
     agent = EntityRef(text=raw, eid=int(raw))
-    body = await _body(request)
+    body = await json_body(request, _EXAMPLES[name])
     player = body.get("player")
     if player is not None and (not isinstance(player, str)
                                or not PLAYER_NAME.fullmatch(player)):
@@ -98,15 +100,3 @@ async def _args(server: WebServer, name: str, request: web.Request) -> Any:
     if not said or len(said) > MAX_TEXT:
         raise _Bad(f"text must be 1 to {MAX_TEXT} characters of text, got {text!r:.40}")
     return TalkArgs(agent=agent, text=said, player=player)
-
-
-async def _body(request: web.Request) -> dict[str, Any]:
-    if not request.body_exists:
-        return {}
-    try:
-        body = await request.json(loads=orjson.loads)
-    except (orjson.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise _Bad(f"the body must be a JSON object: {exc}") from None
-    if not isinstance(body, dict):
-        raise _Bad(f"the body must be a JSON object, got {type(body).__name__}")
-    return body
