@@ -377,6 +377,12 @@ class Session:
         """The kinds whose agents decide off the tick: the LLM's, users' brains, remote."""
         return [p.answerer for p in self._pipelines]
 
+    def send_queued(self) -> None:
+        """Main thread: every pipeline sends what waits queued while it has room (see
+        ``Pipeline.send_queued``)."""
+        for pipeline in self._pipelines:
+            pipeline.send_queued()
+
     @property
     def save_dir(self) -> Path | None:
         return self.persistence.folder.root if self.persistence else None

@@ -518,3 +518,23 @@ def test_a_prompt_too_long_for_the_model_is_trimmed_once(tmp_path: Path,
         assert llm.metrics.errors.get("bad_request") == 1
     finally:
         session.close()
+
+
+def test_a_stage_tick_waits_for_the_requests_queued_past_a_round(
+        tmp_path: Path, server: FakeLLMServer) -> None:
+    """An episode's tick (``tick_settled``) waits for every decision asked in it. With more
+    asks than ``llm.max_concurrent`` some wait queued; they must go out as the first are
+    answered, within the same tick: nothing else would send them, and the tick would wait
+    ``THINK_WAIT_S`` for nothing (a training run of 30 s took three minutes)."""
+    from agent_world.eval.stage import tick_settled
+
+    config = llm_config(tmp_path, server, agents=4, max_concurrent=1)
+    session = open_session(config)
+    try:
+        for _ in range(3):
+            tick_settled(session)
+            waiting = {type(p).__name__: p.thinking() for p in session.thinking_parts()}
+            assert not any(waiting.values()), waiting
+        assert len(server.requests) >= 4  # every agent's first thought, one at a time
+    finally:
+        session.close()

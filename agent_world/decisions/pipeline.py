@@ -519,6 +519,15 @@ class Pipeline:
 
     # -- requests and answers (any thread) -----------------------------------------------------
 
+    def send_queued(self) -> None:
+        """Main thread: send what waits queued while the round has room, as after a tick.
+        A stage that waits within its tick for every decision (``eval.stage.tick_settled``)
+        calls it as answers come in, so queued requests go out in the same tick, in queue
+        order, instead of waiting for a tick that the stage will not run until they are
+        answered."""
+        if not self.pool_size:
+            self._dispatch()
+
     def _dispatch(self) -> None:
         """With no worker threads, requests go to the answerer on the main thread after the
         tick, urgent first (the answerer sends them on; the answers come later), while

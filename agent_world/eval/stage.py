@@ -64,6 +64,7 @@ def tick_settled(session: Session) -> TickReport:
     while (any(part.thinking() for part in session.thinking_parts())
            and time.perf_counter() - waited < THINK_WAIT_S):
         time.sleep(WAIT_POLL_S)
+        session.send_queued()  # requests past a round go out as the round's answers come
     return report
 
 
