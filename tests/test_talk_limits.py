@@ -117,7 +117,9 @@ def test_llm_interviews_wait_out_a_spent_budget_then_fail_saying_why(
         thinker = next(eid for eid, row in session.world.agents() if row.agent.brain == "llm")
         interview = session.talk.ask(thinker, "can you still talk?")
         ticked = session.world.tick
-        run_until(session, 10_000, lambda: interview.done, wall_s=30.0)
+        # Paced, so that the second of waiting is a few hundred ticks, not thousands in
+        # which the agent may die (the interview then ends "died before answering").
+        run_until(session, 10_000, lambda: interview.done, wall_s=30.0, pause_s=0.005)
         assert interview.state == "failed", interview.to_dict()
         assert interview.error.startswith("not asked: it waited 1 s (talk.max_wait_s): LLM "
                                           "budget spent"), interview.error
