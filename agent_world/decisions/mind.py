@@ -1,22 +1,28 @@
 """What the thinking layer knows about each agent it serves between decisions (never world
 state): whether it is thinking, what it last decided, its last error, and what it had seen,
 so that events can trigger the next decision instead of every tick. ``source`` is the
-``plan_source`` its plans carry: once the agent's plan is another's, its own has ended."""
+``plan_source`` its plans carry: once the agent's plan is another's, its own has ended.
+
+``triggers`` says why one agent should think now; ``pressed`` says, from a tick's events,
+which agents may have pressing news (attacked, spoken to, offered a trade), so that the
+pipeline looks at those and not at every agent it serves."""
 
 from __future__ import annotations
 
+from collections.abc import Container, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from agent_world.core import components as c
+from agent_world.core import events as ev
 from agent_world.core.world import World
-from agent_world.types import LLMUsage
+from agent_world.types import Event, LLMUsage
 
 if TYPE_CHECKING:  # the agents package imports the LLM's, which imports this
     from agent_world.contract.observation import Observation
 
-__all__ = ["NEAR_TILES", "NEVER_ASKED", "PRESSING", "REACTIVE", "STARVING", "Mind",
-           "triggers"]
+__all__ = ["EARSHOT_MARGIN", "NEAR_TILES", "NEVER_ASKED", "PRESSING", "REACTIVE", "STARVING",
+           "Mind", "pressed", "triggers"]
 
 STARVING = 80.0
 NEAR_TILES = 3  # a newcomer this close is worth a thought; one further off is not
@@ -28,6 +34,8 @@ PRESSING = REACTIVE - {"first thought"}
 """Reasons that go ahead of queued work and are kept until asked: news that goes stale."""
 APPLY_GRACE_TICKS = 50  # a decision not seen applied by then is given up on
 NEVER_ASKED = -1_000_000
+EARSHOT_MARGIN = 2  # tiles a listener may have moved in the tick it heard something
+SPOKEN_AT = frozenset({ev.SAY, ev.SPOKEN})  # speech heard within hearing_radius of a tile
 
 
 @dataclass
@@ -137,3 +145,72 @@ def _someone_near(world: World, eid: int, newcomers: frozenset[int]) -> bool:
                 or feelings.get(other, 0.0) <= ENEMY):
             return True
     return False
+
+
+def pressed(world: World, events: Iterable[Event], served: Container[int]) -> set[int]:
+    """The agents of ``served`` to whom this tick's ``events`` may have brought pressing
+    news: the target of an attack or of a trade offer, whoever a line of speech is said
+    to or names (among those within earshot, or the team for a team message), and every
+    agent within reach of an ability's cast (it may have struck, moved or told them
+    something). A superset: ``triggers`` decides, from the agent's own components, whether
+    it is news. Those the events do not name need no look for these reasons: what they
+    heard names someone else, and an attack or an offer always names its target."""
+    out: set[int] = set()
+    store = world.store
+    for event in events:
+        kind = event.get("type")
+        if kind in (ev.ATTACK, ev.TRADE_OFFER):
+            target = _id(event.get("target"))
+            if target is not None and target in served:
+                out.add(target)
+        elif kind in SPOKEN_AT or kind == ev.TEAM_SAY:
+            to = _id(event.get("to"))
+            if to is not None and to in served:
+                out.add(to)
+            text = str(event.get("text", "")).lower()
+            for eid in _listeners(world, event):
+                if eid in served and eid not in out:
+                    agent = store.try_get(eid, c.Agent)
+                    if agent is not None and agent.name.lower() in text:
+                        out.add(eid)
+        elif kind == ev.ABILITY:
+            out.update(eid for eid in _reach(world, event) if eid in served)
+    return out
+
+
+def _id(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _position(world: World, value: object) -> c.Position | None:
+    eid = _id(value)
+    return None if eid is None else world.store.try_get(eid, c.Position)
+
+
+def _listeners(world: World, event: Event) -> Iterable[int]:
+    """Who may have heard a line of speech (a superset: listeners may have moved since)."""
+    if event.get("type") == ev.TEAM_SAY:
+        return world.population.teams.get(str(event.get("team")), ())
+    if event.get("type") == ev.SPOKEN:
+        x, y = event.get("x"), event.get("y")
+    else:
+        pos = _position(world, event.get("agent"))
+        if pos is None:  # the speaker died in the tick it spoke: look at everyone
+            return [eid for eid, _row in world.agents()]
+        x, y = pos.x, pos.y
+    if not isinstance(x, int) or not isinstance(y, int):
+        return ()
+    radius = world.rules.hearing_radius + EARSHOT_MARGIN
+    return [eid for _d2, eid in world.agents_grid.near(x, y, radius)]
+
+
+def _reach(world: World, event: Event) -> Iterable[int]:
+    """Who an ability's cast may have touched: within its largest range of the caster
+    (or earshot of its message), allowing for a move and pushes in the same cast."""
+    pos = _position(world, event.get("agent"))
+    if pos is None:  # the caster died in its cast: look at everyone
+        return [eid for eid, _row in world.agents()]
+    rules = world.ability_rules
+    radius = (max(rules.max_range, world.rules.hearing_radius) + rules.max_move_tiles
+              + rules.max_push_tiles + EARSHOT_MARGIN)
+    return [eid for _d2, eid in world.agents_grid.near(pos.x, pos.y, radius)]

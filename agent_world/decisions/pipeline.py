@@ -4,11 +4,13 @@ A ``Pipeline`` is a ``TickObserver`` that the session runs after each tick, whil
 waits for the next one (so its work never lengthens a tick, and the world is still as the
 tick left it). On the main thread it keeps a ``Mind`` for each agent its kind serves,
 looks at what happened to it (``triggers``: attacked, spoken to, an offer, a plan finished,
-the interval), paces the unprompted asks, and asks for a decision when it should: the
-request goes to a queue (urgent first, with a share kept for routine work so none starves:
-``requests.py``; one per agent, a newer one replacing a queued one; at most one in
-flight), and its answerer answers it (on the pipeline's worker threads, or
-later from elsewhere). A decision comes back only as a ``plan`` input through the world's
+the interval), paces the unprompted asks, and asks for a decision when it should. It looks
+only at the agents something may concern (the tick's events, the starving, a mind free to
+ask in its slot of ticks: ``_looks``), so its work after a tick follows what happened, not
+how many agents it serves. The request goes to a queue (urgent first, with a share kept
+for routine work so none starves: ``requests.py``; one per agent, a newer one replacing a
+queued one; at most one in flight), and its answerer answers it (on the pipeline's worker
+threads, or later from elsewhere). A decision comes back only as a ``plan`` input through the world's
 inbox, built here (``PlanInput``) and applied at the first tick after it is ready. A
 request not answered by its deadline is given up, and a worker stuck in it replaced. A
 failure of any kind leaves the agent on its built-in brain, counted (a ``decision_fault``
@@ -39,13 +41,20 @@ from dataclasses import dataclass, field
 from typing import Any, final
 
 from agent_world.contract.plan import PlanInput
-from agent_world.core import components as c
 from agent_world.core import events as ev
 from agent_world.core.inbox import Inbox
 from agent_world.core.world import World
 from agent_world.decisions.answerer import Answer, Answerer, Fault
 from agent_world.decisions.metrics import Metrics
-from agent_world.decisions.mind import APPLY_GRACE_TICKS, PRESSING, REACTIVE, Mind, triggers
+from agent_world.decisions.mind import (
+    APPLY_GRACE_TICKS,
+    PRESSING,
+    REACTIVE,
+    STARVING,
+    Mind,
+    pressed,
+    triggers,
+)
 from agent_world.decisions.requests import NORMAL, URGENT, Job, Outcome, RequestQueue
 from agent_world.types import TickReport
 
@@ -174,6 +183,10 @@ class Pipeline:
             if row.agent.brain in brains:
                 self.minds[eid] = Mind(eid)
         self._new_minds = set(self.minds)  # considered at the next tick, whatever its slot
+        # When to look at which mind again (``_looks``): tick -> agents.
+        self._due: dict[int, set[int]] = {}
+        self._looked_tick = world.tick  # the last tick whose looks were taken
+        self._next_sweep = world.tick  # the next tick the needs are read for starving
         answerer.bind(self)
         for _ in range(self.pool_size):
             self._start_worker()
@@ -198,6 +211,74 @@ class Pipeline:
     def consider_now(self, eid: int) -> None:
         """Look at agent ``eid`` at the next tick rather than in its slot of ticks."""
         self._new_minds.add(eid)
+
+    # -- when to look at a mind ---------------------------------------------------------------
+    #
+    # A look (``_consider``) runs ``triggers`` for one agent. Which agents are looked at in
+    # a tick follows from what happened, not from how many agents there are:
+    # - a new mind, and one given back by a person, at once (``_new_minds``);
+    # - the agents the tick's events may have brought pressing news (``pressed``:
+    #   attacked, spoken to, offered a trade), at once;
+    # - starving agents, read from the needs every TRIGGER_CHECK_TICKS (a threshold, not
+    #   an event: hunger only grows, and an ability or a test may raise it);
+    # - a mind free to ask (idle, or acting on a plan) or holding pending news, in its slot
+    #   of every TRIGGER_CHECK_TICKS: what it sees, a plan that ended, the interval;
+    # - a mind whose answer is being applied, when its grace runs out.
+    # A mind that waits for its answer (queued, in flight) is looked at only for pressing
+    # news: nothing else could make it ask. Each state change that frees it (an answer,
+    # a fault, a plan applied) puts it back in its slot (``_wake``).
+
+    def _slot_from(self, eid: int, tick: int) -> int:
+        """The first tick from ``tick`` on in agent ``eid``'s slot of ticks."""
+        return tick + (-eid - tick) % TRIGGER_CHECK_TICKS
+
+    def _look_at(self, eid: int, tick: int) -> None:
+        self._due.setdefault(max(tick, self._looked_tick + 1), set()).add(eid)
+
+    def _reschedule(self, eid: int, mind: Mind, earliest: int) -> None:
+        """Agent ``eid``'s next look, from tick ``earliest`` on, by what its mind does."""
+        pending = mind.pending and earliest - mind.pending_since <= PENDING_TICKS
+        if mind.status in ("idle", "acting") or pending:
+            self._look_at(eid, self._slot_from(eid, earliest))
+        elif mind.status == "applying":
+            self._look_at(eid, max(earliest, mind.answered_tick + APPLY_GRACE_TICKS + 1))
+
+    def _wake(self, eid: int, mind: Mind) -> None:
+        """The mind's state changed outside a look (an answer, a fault, a plan applied):
+        its next look as for its new state, from the first tick not yet looked at."""
+        self._reschedule(eid, mind, self._looked_tick + 1)
+
+    def _looks(self, report: TickReport) -> set[int]:
+        """The agents to look at after this tick (some may be gone since)."""
+        tick = report.tick
+        looks = self._new_minds
+        self._new_minds = set()
+        due = self._due
+        if tick - self._looked_tick <= len(due):
+            for past in range(self._looked_tick + 1, tick + 1):
+                looks |= due.pop(past, set())
+        else:  # far behind (a pipeline called now and then): only the ticks scheduled
+            for past in [t for t in due if t <= tick]:
+                looks |= due.pop(past)
+        self._looked_tick = max(self._looked_tick, tick)
+        looks |= pressed(self.world, report.events, self.minds)
+        if tick >= self._next_sweep:
+            self._next_sweep = tick + TRIGGER_CHECK_TICKS
+            looks.update(self._starving(tick))
+        return looks
+
+    def _starving(self, tick: int) -> list[int]:
+        """The served agents that are starving and may ask about it again (a pass over
+        the needs of the living, no look at any mind that is not)."""
+        columns = self.world.agent_columns()
+        minds = self.minds
+        out = []
+        for eid, needs in zip(columns.ids, columns.needs, strict=True):
+            if needs.hunger >= STARVING and eid in minds:
+                mind = minds[eid]
+                if mind.asked_tick < tick - (mind.interval or self.interval) // 3:
+                    out.append(eid)
+        return out
 
     # -- the main thread's part, after every tick --------------------------------------------
 
@@ -258,25 +339,13 @@ class Pipeline:
         latency = self.metrics.mean_latency_s()
         if latency > 0:  # none known yet: nothing goes stale
             self.queue.fresh_s = max(FRESH_MIN_S, FRESH_LATENCIES * latency)
-        store = world.store
         played = world.players.seats
-        for eid in sorted(self.minds):
-            mind = self.minds[eid]
-            # A new mind and an attack are looked at at once; the rest (what it sees and
-            # hears, offers, the interval) in the agent's slot of every
-            # TRIGGER_CHECK_TICKS: a fifth of the main thread's cost, for at most half a
-            # second added to an answer's 1-3 s.
-            combat = store.try_get(eid, c.Combat)
-            if combat is None:
-                continue
-            if eid in self._new_minds:
-                self._new_minds.discard(eid)
-            elif ((eid + tick) % TRIGGER_CHECK_TICKS
-                  and combat.last_attacked <= mind.attacked_seen):
-                continue
-            if not world.alive(eid) or eid in played:
-                continue
+        for eid in sorted(self._looks(report)):
+            mind = self.minds.get(eid)
+            if mind is None or not world.alive(eid) or eid in played:
+                continue  # gone (its death is news of this tick or the next), or played
             self._consider(eid, mind, available)
+            self._reschedule(eid, mind, tick + 1)
         if not self.pool_size:
             self._dispatch()
         if tick - self._digest.since >= self._digest_ticks:
@@ -384,6 +453,7 @@ class Pipeline:
         mind.applied_rid = max(mind.applied_rid, rid)
         if rid >= mind.rid:
             mind.status = "acting"
+            self._wake(eid, mind)
         actions = ", ".join(describe_action(a) for a in data.get("actions", []))
         thought = str(data.get("thought", ""))
         mind.last_decision = f"t={tick}: {actions}" + (f" — “{thought}”" if thought else "")
@@ -411,9 +481,11 @@ class Pipeline:
         if outcome.ok:
             if mind.applied_rid < outcome.rid:
                 mind.status = "applying"
+                self._wake(outcome.agent, mind)
             return
         self.metrics.count("fallbacks")
         mind.status = "idle"
+        self._wake(outcome.agent, mind)
         if outcome.error_kind in QUIET_FAILURES:
             self.metrics.count("dropped")  # never sent
             return
@@ -483,6 +555,7 @@ class Pipeline:
             self.metrics.count("dropped")
             if mind is not None:
                 mind.status = "idle"
+                self._wake(eid, mind)
             return None
         line, since = self.queue.entered(eid)
         self.metrics.waited(line, time.perf_counter() - since)
@@ -494,6 +567,7 @@ class Pipeline:
             self.metrics.reacted(line, time.perf_counter() - since)
             mind.status = "applying"
             mind.answered_tick = self.world.tick
+            self._wake(eid, mind)
             return None
         return job
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Container, Iterable
 from typing import Any
 
 from agent_world.core import events as ev
@@ -37,7 +37,10 @@ class AgentMemory:
         self.facts: dict[str, int] = {}
 
     def add(self, tick: int, text: str, fact: str) -> None:
-        self.recent.append({"tick": tick, "text": text, "fact": fact})
+        self._keep({"tick": tick, "text": text, "fact": fact})
+
+    def _keep(self, line: dict[str, Any]) -> None:
+        self.recent.append(line)
         if len(self.recent) > self.window:
             for _ in range(self.window // 2):  # fold the older half into the summary
                 old = self.recent.popleft()
@@ -56,8 +59,12 @@ class AgentMemory:
             out["recent"] = [f"{tick - m['tick']} ticks ago: {m['text']}" for m in self.recent]
         return out
 
+    def lines(self) -> list[dict[str, Any]]:
+        """The recent lines as plain data (a line not yet read is made now)."""
+        return [line.plain() if isinstance(line, _Line) else line for line in self.recent]
+
     def get_state(self) -> JSON:
-        return {"window": self.window, "recent": list(self.recent), "facts": dict(self.facts)}
+        return {"window": self.window, "recent": self.lines(), "facts": dict(self.facts)}
 
     def set_state(self, state: JSON) -> None:
         """What ``get_state`` gave (ValueError naming what is wrong; nothing changes then)."""
@@ -87,14 +94,54 @@ _SELF = re.compile(r"\b(?:agent|target)=(\d+) (?:name|target_name)=\S+ ?")
 _NOISE = re.compile(r" ?\b(?:item_id|heard_by)=\d+| \(heard by \d+\)")
 
 
-def _compact(event: Event, eid: int) -> str:
-    """The event as one short line for this agent's prompt: its world-log line without what
-    the agent knows already (its own id and name) or cannot use (item ids, listeners)."""
-    text = " ".join(format_event(event).split())
+def _for(line: str, eid: int) -> str:
+    """The event as one short line for agent ``eid``'s prompt, from its world-log line
+    (whitespace made single): without what the agent knows already (its own id and name)
+    or cannot use (item ids, listeners)."""
     me = str(eid)
-    text = _SELF.sub(lambda m: "" if m.group(1) == me else m.group(0), text)
+    text = _SELF.sub(lambda m: "" if m.group(1) == me else m.group(0), line)
     text = _NOISE.sub("", text)
     return text[:MAX_LINE]
+
+
+class _Told:
+    """One event as the memories of all its parties share it: its world-log line is made
+    once, when the first of them needs it."""
+
+    __slots__ = ("event", "line")
+
+    def __init__(self, event: Event) -> None:
+        self.event = event
+        self.line: str | None = None
+
+    def text_for(self, eid: int) -> str:
+        if self.line is None:
+            self.line = " ".join(format_event(self.event).split())
+        return _for(self.line, eid)
+
+
+class _Line(dict[str, Any]):
+    """A remembered event, ``{"tick", "fact", "text"}`` like any line, whose ``text`` is
+    made when it is first read (a prompt, /debug, a snapshot of the minds): most lines are
+    folded into the summary unread, and making each line cost more than all the rest of
+    the memory's work after a tick (issue 32 item 7). Events are never changed once
+    emitted, so the text is the same whenever it is made."""
+
+    __slots__ = ("eid", "told")
+
+    def __init__(self, tick: int, fact: str, told: _Told, eid: int) -> None:
+        super().__init__(tick=tick, fact=fact)
+        self.told = told
+        self.eid = eid
+
+    def __missing__(self, key: str) -> str:
+        if key != "text":
+            raise KeyError(key)
+        text = self["text"] = self.told.text_for(self.eid)
+        return text
+
+    def plain(self) -> dict[str, Any]:
+        return {"tick": self["tick"], "text": self["text"], "fact": self["fact"]}
 
 
 def _parties(event: Event) -> list[int]:
@@ -133,26 +180,29 @@ class MemoryBook:
     def note(self, eid: int, tick: int, text: str, fact: str) -> None:
         self.of(eid).add(tick, text, fact)
 
-    def on_events(self, tick: int, events: Iterable[Event], agents: Iterable[int]) -> None:
-        concerned = set(agents)
-        if not concerned:
-            return
+    def on_events(self, tick: int, events: Iterable[Event], agents: Container[int]) -> None:
+        """Each event's line to the memory of every agent of ``agents`` it names (its text
+        made when first read)."""
         for event in events:
             if event.get("type") in SKIP:
                 continue
+            told = None
             for eid in _parties(event):
-                if eid in concerned:
-                    self.of(eid).add(tick, _compact(event, eid), _label(event, eid))
+                if eid in agents:
+                    if told is None:
+                        told = _Told(event)
+                    self.of(eid)._keep(_Line(tick, _label(event, eid), told, eid))
 
     # -- minds that last ------------------------------------------------------------------------
 
     def state_of(self, eid: int) -> JSON | None:
         """A copy of the agent's memory as JSON data (None: it remembers nothing yet). Cheap
-        enough for the main thread: the lines themselves are never changed once made."""
+        enough for the main thread: the lines themselves are never changed once made (a
+        line not yet read is made now, at most ``window`` of them)."""
         memory = self.memories.get(eid)
         if memory is None or not (memory.recent or memory.facts):
             return None
-        return {"window": memory.window, "recent": list(memory.recent),
+        return {"window": memory.window, "recent": memory.lines(),
                 "facts": dict(memory.facts)}
 
     def restore(self, eid: int, state: JSON) -> None:

@@ -1,0 +1,222 @@
+"""Which agents the decision pipeline looks at after a tick (issue 32 item 7): the ones
+the tick's events concern, the starving, and those free to ask in their slot of ticks,
+never every agent it serves; and the LLM memory's event lines, made once per event when
+first read. Counted in looks and calls, never in time."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from agent_world.core import components as c
+from agent_world.core import events as ev
+from agent_world.core.world import World
+from agent_world.decisions import pipeline as pipeline_module
+from agent_world.decisions.answerer import Answer, Answering, Fault, Pace, Reply
+from agent_world.decisions.mind import Mind, pressed
+from agent_world.decisions.pipeline import TRIGGER_CHECK_TICKS, Pipeline
+from agent_world.decisions.requests import URGENT, Job
+from agent_world.llm import memory as memory_module
+from agent_world.llm.memory import MemoryBook
+from tests.helpers import add_agent, small_world
+
+REST = [{"name": "rest", "args": {"ticks": 600}}]
+
+
+class _Silent(Answering):
+    """A model that takes one request at a time and never answers: every other agent's
+    request waits in the queue."""
+
+    source = "test"
+    prepares_late = True
+
+    def __init__(self, world: World) -> None:
+        super().__init__(pace=Pace(interval=20, min_gap=1, round_size=1, workers=0),
+                         brains=frozenset({"thinker"}))
+        self.world = world
+        self.sent: list[Job] = []
+        self.replies: list[Reply] = []
+
+    def prepare(self, eid: int, mind: Mind, rid: int, reasons: tuple[str, ...],
+                priority: int) -> Job | Answer:
+        return Job(rid=rid, agent=eid, tick=self.world.tick, priority=priority,
+                   reasons=reasons, payload=None)
+
+    def answer(self, job: Job, reply: Reply) -> None:
+        self.sent.append(job)
+        self.replies.append(reply)
+
+
+def _thinkers(world: World, names_at: list[tuple[str, int, int]]) -> list[int]:
+    out = []
+    for name, x, y in names_at:
+        eid = add_agent(world, name, x, y)
+        world.store.get(eid, c.Agent).brain = "thinker"
+        world.inbox.submit("plan", {"agent": eid, "source": "console", "actions": REST})
+        out.append(eid)
+    return out
+
+
+def test_agents_waiting_for_an_answer_are_looked_at_only_when_news_concerns_them(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # Out of earshot of each other (speech carries 3 tiles) and at rest: a quiet world.
+    world = small_world(4, world={"starting_agents": 0, "size": [60, 60]},
+                        game={"hearing_radius": 3})
+    ann, bo, cy, *rest = _thinkers(world, [("Ann", 5, 5), ("Bo", 9, 5), ("Cy", 40, 40)]
+                                   + [(f"R{i}", 5 + 5 * i, 20) for i in range(8)])
+    model = _Silent(world)
+    pipeline = Pipeline(world, model)
+    looked: list[tuple[int, int]] = []
+    real = pipeline_module.triggers
+
+    def counted(world: World, mind: Mind, **kwargs: Any) -> tuple[list[str], bool]:
+        looked.append((world.tick, mind.agent))
+        return real(world, mind, **kwargs)
+
+    monkeypatch.setattr(pipeline_module, "triggers", counted)
+    pipeline.on_tick(world.step())  # every first thought is asked: one goes out
+    served = {ann, bo, cy, *rest}
+    assert {eid for _t, eid in looked} == served
+    assert pipeline.queue.depth == len(served) - 1 and pipeline.queue.in_flight == 1
+    looked.clear()
+    for _ in range(4 * TRIGGER_CHECK_TICKS):  # nothing happens to anyone
+        pipeline.on_tick(world.step())
+    assert looked == []  # all wait for their answer: no look, however many they are
+
+    # Tam, a built-in agent, comes and speaks to Bo by name; Ann hears it too, but it is
+    # not about Ann (and what they see changes: no reason to ask while they wait).
+    assert model.sent[0].agent == ann  # Ann's request is the one out
+    tam = add_agent(world, "Tam", 7, 5)
+    world.inbox.submit("plan", {"agent": tam, "source": "console", "actions": [
+        {"name": "say", "args": {"text": "Bo, come here", "to": bo}}]})
+    for _ in range(3):
+        report = world.step()
+        pipeline.on_tick(report)
+        if any(e["type"] == ev.SAY for e in report.events):
+            break
+    else:
+        raise AssertionError("Tam did not speak")
+    assert [eid for _t, eid in looked] == [bo]
+    assert pipeline.minds[bo].reasons[0] == "spoken to"
+    assert pipeline.queue.depths() == (1, len(served) - 2)  # its request now urgent
+
+    # Starving comes from the needs, whatever raised them, within a slot of ticks.
+    looked.clear()
+    world.store.get(cy, c.Needs).hunger = 95.0
+    for _ in range(TRIGGER_CHECK_TICKS):
+        pipeline.on_tick(world.step())
+    assert [eid for _t, eid in looked] == [cy]
+    assert "starving" in pipeline.minds[cy].reasons
+
+    # A fault frees the agent: it is looked at in its slot of ticks, asks again (its
+    # interval is long past) and waits in line, where it is not looked at.
+    looked.clear()
+    (first,) = model.replies
+    first(Fault(kind="timeout", error="slow"))
+    for _ in range(3 * TRIGGER_CHECK_TICKS):
+        pipeline.on_tick(world.step())
+    (slot,) = [t for t, eid in looked if eid == ann]
+    assert (ann + slot) % TRIGGER_CHECK_TICKS == 0 and slot <= world.tick
+    assert pipeline.minds[ann].asked_tick == slot and pipeline.minds[ann].status == "queued"
+    world.close()
+
+
+def test_pressed_names_targets_listeners_named_and_those_within_reach() -> None:
+    world = small_world(4, world={"starting_agents": 0, "size": [60, 60]},
+                        game={"hearing_radius": 4})
+    speaker = add_agent(world, "Tam", 10, 10)
+    named = add_agent(world, "Ann", 12, 10)
+    hearer = add_agent(world, "Bo", 10, 12)
+    spoken_to = add_agent(world, "Cy", 11, 11)
+    far_named = add_agent(world, "Dee", 50, 50)
+    target = add_agent(world, "Eve", 40, 10)
+    served = {named, hearer, spoken_to, far_named, target}
+
+    def said(text: str, **more: Any) -> dict[str, Any]:
+        return {"type": ev.SAY, "agent": speaker, "name": "Tam", "text": text,
+                "heard_by": 3, **more}
+
+    assert pressed(world, [said("ann and dee, hello")], served) == {named}  # Dee is far
+    assert pressed(world, [said("hello", to=spoken_to)], served) == {spoken_to}
+    assert pressed(world, [said("hello all")], served) == set()
+    assert pressed(world, [{"type": ev.SPOKEN, "speaker": "ann", "text": "Bo!", "x": 10,
+                            "y": 10, "heard_by": 4}], served) == {hearer}
+    assert pressed(world, [{"type": ev.ATTACK, "agent": speaker, "target": target},
+                           {"type": ev.TRADE_OFFER, "agent": speaker, "target": far_named},
+                           {"type": ev.ATTACK, "agent": target, "target": speaker}],
+                   served) == {target, far_named}
+    # A cast may have struck or told anyone within its reach: all of them are looked at.
+    cast = {"type": ev.ABILITY, "agent": speaker, "name": "Tam", "ability": "zap",
+            "effects": []}
+    assert pressed(world, [cast], served) == {named, hearer, spoken_to}
+    assert pressed(world, [{"type": ev.HARVEST, "agent": named}], served) == set()
+    world.close()
+
+
+def test_memory_lines_are_made_once_per_event_when_first_read(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    made: list[str] = []
+    real = memory_module.format_event
+
+    def counted(event: dict[str, Any]) -> str:
+        made.append(str(event["type"]))
+        return real(event)
+
+    monkeypatch.setattr(memory_module, "format_event", counted)
+    book = MemoryBook(4)
+    attack = {"type": "attack", "agent": 3, "name": "Elio", "target": 7,
+              "target_name": "Brin", "damage": 4.0, "health": 90.0}
+    book.on_events(5, [attack, {"type": "eat", "agent": 9, "name": "Other",
+                                "item": "apple", "item_id": 40}], {3, 7, 9})
+    assert made == []  # nothing read yet: no line made
+    elio, brin = book.of(3).recent[0], book.of(7).recent[0]
+    assert (elio["fact"], brin["fact"]) == ("attack Brin#7", "attack by Elio#3")
+    assert elio["text"] == brin["text"] == "ATTACK Elio#3 hits Brin#7 for 4 -> health 90"
+    assert made == ["attack"]  # once for both of its parties
+    # What a snapshot keeps is plain data, every line made; the same after a round trip.
+    state = book.state_of(9)
+    assert state is not None and made == ["attack", "eat"]
+    (line,) = state["recent"]
+    assert type(line) is dict and set(line) == {"tick", "text", "fact"}
+    assert "item_id" not in line["text"] and "apple" in line["text"]
+    again = MemoryBook(4)
+    again.restore(7, book.state_of(7) or {})
+    assert again.of(7).render(6) == book.of(7).render(6)
+    # Each party's line leaves out what it knows already (its own id and name), from the
+    # one line made for the event.
+    made.clear()
+    odd = {"type": "mystery", "agent": 3, "name": "Elio", "target": 7, "target_name": "Brin",
+           "item_id": 5}
+    book.on_events(6, [odd], {3, 7})
+    assert book.of(3).recent[-1]["text"] == "MYSTERY target=7 target_name=Brin"
+    assert book.of(7).recent[-1]["text"] == "MYSTERY agent=3 name=Elio"
+    assert made == ["mystery"]
+    # A line folded into the summary unread is never made.
+    made.clear()
+    for tick in range(6, 12):
+        book.on_events(tick, [{"type": "eat", "agent": 9, "name": "Other", "item": "fig"}],
+                       {9})
+    assert book.of(9).summary() and made == []
+
+
+def test_an_urgent_request_replaced_on_news_keeps_the_news() -> None:
+    """Spoken to while its routine request waits, the agent's request goes urgent at once
+    (the look comes from the say event, not from a scan of every agent)."""
+    world = small_world(6, world={"starting_agents": 0})
+    me, other = _thinkers(world, [("Brin", 5, 5), ("Orla", 9, 9)])
+    talker = add_agent(world, "Tam", 6, 5)
+    world.inbox.submit("plan", {"agent": talker, "source": "console", "actions": REST})
+    model = _Silent(world)
+    pipeline = Pipeline(world, model)
+    pipeline.on_tick(world.step())
+    waiting = me if model.sent[0].agent == other else other
+    world.inbox.submit("plan", {"agent": talker, "source": "console", "actions": [
+        {"name": "say", "args": {"text": "a word with you", "to": waiting}}]})
+    for _ in range(3):
+        pipeline.on_tick(world.step())
+    assert pipeline.minds[waiting].reasons == ("spoken to",)
+    assert pipeline.queue.depths() == (1, 0)
+    job = pipeline.queue._queued[waiting]
+    assert job.priority == URGENT
+    world.close()
