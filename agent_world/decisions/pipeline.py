@@ -10,8 +10,9 @@ ask in its slot of ticks: ``_looks``), so its work after a tick follows what hap
 how many agents it serves. The request goes to a queue (urgent first, with a share kept
 for routine work so none starves: ``requests.py``; one per agent, a newer one replacing a
 queued one; at most one in flight), and its answerer answers it (on the pipeline's worker
-threads, or later from elsewhere). A decision comes back only as a ``plan`` input through the world's
-inbox, built here (``PlanInput``) and applied at the first tick after it is ready. A
+threads, or later from elsewhere). A decision comes back only as a ``plan`` input through
+the world's inbox, built here (``PlanInput``) and applied at the first tick after it is
+ready. A
 request not answered by its deadline is given up, and a worker stuck in it replaced. A
 failure of any kind leaves the agent on its built-in brain, counted (a ``decision_fault``
 input, when the world keeps agent metrics) and logged once per agent. The world never
