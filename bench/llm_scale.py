@@ -28,7 +28,8 @@ What it reports, against issue 32's targets:
 - resident memory after the run, (LLM world - built-in world) / N (target: at most 50 KB
   per agent);
 - the main thread's time per request sent (observation, prompt, hand-over), and the
-  pipeline's time per tick.
+  pipeline's time per tick, in wall time and in the main thread's CPU time (the wall time
+  also holds the waits for the interpreter lock that the transport's thread holds).
 
 ``llm.max_concurrent`` is the server's slots plus an eighth (at least 2): the pipeline hands
 requests out after each tick, so a few wait at the server to take a slot that frees in
@@ -55,6 +56,7 @@ from agent_world.config import Config
 from agent_world.core.world import World
 from agent_world.decisions.metrics import percentile
 from agent_world.llm.answerer import LLMAgents
+from agent_world.types import TickReport
 from bench.isolated import rss_bytes
 from bench.scenario import scaled_config
 
@@ -140,10 +142,24 @@ def run_child(kind: str, agents: int, seconds: float, urls: Sequence[str]) -> di
         between_s: list[float] = []
         cpu_s: list[float] = []  # the main thread's CPU time per tick (waits excluded)
         pipeline_s: list[float] = []
+        pipeline_cpu_s: list[float] = []  # the pipelines' own CPU time after each tick
         tick_once, between = loop.tick_once, loop.between_ticks
         models: list[tuple[str, LLMAgents]] = (
             ([("default", session.llm)] if session.llm is not None else [])
             + list(session.llm_models.items()))
+        cpu_now = [0.0]
+
+        def cpu_timed(on_tick: Callable[[TickReport], None]) -> Callable[[TickReport], None]:
+            def timed(report: TickReport) -> None:
+                c0 = time.thread_time()
+                try:
+                    on_tick(report)
+                finally:
+                    cpu_now[0] += time.thread_time() - c0
+            return timed
+
+        for _name, model in models:  # the session calls each one's on_tick after a tick
+            setattr(model.pipeline, "on_tick", cpu_timed(model.pipeline.on_tick))  # noqa: B010
 
         def timed_between() -> None:
             t0 = time.perf_counter()
@@ -152,6 +168,8 @@ def run_child(kind: str, agents: int, seconds: float, urls: Sequence[str]) -> di
             between_s.append(time.perf_counter() - t0)
             pipeline_s.append(sum(m.pipeline.main_ms[-1] for _n, m in models
                                   if m.pipeline.main_ms) / 1000)
+            pipeline_cpu_s.append(cpu_now[0])
+            cpu_now[0] = 0.0
 
         def timed_tick() -> Any:
             t0, c0 = time.perf_counter(), time.thread_time()
@@ -193,6 +211,9 @@ def run_child(kind: str, agents: int, seconds: float, urls: Sequence[str]) -> di
                 "busy_cpu_p99_ms": round(percentile(cpu_s, 0.99) * 1000, 2),
                 "pipeline_ms_mean": round(sum(pipeline_s) / max(1, len(pipeline_s)) * 1000, 2),
                 "pipeline_p99_ms": round(percentile(pipeline_s, 0.99) * 1000, 2),
+                "pipeline_cpu_ms_mean": round(sum(pipeline_cpu_s)
+                                              / max(1, len(pipeline_cpu_s)) * 1000, 2),
+                "pipeline_cpu_p99_ms": round(percentile(pipeline_cpu_s, 0.99) * 1000, 2),
                 "rss_mb": round(resident / 2**20, 1),
                 "rss_grown_mb": round((resident - before) / 2**20, 1),
                 "models": {name: _model_figures(m, settled.get(name, (began, 0)),
@@ -283,7 +304,10 @@ def _one_size(agents: int, seconds: float, log: Callable[[str], None]) -> dict[s
         f"of {capacity:.1f}/s ({out['decisions_share_of_capacity']}); urgent p95 "
         f"{model['urgent_answered_p95_ms']} ms vs server {latency_ms:.0f} ms "
         f"({model['urgent_gone_stale']} went stale); "
-        f"{out['kb_per_llm_agent_over_builtin']} KB/agent")
+        f"{out['kb_per_llm_agent_over_builtin']} KB/agent; main-thread CPU p99 "
+        f"{builtin['busy_cpu_p99_ms']} -> {llm['busy_cpu_p99_ms']} ms "
+        f"(x{out['busy_cpu_p99_ratio']}); pipeline {llm['pipeline_ms_mean']} ms/tick "
+        f"({llm['pipeline_cpu_ms_mean']} ms CPU)")
     return out
 
 

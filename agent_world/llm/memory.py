@@ -130,7 +130,8 @@ class _Line(dict[str, Any]):
     __slots__ = ("eid", "told")
 
     def __init__(self, tick: int, fact: str, told: _Told, eid: int) -> None:
-        super().__init__(tick=tick, fact=fact)
+        self["tick"] = tick
+        self["fact"] = fact
         self.told = told
         self.eid = eid
 
@@ -148,7 +149,7 @@ def _parties(event: Event) -> list[int]:
     out = []
     for key in PARTY_KEYS:
         value = event.get(key)
-        if isinstance(value, int) and not isinstance(value, bool) and value not in out:
+        if type(value) is int and value not in out:  # not a bool, nor anything else
             out.append(value)
     return out
 
@@ -183,6 +184,7 @@ class MemoryBook:
     def on_events(self, tick: int, events: Iterable[Event], agents: Container[int]) -> None:
         """Each event's line to the memory of every agent of ``agents`` it names (its text
         made when first read)."""
+        memories = self.memories
         for event in events:
             if event.get("type") in SKIP:
                 continue
@@ -191,7 +193,8 @@ class MemoryBook:
                 if eid in agents:
                     if told is None:
                         told = _Told(event)
-                    self.of(eid)._keep(_Line(tick, _label(event, eid), told, eid))
+                    memory = memories.get(eid) or self.of(eid)
+                    memory._keep(_Line(tick, _label(event, eid), told, eid))
 
     # -- minds that last ------------------------------------------------------------------------
 
