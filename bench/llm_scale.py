@@ -143,6 +143,7 @@ def run_child(kind: str, agents: int, seconds: float, urls: Sequence[str]) -> di
         cpu_s: list[float] = []  # the main thread's CPU time per tick (waits excluded)
         pipeline_s: list[float] = []
         pipeline_cpu_s: list[float] = []  # the pipelines' own CPU time after each tick
+        between_cpu_s: list[float] = []  # all the work before the next tick, CPU time
         tick_once, between = loop.tick_once, loop.between_ticks
         models: list[tuple[str, LLMAgents]] = (
             ([("default", session.llm)] if session.llm is not None else [])
@@ -162,10 +163,11 @@ def run_child(kind: str, agents: int, seconds: float, urls: Sequence[str]) -> di
             setattr(model.pipeline, "on_tick", cpu_timed(model.pipeline.on_tick))  # noqa: B010
 
         def timed_between() -> None:
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), time.thread_time()
             if between is not None:
                 between()
             between_s.append(time.perf_counter() - t0)
+            between_cpu_s.append(time.thread_time() - c0)
             pipeline_s.append(sum(m.pipeline.main_ms[-1] for _n, m in models
                                   if m.pipeline.main_ms) / 1000)
             pipeline_cpu_s.append(cpu_now[0])
@@ -198,6 +200,7 @@ def run_child(kind: str, agents: int, seconds: float, urls: Sequence[str]) -> di
             resident = rss_bytes()
             stats = loop.stats()
             ticks_only = [t - b for t, b in zip(total_s, between_s, strict=True)]
+            ticks_cpu = [t - b for t, b in zip(cpu_s, between_cpu_s, strict=True)]
             out: dict[str, Any] = {
                 "kind": kind, "agents": agents, "map": "x".join(map(str, config.world.size)),
                 "create_s": round(created, 1), "ticks": stats.ticks,
@@ -209,6 +212,10 @@ def run_child(kind: str, agents: int, seconds: float, urls: Sequence[str]) -> di
                 "busy_p99_ms": round(percentile(total_s, 0.99) * 1000, 2),
                 "busy_cpu_p50_ms": round(percentile(cpu_s, 0.5) * 1000, 2),
                 "busy_cpu_p99_ms": round(percentile(cpu_s, 0.99) * 1000, 2),
+                "tick_cpu_p50_ms": round(percentile(ticks_cpu, 0.5) * 1000, 2),
+                "tick_cpu_p99_ms": round(percentile(ticks_cpu, 0.99) * 1000, 2),
+                "between_cpu_ms_mean": round(sum(between_cpu_s)
+                                             / max(1, len(between_cpu_s)) * 1000, 2),
                 "pipeline_ms_mean": round(sum(pipeline_s) / max(1, len(pipeline_s)) * 1000, 2),
                 "pipeline_p99_ms": round(percentile(pipeline_s, 0.99) * 1000, 2),
                 "pipeline_cpu_ms_mean": round(sum(pipeline_cpu_s)
