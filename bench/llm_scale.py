@@ -43,6 +43,7 @@ import asyncio
 import gc
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -336,6 +337,46 @@ def _two_models(agents: int, seconds: float, log: Callable[[str], None]) -> dict
     return {"agents": agents, "world": world, "servers": servers, "shares": shares}
 
 
+def _rounds(agents: int, seconds: float, rounds: int,
+            log: Callable[[str], None]) -> dict[str, Any]:
+    """The main thread's CPU time of a built-in and an LLM world of ``agents``, ``rounds``
+    pairs interleaved (the order reversed every round) against one server, so that the load
+    other processes put on the machine, which drifts over minutes, weighs on both alike;
+    the medians of the per-round ratios."""
+    server = _Server("fake-batched", SLOTS)
+    pairs: list[dict[str, Any]] = []
+    try:
+        for n in range(rounds):
+            order = ("builtin", "llm") if n % 2 == 0 else ("llm", "builtin")
+            run = {kind: _child(kind, agents, seconds, [server.url] if kind == "llm" else [])
+                   for kind in order}
+            b, m = run["builtin"], run["llm"]
+            pair = {"order": list(order), "load": os.getloadavg()[0],
+                    **{f"{key}_ratio": _ratio(m[key], b[key])
+                       for key in ("tick_cpu_p50_ms", "tick_cpu_p99_ms", "busy_cpu_p50_ms",
+                                   "busy_cpu_p99_ms")},
+                    "builtin": {k: b[k] for k in ROUND_FIGURES},
+                    "llm": {k: m[k] for k in ROUND_FIGURES}}
+            pairs.append(pair)
+            log(f"  round {n + 1}/{rounds} ({' then '.join(order)}, load {pair['load']:.2f}):"
+                f" tick CPU p99 {b['tick_cpu_p99_ms']} -> {m['tick_cpu_p99_ms']} ms "
+                f"(x{pair['tick_cpu_p99_ms_ratio']}), busy CPU p99 {b['busy_cpu_p99_ms']} -> "
+                f"{m['busy_cpu_p99_ms']} ms (x{pair['busy_cpu_p99_ms_ratio']}), "
+                f"{b['rate_hz']} / {m['rate_hz']} Hz")
+    finally:
+        server.close()
+    medians = {key: statistics.median(p[key] for p in pairs if p[key] is not None)
+               for key in pairs[0] if key.endswith("_ratio")}
+    log(f"  medians of {rounds} rounds: " + ", ".join(f"{k} x{v:.3f}"
+                                                      for k, v in medians.items()))
+    return {"agents": agents, "rounds": pairs, "median_ratios": medians}
+
+
+ROUND_FIGURES = ("rate_hz", "tick_cpu_p50_ms", "tick_cpu_p99_ms", "busy_cpu_p50_ms",
+                 "busy_cpu_p99_ms", "between_cpu_ms_mean", "pipeline_cpu_ms_mean",
+                 "tick_p99_ms", "busy_p99_ms")
+
+
 def _ratio(a: float, b: float) -> float | None:
     return round(a / b, 3) if b else None
 
@@ -352,19 +393,30 @@ def measure_llm_scale(*, sizes: Sequence[int] | None = None, quick: bool = False
                                       log)}
 
 
+def _progress(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.llm_scale", description=__doc__)
     parser.add_argument("--child", nargs="+", metavar="ARG", help=argparse.SUPPRESS)
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--sizes", help="agent counts, e.g. 500,2000")
+    parser.add_argument("--rounds", type=int, default=0, metavar="K",
+                        help="instead: K interleaved pairs of a built-in and an LLM world at "
+                             "each size, the main thread's CPU time only (medians of ratios)")
     args = parser.parse_args(argv)
     if args.child:
         kind, agents, seconds, *urls = args.child
         print(json.dumps(run_child(kind, int(agents), float(seconds), urls)), flush=True)
         return 0
     sizes = [int(s) for s in args.sizes.split(",")] if args.sizes else None
-    result = measure_llm_scale(sizes=sizes, quick=args.quick,
-                               log=lambda m: print(m, file=sys.stderr, flush=True))
+    if args.rounds > 0:
+        seconds = QUICK_SECONDS if args.quick else SECONDS
+        print(json.dumps({str(n): _rounds(n, seconds, args.rounds, _progress)
+                          for n in sizes or [2000]}, indent=2))
+        return 0
+    result = measure_llm_scale(sizes=sizes, quick=args.quick, log=_progress)
     print(json.dumps(result, indent=2))
     return 0
 

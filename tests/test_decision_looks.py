@@ -14,7 +14,7 @@ from agent_world.core import events as ev
 from agent_world.core.world import World
 from agent_world.decisions import pipeline as pipeline_module
 from agent_world.decisions.answerer import Answer, Answering, Fault, Pace, Reply
-from agent_world.decisions.mind import Mind, pressed
+from agent_world.decisions.mind import FIGHT_GAP_TICKS, Mind, pressed, triggers
 from agent_world.decisions.pipeline import TRIGGER_CHECK_TICKS, Pipeline
 from agent_world.decisions.requests import URGENT, Job
 from agent_world.llm import memory as memory_module
@@ -220,3 +220,28 @@ def test_an_urgent_request_replaced_on_news_keeps_the_news() -> None:
     job = pipeline.queue._queued[waiting]
     assert job.priority == URGENT
     world.close()
+
+
+def test_a_fight_is_news_once_not_at_every_hit() -> None:
+    # Hits by the same attacker close together are one fight: the first is an urgent
+    # reason to think, the rest are not (at 2,000 LLM agents 85% of urgent "attacked" asks
+    # were such repeats). Another attacker, or the same one after a pause, is news again.
+    world = small_world()
+    me = add_agent(world, "Ada", 5, 5)
+    wolf, bear = add_agent(world, "Wolf", 6, 5), add_agent(world, "Bear", 4, 5)
+    mind = Mind(me)
+    combat = world.store.get(me, c.Combat)
+
+    def hit_by(attacker: int) -> bool:
+        combat.last_attacker, combat.last_attacked = attacker, world.tick
+        reasons, urgent = triggers(world, mind, interval=10_000, source="test")
+        world.tick += 1
+        assert urgent == ("attacked" in reasons)
+        return "attacked" in reasons
+
+    assert hit_by(wolf)  # a new fight
+    assert [hit_by(wolf) for _ in range(5)] == [False] * 5  # the same fight
+    assert hit_by(bear)  # someone else joins in
+    assert not hit_by(bear)
+    world.tick += FIGHT_GAP_TICKS + 1
+    assert hit_by(bear)  # the same attacker after a pause: a new fight

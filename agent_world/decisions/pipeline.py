@@ -71,6 +71,8 @@ DIGEST_ACTIONS = 6  # actions named in a digest line, most frequent first
 MAX_STUCK = 8  # worker threads that may hang in an answer before no more are started
 FRESH_LATENCIES = 1.0  # urgent news is stale after waiting this many answers' latency
 FRESH_MIN_S = 0.5  # ... or this long, whichever is longer
+SPREAD_TICKS = 4  # a full round of requests goes out over at least this many ticks ...
+SEND_FLOOR = 8  # ... but at least this many may go out after any one tick
 POLL_S = 0.2  # a worker with nothing to do looks up this often (answerer.between_jobs)
 
 
@@ -171,6 +173,7 @@ class Pipeline:
         self._digest_ticks = max(1, round(DIGEST_SECONDS * world.config.world.tick_rate))
         self._digest = Digest(world.tick)
         self._round = pace.round_size  # requests that can be answered at once
+        self._send_per_tick = max(SEND_FLOOR, -(-self._round // SPREAD_TICKS))
         self._next_rid = 1
         self._available = True
         self._lock = threading.Lock()
@@ -348,7 +351,7 @@ class Pipeline:
             self._consider(eid, mind, available)
             self._reschedule(eid, mind, tick + 1)
         if not self.pool_size:
-            self._dispatch()
+            self._dispatch(self._send_per_tick)
         if tick - self._digest.since >= self._digest_ticks:
             self._flush_digest(tick)
 
@@ -526,15 +529,20 @@ class Pipeline:
         order, instead of waiting for a tick that the stage will not run until they are
         answered."""
         if not self.pool_size:
-            self._dispatch()
+            self._dispatch(None)
 
-    def _dispatch(self) -> None:
+    def _dispatch(self, limit: int | None) -> None:
         """With no worker threads, requests go to the answerer on the main thread after the
         tick, urgent first (the answerer sends them on; the answers come later), while
         fewer than a round (``pace.round_size``) are in flight: the rest wait queued, where
-        a newer observation may still replace them."""
-        while (self.queue.in_flight < self._round
+        a newer observation may still replace them. At most ``limit`` go out (None: no
+        limit): a batched model server finishes a whole batch at once, and preparing a
+        round of requests in one tick would stretch that tick's work by the round, so after
+        a tick they go out over a few ticks (``_send_per_tick``)."""
+        sent = 0
+        while ((limit is None or sent < limit) and self.queue.in_flight < self._round
                and (job := self.queue.get(timeout=0)) is not None):
+            sent += 1
             began = time.perf_counter()
             if self._late:
                 prepared = self._prepare(job)
