@@ -31,8 +31,8 @@ class _Silent(Answering):
     source = "test"
     prepares_late = True
 
-    def __init__(self, world: World) -> None:
-        super().__init__(pace=Pace(interval=20, min_gap=1, round_size=1, workers=0),
+    def __init__(self, world: World, round_size: int = 1) -> None:
+        super().__init__(pace=Pace(interval=20, min_gap=1, round_size=round_size, workers=0),
                          brains=frozenset({"thinker"}))
         self.world = world
         self.sent: list[Job] = []
@@ -245,3 +245,26 @@ def test_a_fight_is_news_once_not_at_every_hit() -> None:
     assert not hit_by(bear)
     world.tick += FIGHT_GAP_TICKS + 1
     assert hit_by(bear)  # the same attacker after a pause: a new fight
+
+
+def test_requests_due_at_once_leave_over_a_few_ticks_but_a_stage_sends_them_all() -> None:
+    # A round of 48 (a quarter is 12 a tick): 30 first thoughts are due after one tick.
+    world = small_world(4, world={"starting_agents": 0, "size": [60, 60]})
+    _thinkers(world, [(f"A{i}", 2 * i, 5) for i in range(30)])
+    model = _Silent(world, round_size=48)
+    pipeline = Pipeline(world, model)
+    sent = []
+    for _ in range(3):
+        pipeline.on_tick(world.step())
+        sent.append(len(model.sent))
+    assert sent == [12, 24, 30]
+    # A stage that waits within its tick sends what waits, without the limit.
+    other = small_world(4, world={"starting_agents": 0, "size": [60, 60]})
+    _thinkers(other, [(f"A{i}", 2 * i, 5) for i in range(30)])
+    staged = _Silent(other, round_size=48)
+    pipeline = Pipeline(other, staged)
+    pipeline.on_tick(other.step())
+    pipeline.send_queued()
+    assert len(staged.sent) == 30
+    world.close()
+    other.close()
