@@ -115,6 +115,7 @@ def _model_figures(llm: LLMAgents, settled: tuple[float, int], ended: tuple[floa
         "agents": len(llm.minds),
         "requests": m.requests, "applied": m.applied, "merged": m.coalesced,
         "urgent_gone_stale": llm.queue.stale,
+        "urgent_asks_by_reason": dict(m.urgent_reasons),
         "dropped": m.dropped, "errors": dict(m.errors), "fallbacks": m.fallbacks,
         "decisions_per_s": round((ended[1] - settled[1]) / span, 2) if span > 0 else 0.0,
         "capacity_estimate_per_s": round(llm.capacity_per_s(), 2),
@@ -374,6 +375,7 @@ def _rounds(agents: int, seconds: float, rounds: int,
 
 ROUND_FIGURES = ("rate_hz", "tick_cpu_p50_ms", "tick_cpu_p99_ms", "busy_cpu_p50_ms",
                  "busy_cpu_p99_ms", "between_cpu_ms_mean", "pipeline_cpu_ms_mean",
+                 "pipeline_cpu_p99_ms",
                  "tick_p99_ms", "busy_p99_ms")
 
 

@@ -100,6 +100,7 @@ def test_agents_waiting_for_an_answer_are_looked_at_only_when_news_concerns_them
     assert [eid for _t, eid in looked] == [bo]
     assert pipeline.minds[bo].reasons[0] == "spoken to"
     assert pipeline.queue.depths() == (1, len(served) - 2)  # its request now urgent
+    assert pipeline.metrics.urgent_reasons == {"spoken to": 1}
 
     # Starving comes from the needs, whatever raised them, within a slot of ticks.
     looked.clear()

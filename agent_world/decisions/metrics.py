@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 import threading
-from collections import deque
+from collections import Counter, deque
 
 from agent_world.types import Clock, LLMUsage
 
@@ -41,6 +41,8 @@ class Metrics:
         self.coalesced = 0  # queued requests replaced by a newer observation
         self.deferred = 0  # asks put off because a full round of work was already queued
         self.paced = 0  # unprompted asks put off by the pace (per agent or for all)
+        # Urgent asks (a replacement of a queued request included) by pressing reason.
+        self.urgent_reasons: Counter[str] = Counter()
         self.dropped = 0  # requests never sent: withdrawn from the queue, or refused by the
         # budget or the breaker
         self.tokens = 0

@@ -21,8 +21,8 @@ from agent_world.types import Event, LLMUsage
 if TYPE_CHECKING:  # the agents package imports the LLM's, which imports this
     from agent_world.contract.observation import Observation
 
-__all__ = ["EARSHOT_MARGIN", "FIGHT_GAP_TICKS", "NEAR_TILES", "NEVER_ASKED", "PRESSING", "REACTIVE", "STARVING",
-           "Mind", "pressed", "triggers"]
+__all__ = ["EARSHOT_MARGIN", "FIGHT_GAP_TICKS", "NEAR_TILES", "NEVER_ASKED", "PRESSING",
+           "REACTIVE", "STARVING", "Mind", "pressed", "triggers"]
 
 STARVING = 80.0
 NEAR_TILES = 3  # a newcomer this close is worth a thought; one further off is not

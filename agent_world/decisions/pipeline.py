@@ -381,6 +381,8 @@ class Pipeline:
             return
         mind.pending = ()
         # Attacked, starving, spoken to, offered a trade: ahead of routine work.
+        if urgent or pressing:
+            self.metrics.urgent_reasons.update(r for r in reasons if r in PRESSING)
         self._ask(eid, mind, tuple(reasons), URGENT if urgent or pressing else NORMAL)
 
     def _may_ask(self, eid: int, mind: Mind, tick: int, reasons: list[str], *, urgent: bool,
