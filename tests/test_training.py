@@ -164,17 +164,16 @@ def test_the_packaged_contract_is_the_one_in_the_docs() -> None:
 # -- offline: templates ---------------------------------------------------------------------
 
 
-# The forager example (agent_world/policies/examples/forager.py) with one constant, GATHER, at
-# 0: it picks fights instead of gathering. The template generator can only raise GATHER from 0,
-# which turns the forager on: a gain of about 50 points on every seed, far beyond the episodes'
-# noise (a few points), so the test does not hang on which change a seed draws or on how a
-# run's fights happen to go (it did: any change to when policies are asked moved it).
-PICKS_FIGHTS = '''"""The forager example, spoiling for a fight: with GATHER at 0 it picks
-fights instead of food. GATHER is its only constant."""
+# A forager with one constant, GATHER, at 0: it picks fights instead of gathering. The
+# template generator can only raise GATHER from 0, which turns it into a forager: a gain of
+# about 75 points on every seed, far beyond the episodes' noise (a few points), so the test
+# does not hang on which change a seed draws or on how a run's fights happen to go (it did:
+# any change to when policies are asked moved it).
+PICKS_FIGHTS = '''"""Spoiling for a fight: with GATHER at 0 it attacks whoever is nearest;
+above 0 it eats when hungry and gathers the nearest food. GATHER is its only constant."""
 
 NAME = "forager"
-DESCRIPTION = ("Eats when hungry, gathers the nearest food and keeps clear of agents that "
-               "attacked it.")
+DESCRIPTION = "Eats when hungry and gathers the nearest food, once GATHER is above 0."
 VERSION = 1
 PARENT = None
 
@@ -182,48 +181,21 @@ FOOD = ["berries", "apple", "bread", "meat"]
 GATHER = 0  # 0: fight whoever is nearest; above 0: forage
 
 
-def carried_food(me):
-    return sum(me["items"].get(kind, 0) for kind in FOOD)
-
-
 def decide(obs, memory):
     me = obs["me"]
-    tick = obs["tick"]
     if GATHER <= 0:
         for other in obs["agents"]:  # nearest first
-            return {"action": "attack", "args": {"target": other["id"]}, "memory": memory}
-    # Memory: who attacked it and when (keys are text: memory is JSON).
-    danger = {}
-    for who, when in memory.get("danger", {}).items():
-        if tick - when < 600:
-            danger[who] = when
-    if me["attacked_by"] is not None:
-        danger[str(me["attacked_by"]["id"])] = tick
-    memory = {"danger": danger}
-
-    hit = me["attacked_by"]
-    if hit is not None and me["health"] < 0.5 * me["max_health"]:
-        return {"action": "flee", "args": {"target": hit["id"]}, "memory": memory,
-                "reasoning": f"hurt by {hit['name']}"}
-    for other in obs["agents"]:
-        if str(other["id"]) in danger and other["distance"] < 4:
-            return {"action": "flee", "args": {"target": other["id"]}, "memory": memory,
-                    "reasoning": f"{other['name']} attacked me before"}
-    food = carried_food(me)
+            return {"action": "attack", "args": {"target": other["id"]}}
+    food = sum(me["items"].get(kind, 0) for kind in FOOD)
     if me["hunger"] >= 45 and food > 0:
-        return {"action": "eat", "args": {}, "memory": memory, "reasoning": "hungry"}
-    if me["energy"] < 20:
-        return {"action": "rest", "args": {"ticks": 40}, "memory": memory}
-    if food < 6:
-        for item in obs["items"]:  # nearest first
-            if item["kind"] in FOOD:
-                return {"action": "pickup", "args": {"target": item["id"]}, "memory": memory,
-                        "reasoning": f"{item['kind']} {item['distance']} tiles away"}
-        for thing in obs["objects"]:
-            if thing["kind"] in ("berry_bush", "tree") and thing["stock"] > 0:
-                return {"action": "use", "args": {"target": thing["id"]}, "memory": memory,
-                        "reasoning": f"harvest the {thing['kind']}"}
-    return {"action": "wander", "args": {"ticks": 30}, "memory": memory}
+        return {"action": "eat", "args": {}}
+    for item in obs["items"]:  # nearest first
+        if item["kind"] in FOOD:
+            return {"action": "pickup", "args": {"target": item["id"]}}
+    for thing in obs["objects"]:
+        if thing["kind"] in ("berry_bush", "tree") and thing["stock"] > 0:
+            return {"action": "use", "args": {"target": thing["id"]}}
+    return {"action": "wander", "args": {"ticks": 30}}
 '''
 
 
