@@ -216,6 +216,7 @@ def measure_soak(*, minutes: float = 10.0, llm_agents: int = 6, agents: int = 30
     from tests.llm_server import FakeLLMServer  # noqa: PLC0415 - the bench's own server
 
     server = FakeLLMServer().start()
+    server.keep = 100  # the soak counts requests; keeping every prompt grew this process
     settings = {
         "world": {"name": WORLD, "size": [48, 48], "starting_agents": agents, "seed": 36},
         "llm": {"provider": "openai", "base_url": server.base_url, "model": "fake",
@@ -228,7 +229,7 @@ def measure_soak(*, minutes: float = 10.0, llm_agents: int = 6, agents: int = 30
             log(f"  soak: {agents} agents ({llm_agents} on the fake LLM server), "
                 f"{minutes:g} min")
             figures = asyncio.run(_soak(world, minutes, log))
-            figures["llm_requests"] = len(server.requests)
+            figures["llm_requests"] = server.received
             return figures
     finally:
         server.stop()

@@ -54,6 +54,10 @@ class FakeLLMServer:
         self.mode = "ok"
         self.script: deque[str] = deque()
         self.requests: list[dict[str, Any]] = []
+        # Requests kept in ``requests`` (None: all); ``received`` counts them all. A soak
+        # of hours keeps only the newest, or its prompts fill this process's memory.
+        self.keep: int | None = None
+        self.received = 0
         self.answer: dict[str, Any] = GOOD_PLAN
         self.text: str | None = None  # answered verbatim instead of ``answer`` when set
         # Answered verbatim to a prompt containing the key (before anything else).
@@ -194,6 +198,9 @@ class FakeLLMServer:
         body = await request.json()
         self.requests.append({"path": request.path, "headers": dict(request.headers),
                               "body": body})
+        self.received += 1
+        if self.keep is not None and len(self.requests) > 2 * self.keep:
+            del self.requests[:-self.keep]
         return dict(body)
 
     def _content(self, mode: str, body: dict[str, Any], key: str) -> str:
