@@ -269,3 +269,33 @@ def test_requests_due_at_once_leave_over_a_few_ticks_but_a_stage_sends_them_all(
     assert len(staged.sent) == 30
     world.close()
     other.close()
+
+
+def test_news_that_comes_while_an_agent_waits_is_kept_beside_the_news_before_it() -> None:
+    # Ann's request is out (never answered): news cannot be asked about, so it is kept. A
+    # second piece of news joins the first; once the kept news is older than PENDING_TICKS
+    # it is dropped, and news after that is kept afresh (it was lost, both times).
+    world = small_world(4, world={"starting_agents": 0, "size": [60, 60]})
+    ann, = _thinkers(world, [("Ann", 5, 5)])
+    tam = add_agent(world, "Tam", 6, 5)
+    model = _Silent(world)
+    pipeline = Pipeline(world, model)
+    pipeline.on_tick(world.step())
+    assert [job.agent for job in model.sent] == [ann]
+    mind = pipeline.minds[ann]
+    combat = world.store.get(ann, c.Combat)
+    heard = world.store.get(ann, c.Perception).heard
+
+    combat.last_attacker, combat.last_attacked = tam, world.tick
+    pipeline._consider(ann, mind, True)
+    assert mind.pending == ("attacked",)
+    world.tick += 10
+    heard.append({"tick": world.tick, "agent": tam, "to": ann, "text": "Ann, stop that"})
+    pipeline._consider(ann, mind, True)
+    assert mind.pending == ("attacked", "spoken to") and mind.pending_since == world.tick
+
+    world.tick += pipeline_module.PENDING_TICKS + 1
+    heard.append({"tick": world.tick, "agent": tam, "to": ann, "text": "Ann, are you there?"})
+    pipeline._consider(ann, mind, True)
+    assert mind.pending == ("spoken to",) and mind.pending_since == world.tick
+    world.close()

@@ -370,14 +370,17 @@ class Pipeline:
                                    source=self.source)
         if mind.last_error and mind.status == "idle":
             reasons.append("correcting its last answer")
-        if mind.pending and tick - mind.pending_since <= PENDING_TICKS:
-            reasons = [*mind.pending, *(r for r in reasons if r not in mind.pending)]
+        fresh = mind.pending if tick - mind.pending_since <= PENDING_TICKS else ()
+        if fresh:
+            reasons = [*fresh, *(r for r in reasons if r not in fresh)]
         pressing = bool(PRESSING.intersection(reasons))
         if not self._may_ask(eid, mind, tick, reasons, urgent=urgent, pressing=pressing,
                              available=available):
-            if pressing and not mind.pending:  # a trigger seen once: kept until it is asked
-                mind.pending = tuple(r for r in reasons if r in PRESSING)
-                mind.pending_since = tick
+            if pressing:  # a trigger is seen once: kept until it is asked, with news before it
+                kept = tuple(r for r in reasons if r in PRESSING)  # the fresh pending first
+                if set(kept) - set(fresh):
+                    mind.pending_since = tick
+                mind.pending = kept
             return
         mind.pending = ()
         # Attacked, starving, spoken to, offered a trade: ahead of routine work.
