@@ -2,6 +2,8 @@
 
     python -m bench --only llm_scale [--quick] [--sizes 500,2000,5000]
 
+    python -m bench.llm_scale --urgent-probe [--sizes 2000]
+
 For each size, a world of N agents (the default map scaled to keep its density) runs paced at
 10 Hz twice, each in a fresh process: once on built-in brains, once with every agent an LLM
 agent talking to the fake batched model server of the test helpers
@@ -31,6 +33,16 @@ What it reports, against issue 32's targets:
   pipeline's time per tick, in wall time and in the main thread's CPU time (the wall time
   also holds the waits for the interpreter lock that the transport's thread holds).
 
+``--urgent-probe`` asks whether the queue meets that target when urgent news is within what
+the server answers (``_urgent_probe``): a world of N LLM agents (2,000 by default) against
+the same server, whose model answers long plans (five wanders, 150 s) asking to be asked
+again after 30 s, so agents stay on their plans while their next routine ask waits (routine
+work still far beyond what the server answers), and the built-in brains, whose talk floods
+the urgent line in the run above, rarely act. Once most agents are on their plans, a person
+speaks to a random living LLM agent (``speak``, addressed to it: "spoken to" news) at a
+quarter of the server's capacity for ``PROBE_S`` seconds; each probe's time from the speech
+to the applied plan that answers it, against the server's own latency.
+
 ``llm.max_concurrent`` is the server's slots plus an eighth (at least 2): the pipeline hands
 requests out after each tick, so a few wait at the server to take a slot that frees in
 between, while the rest wait in the world's queue where urgency orders them.
@@ -43,23 +55,28 @@ import asyncio
 import gc
 import json
 import os
+import random
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from collections import Counter
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from agent_world.app import Session
 from agent_world.config import Config
+from agent_world.core import components as c
 from agent_world.core.world import World
 from agent_world.decisions.metrics import percentile
+from agent_world.decisions.requests import URGENT, Job
 from agent_world.llm.answerer import LLMAgents
 from agent_world.types import TickReport
 from bench.isolated import rss_bytes
 from bench.scenario import scaled_config
+from tests.batched_server import ServingProfile, estimate_tokens, long_plan
 
 __all__ = ["measure_llm_scale"]
 
@@ -75,6 +92,20 @@ FAST = {"per_output_token_s": 0.01}  # the two-model run's servers
 SLOW = {"per_output_token_s": 0.04}
 TWO_MODEL_SLOTS = 16
 TIMEOUT_S = 60.0  # a child process's own deadline beyond its run
+
+
+# The urgent probe (``--urgent-probe``).
+PROBE_AGENTS = 2000
+PROBE_PLAN_TICKS = 1500  # the fake model's plan: five wanders of 300 ticks (150 s)
+PROBE_ASK_AGAIN_S = 30  # ... asking again well before it ends (routine work that queues)
+PROBE_SHARE = 0.25  # probes a second, of the server's capacity for that answer
+PROBE_S = 60.0  # seconds of probes
+PROBE_DRAIN_S = 20.0  # then this long without, for the last probes' answers
+PROBE_SETTLE_SHARE = 0.9  # probes start once this share of the agents is on its LLM plan
+PROBE_SETTLE_MIN_S = 20.0
+PROBE_SETTLE_MAX_S = 240.0  # ... or after this long, whatever the share
+PROBE_SEED = 32
+PROBE_TEXT = "Psst!"  # names no agent: only the one addressed hears it as spoken to
 
 
 def max_concurrent(slots: int) -> int:
@@ -373,6 +404,238 @@ def _rounds(agents: int, seconds: float, rounds: int,
     return {"agents": agents, "rounds": pairs, "median_ratios": medians}
 
 
+# -- the urgent probe: a controlled stream of urgent news ------------------------------------
+
+
+def run_probe_child(agents: int, seconds: float, urls: Sequence[str],
+                    rate_per_s: float) -> dict[str, Any]:
+    """One LLM world of ``agents`` paced at 10 Hz against ``urls[0]``: once
+    ``PROBE_SETTLE_SHARE`` of its agents are on their LLM plans (or ``PROBE_SETTLE_MAX_S``
+    passed), a person speaks to a random living LLM agent ``rate_per_s`` times a second for
+    ``seconds``, then the world runs ``PROBE_DRAIN_S`` more. Each probe is answered by the
+    first plan applied to its agent that was asked for at or after the speech with "spoken
+    to" among its reasons (the ``plan`` input, as the world applies it: its ``reasons``,
+    ``asked_tick`` and ``request``); the queue line that request was taken from (wrapping
+    the queue's ``get``) says whether it was answered as urgent or went stale."""
+    os.environ.pop("OPENROUTER_API_KEY", None)
+    with tempfile.TemporaryDirectory(prefix="bench-llm-probe-") as tmp:
+        config = _config(agents, Path(tmp), _llm_section(agents, urls))
+        world = World.create(config)
+        session = Session(config, world)
+        llm = session.llm
+        assert llm is not None
+        pipeline, queue, metrics = llm.pipeline, llm.queue, llm.metrics
+        loop = session.loop
+        rate = config.world.tick_rate
+        source = pipeline.source
+        rng = random.Random(PROBE_SEED)
+        line_of: dict[int, int] = {}  # request id -> the line it was taken from
+        get = queue.get
+
+        def taken(timeout: float | None = None) -> Job | None:
+            job = get(timeout)
+            if job is not None:
+                line_of[job.rid] = queue.entered(job.agent)[0]
+            return job
+
+        setattr(queue, "get", taken)  # noqa: B010
+        probes: list[dict[str, Any]] = []
+        open_probes: dict[int, dict[str, Any]] = {}  # agent -> its probe not yet answered
+        other_plans = [0]  # plans applied to a probed agent, asked after, not "spoken to"
+        on_tick = pipeline.on_tick
+
+        def watched(report: TickReport) -> None:
+            on_tick(report)
+            now = time.perf_counter()
+            for inp in report.inputs:
+                if inp.type != "plan" or inp.source != source:
+                    continue
+                probe = open_probes.get(int(inp.data.get("agent", -1)))
+                if probe is None or int(inp.data.get("asked_tick", -1)) < probe["tick"]:
+                    continue
+                if "spoken to" not in inp.data.get("reasons", ()):
+                    other_plans[0] += 1
+                    continue
+                del open_probes[probe["agent"]]
+                rid = int(inp.data.get("request", 0))
+                probe.update(applied_tick=report.tick, reaction_s=now - probe["at"],
+                             asked_tick=int(inp.data["asked_tick"]),
+                             line="urgent" if line_of.get(rid) == URGENT else "routine")
+
+        setattr(pipeline, "on_tick", watched)  # noqa: B010  (the session calls it)
+        phase = ["settle"]
+        due = [0.0]
+        depths: list[tuple[int, int]] = []
+        on_plans: list[float] = []
+        served = sorted(pipeline.minds)
+        between = loop.between_ticks
+
+        def on_plan_share() -> float:
+            store = world.store
+            mine = [e for e in pipeline.minds if world.alive(e)]
+            return sum(1 for e in mine if store.get(e, c.Intent).plan_source == source) / max(
+                1, len(mine))
+
+        def probing() -> None:
+            if between is not None:
+                between()
+            if phase[0] != "probe":
+                return
+            depths.append(queue.depths())
+            if world.tick % round(rate) == 0:
+                on_plans.append(on_plan_share())
+            due[0] += rate_per_s / rate
+            while due[0] >= 1:
+                due[0] -= 1
+                for _try in range(20):
+                    eid = rng.choice(served)
+                    if world.alive(eid) and eid in pipeline.minds and eid not in open_probes:
+                        break
+                else:
+                    continue
+                pos = world.store.get(eid, c.Position)
+                world.inbox.submit("speak", {"name": "Prober", "text": PROBE_TEXT,
+                                             "x": pos.x, "y": pos.y, "to": eid})
+                mind = pipeline.minds[eid]
+                probe = {"agent": eid, "tick": world.tick + 1, "at": time.perf_counter(),
+                         "state": queue.state_of(eid) or mind.status}
+                probes.append(probe)
+                open_probes[eid] = probe
+
+        loop.between_ticks = probing
+        marks: dict[str, Any] = {}
+
+        def mark(name: str) -> None:
+            marks[name] = {"t": time.perf_counter(), "tick": world.tick,
+                           "applied": metrics.applied, "stale": queue.stale,
+                           "reasons": Counter(metrics.urgent_reasons),
+                           "urgent_taken": metrics.attention()["urgent_requests"],
+                           "routine_taken": metrics.attention()["routine_requests"]}
+
+        async def run() -> None:
+            began = time.perf_counter()
+            while True:
+                await loop.run(max_ticks=round(rate), paced=True)
+                waited = time.perf_counter() - began
+                if waited >= PROBE_SETTLE_MAX_S or (
+                        waited >= PROBE_SETTLE_MIN_S
+                        and on_plan_share() >= PROBE_SETTLE_SHARE):
+                    break
+            marks["settle_s"] = round(time.perf_counter() - began, 1)
+            marks["settle_share"] = round(on_plan_share(), 3)
+            mark("start")
+            phase[0] = "probe"
+            await loop.run(max_ticks=round(seconds * rate), paced=True)
+            phase[0] = "drain"
+            mark("end")
+            await loop.run(max_ticks=round(PROBE_DRAIN_S * rate), paced=True)
+
+        try:
+            asyncio.run(run())
+            stats = loop.stats()
+            start, end = marks["start"], marks["end"]
+            span = end["t"] - start["t"]
+            reasons = end["reasons"] - start["reasons"]
+            answered = [p for p in probes if "reaction_s" in p]
+            urgent = [p for p in answered if p["line"] == "urgent"]
+            reactions = [p["reaction_s"] for p in answered]
+            by_state: dict[str, list[float]] = {}
+            for p in answered:
+                by_state.setdefault(p["state"], []).append(p["reaction_s"])
+            out: dict[str, Any] = {
+                "agents": agents, "ticks": stats.ticks, "overruns": stats.overruns,
+                "settle_s": marks["settle_s"], "settle_on_plan_share": marks["settle_share"],
+                "probe_s": round(span, 1), "probe_rate_per_s": round(len(probes) / span, 2),
+                "probes": len(probes), "answered": len(answered),
+                "answered_urgent": len(urgent), "answered_stale": len(answered) - len(urgent),
+                "unanswered": len(probes) - len(answered),
+                "other_plans_after_a_probe": other_plans[0],
+                "reaction_p50_s": round(percentile(reactions, 0.5), 3),
+                "reaction_p95_s": round(percentile(reactions, 0.95), 3),
+                "reaction_max_s": round(max(reactions, default=0.0), 3),
+                "urgent_reaction_p95_s": round(percentile(
+                    [p["reaction_s"] for p in urgent], 0.95), 3),
+                "speech_to_ask_p50_ticks": percentile(
+                    [p["asked_tick"] - p["tick"] for p in answered], 0.5),
+                "speech_to_ask_p95_ticks": percentile(
+                    [p["asked_tick"] - p["tick"] for p in answered], 0.95),
+                "reaction_by_state_at_speech": {
+                    state: {"n": len(v), "p50_s": round(percentile(v, 0.5), 3),
+                            "p95_s": round(percentile(v, 0.95), 3)}
+                    for state, v in sorted(by_state.items())},
+                "routine_queued": {"min": min((r for _u, r in depths), default=0),
+                                   "p50": percentile([float(r) for _u, r in depths], 0.5),
+                                   "max": max((r for _u, r in depths), default=0)},
+                "urgent_queued": {"p50": percentile([float(u) for u, _r in depths], 0.5),
+                                  "p95": percentile([float(u) for u, _r in depths], 0.95),
+                                  "max": max((u for u, _r in depths), default=0)},
+                "on_plan_share": {"min": round(min(on_plans, default=0.0), 3),
+                                  "mean": round(sum(on_plans) / max(1, len(on_plans)), 3)},
+                "decisions_per_s": round((end["applied"] - start["applied"]) / span, 2),
+                "urgent_taken_per_s": round(
+                    (end["urgent_taken"] - start["urgent_taken"]) / span, 2),
+                "routine_taken_per_s": round(
+                    (end["routine_taken"] - start["routine_taken"]) / span, 2),
+                "urgent_asks_by_reason": dict(reasons),
+                "urgent_asks_per_s": round(sum(reasons.values()) / span, 2),
+                "urgent_gone_stale": end["stale"] - start["stale"],
+                "model": _model_figures(llm, (start["t"], start["applied"]),
+                                        (end["t"], end["applied"])),
+            }
+        finally:
+            session.close()
+            world.close()
+    return out
+
+
+def _urgent_probe(agents: int, log: Callable[[str], None]) -> dict[str, Any]:
+    answer = long_plan(PROBE_PLAN_TICKS, PROBE_ASK_AGAIN_S)
+    profile = ServingProfile(slots=SLOTS, queue=QUEUE)
+    capacity = profile.capacity_per_s(completion_tokens=estimate_tokens(json.dumps(
+        answer, separators=(",", ":"))))
+    rate = round(capacity * PROBE_SHARE, 2)
+    server = _Server("fake-batched", SLOTS, plan_ticks=PROBE_PLAN_TICKS,
+                     ask_again_s=PROBE_ASK_AGAIN_S)
+    try:
+        log(f"llm_scale --urgent-probe: {agents} LLM agents, a {SLOTS}-slot server answering "
+            f"{PROBE_PLAN_TICKS}-tick plans (ask again in {PROBE_ASK_AGAIN_S} s); "
+            f"{rate}/s probes for {PROBE_S:g} s once {PROBE_SETTLE_SHARE:.0%} of the agents "
+            "are on their plans")
+        root = Path(__file__).resolve().parent.parent
+        done = subprocess.run(
+            [sys.executable, "-m", "bench.llm_scale", "--child", "probe", str(agents),
+             str(PROBE_S), server.url, str(rate)], cwd=root, capture_output=True, text=True,
+            check=False, timeout=PROBE_SETTLE_MAX_S + PROBE_S * 2 + PROBE_DRAIN_S * 2
+            + TIMEOUT_S + agents / 20)
+        if done.returncode != 0:
+            raise RuntimeError(f"the probe world of {agents} agents failed:\n"
+                               f"{done.stderr[-3000:]}")
+        world = dict(json.loads(done.stdout.strip().splitlines()[-1]))
+    finally:
+        served = _server_figures(server.close())
+    latency_p50 = served["latency_p50_s"] or 0.0
+    out = {"agents": agents, "plan_ticks": PROBE_PLAN_TICKS,
+           "ask_again_s": PROBE_ASK_AGAIN_S, "probes_per_s_asked": rate,
+           "world": world, "server": served,
+           "reaction_p95_over_server_p50": _ratio(world["reaction_p95_s"], latency_p50),
+           "reaction_p95_over_server_p95": _ratio(world["reaction_p95_s"],
+                                                  served["latency_p95_s"] or 0.0),
+           "decisions_share_of_capacity": _ratio(world["decisions_per_s"],
+                                                 served["capacity_per_s"] or 0.0)}
+    log(f"  settled after {world['settle_s']} s ({world['settle_on_plan_share']:.0%} on "
+        f"plans); {world['probes']} probes in {world['probe_s']} s: {world['answered']} "
+        f"answered ({world['answered_urgent']} as urgent, {world['answered_stale']} gone "
+        f"stale), {world['unanswered']} not; reaction p50 {world['reaction_p50_s']} s, p95 "
+        f"{world['reaction_p95_s']} s vs server latency p50 {latency_p50:.3f} s, p95 "
+        f"{served['latency_p95_s']:.3f} s: p95 x{out['reaction_p95_over_server_p50']} of "
+        f"the server's p50 (target <= 3); routine queued p50 "
+        f"{world['routine_queued']['p50']:g} (min {world['routine_queued']['min']}), urgent "
+        f"asks {world['urgent_asks_per_s']}/s by reason {world['urgent_asks_by_reason']}; "
+        f"decisions {world['decisions_per_s']}/s of {served['capacity_per_s']:.1f}/s "
+        f"({out['decisions_share_of_capacity']})")
+    return out
+
+
 ROUND_FIGURES = ("rate_hz", "tick_cpu_p50_ms", "tick_cpu_p99_ms", "busy_cpu_p50_ms",
                  "busy_cpu_p99_ms", "between_cpu_ms_mean", "pipeline_cpu_ms_mean",
                  "pipeline_cpu_p99_ms",
@@ -407,12 +670,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=0, metavar="K",
                         help="instead: K interleaved pairs of a built-in and an LLM world at "
                              "each size, the main thread's CPU time only (medians of ratios)")
+    parser.add_argument("--urgent-probe", action="store_true",
+                        help="instead: the urgent probe, a controlled stream of urgent news "
+                             "at a quarter of the server's capacity while routine work "
+                             f"queues ({PROBE_AGENTS} agents unless --sizes)")
     args = parser.parse_args(argv)
+    if args.child and args.child[0] == "probe":
+        _kind, agents, seconds, url, rate = args.child
+        print(json.dumps(run_probe_child(int(agents), float(seconds), [url], float(rate))),
+              flush=True)
+        return 0
     if args.child:
         kind, agents, seconds, *urls = args.child
         print(json.dumps(run_child(kind, int(agents), float(seconds), urls)), flush=True)
         return 0
     sizes = [int(s) for s in args.sizes.split(",")] if args.sizes else None
+    if args.urgent_probe:
+        print(json.dumps({str(n): _urgent_probe(n, _progress)
+                          for n in sizes or [PROBE_AGENTS]}, indent=2))
+        return 0
     if args.rounds > 0:
         seconds = QUICK_SECONDS if args.quick else SECONDS
         print(json.dumps({str(n): _rounds(n, seconds, args.rounds, _progress)

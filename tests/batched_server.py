@@ -52,6 +52,7 @@ __all__ = [
     "ServingProfile",
     "batched_server",
     "estimate_tokens",
+    "long_plan",
 ]
 
 # A decision the world accepts (agent_world/contract/answer.py's parse_decision): a short
@@ -62,6 +63,39 @@ DEFAULT_ANSWER: Mapping[str, Any] = {
     "ask_again_s": 30,
 }
 INJECTABLE = (500, 502, 503, 504)
+# What the world accepts of a decision (the benchmark checks them against the core's in
+# tests/test_batched_server.py; this module imports nothing of the project): the most ticks
+# one wander takes (agent_world/core/actions.py), the most actions in a plan by default
+# (llm.plan_actions) and the bounds of ask_again_s (agent_world/contract/answer.py).
+WANDER_MAX_TICKS = 300
+PLAN_MAX_ACTIONS = 5
+ASK_AGAIN_BOUNDS = (5, 600)
+TICK_RATE = 10.0  # the world's default ticks a second: a plan of N ticks lasts N / 10 s
+
+
+def long_plan(ticks: int, ask_again_s: int | None = None) -> dict[str, Any]:
+    """A decision whose plan keeps the agent wandering ``ticks`` ticks (wanders of at most
+    ``WANDER_MAX_TICKS`` chained, so 1..1500 ticks in five actions), asking to be asked
+    again in ``ask_again_s`` seconds (by default the plan's length at 10 Hz, within the
+    bounds the world takes). A shorter ``ask_again_s`` than the plan lasts makes the agent
+    ask again while still on its plan: routine work that queues without the agent falling
+    back to its built-in brain meanwhile. Each further wander adds about 10 answer
+    tokens (and so decode time)."""
+    most = WANDER_MAX_TICKS * PLAN_MAX_ACTIONS
+    if isinstance(ticks, bool) or not isinstance(ticks, int) or not 1 <= ticks <= most:
+        raise ValueError(f"plan ticks must be a whole number in 1..{most} ({PLAN_MAX_ACTIONS} "
+                         f"wanders of at most {WANDER_MAX_TICKS} ticks), got {ticks!r}")
+    low, high = ASK_AGAIN_BOUNDS
+    if ask_again_s is None:
+        ask_again_s = min(high, max(low, round(ticks / TICK_RATE)))
+    elif isinstance(ask_again_s, bool) or not isinstance(ask_again_s, int) \
+            or not low <= ask_again_s <= high:
+        raise ValueError(f"ask_again_s must be a whole number in {low}..{high}, got "
+                         f"{ask_again_s!r}")
+    plan = [{"action": "wander", "args": {"ticks": min(WANDER_MAX_TICKS, ticks - done)}}
+            for done in range(0, ticks, WANDER_MAX_TICKS)]
+    return {"thought": "Nothing needs me: a long walk.", "plan": plan,
+            "ask_again_s": ask_again_s}
 
 
 def estimate_tokens(text: str) -> int:
@@ -662,8 +696,18 @@ def main(argv: list[str] | None = None) -> int:
                  "retry_after_s"):
         parser.add_argument(f"--{name.replace('_', '-')}", type=float,
                             default=getattr(defaults, name))
+    parser.add_argument("--plan-ticks", type=int, metavar="N",
+                        help="answer a plan of wanders lasting N ticks (long_plan; 1..1500) "
+                             "instead of the default 50-tick wander")
+    parser.add_argument("--ask-again-s", type=int, metavar="S",
+                        help="with --plan-ticks: the answer's ask_again_s (default N / 10)")
     args = vars(parser.parse_args(argv))
+    plan_ticks, ask_again_s = args.pop("plan_ticks"), args.pop("ask_again_s")
     try:
+        if plan_ticks is not None:
+            args["answer"] = long_plan(plan_ticks, ask_again_s)
+        elif ask_again_s is not None:
+            raise ValueError("--ask-again-s goes with --plan-ticks")
         server = BatchedModelServer(**args)
     except ValueError as exc:
         parser.error(str(exc))

@@ -24,11 +24,15 @@ from agent_world.contract.answer import extract_json, parse_decision
 from agent_world.llm.openai_api import OpenAIProvider
 from agent_world.types import LLMRequest, ProviderError
 from tests.batched_server import (
+    ASK_AGAIN_BOUNDS,
     DEFAULT_ANSWER,
+    PLAN_MAX_ACTIONS,
+    WANDER_MAX_TICKS,
     BatchedModelServer,
     ServingProfile,
     batched_server,
     estimate_tokens,
+    long_plan,
 )
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -148,6 +152,26 @@ def test_answers_a_decision_the_world_accepts_with_usage_counted_from_the_reques
     assert response.usage.prompt_tokens == estimate_tokens(request.system + request.prompt)
     assert response.usage.completion_tokens == estimate_tokens(
         orjson.dumps(dict(DEFAULT_ANSWER)).decode())
+
+
+def test_a_long_plan_is_a_decision_the_world_accepts_within_its_limits() -> None:
+    from agent_world.config import Config
+    from agent_world.contract.answer import ASK_AGAIN_S
+    from agent_world.core.actions import ACTIONS
+
+    assert ACTIONS["wander"].args["ticks"].high == WANDER_MAX_TICKS
+    assert Config().llm.plan_actions == PLAN_MAX_ACTIONS
+    assert ASK_AGAIN_BOUNDS == ASK_AGAIN_S
+    for ticks, ask, expected_ask, wanders in ((1500, 30, 30, [300] * 5), (450, None, 45,
+                                              [300, 150]), (20, None, 5, [20])):
+        decision = parse_decision(extract_json(orjson.dumps(long_plan(ticks, ask)).decode()),
+                                  max_actions=PLAN_MAX_ACTIONS)
+        assert [a.name for a in decision.actions] == ["wander"] * len(wanders)
+        assert [a.args["ticks"] for a in decision.actions] == wanders
+        assert decision.ask_again_s == expected_ask
+    for bad in ({"ticks": 0}, {"ticks": 1501}, {"ticks": 600, "ask_again_s": 4}):
+        with pytest.raises(ValueError):
+            long_plan(**bad)
 
 
 def test_both_paths_answer_and_models_are_listed_and_a_short_max_tokens_cuts_the_answer(
