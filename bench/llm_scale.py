@@ -2,7 +2,7 @@
 
     python -m bench --only llm_scale [--quick] [--sizes 500,2000,5000]
 
-    python -m bench.llm_scale --urgent-probe [--sizes 2000]
+    python -m bench.llm_scale --urgent-probe [--sizes 2000] [--replicas K]
 
 For each size, a world of N agents (the default map scaled to keep its density) runs paced at
 10 Hz twice, each in a fresh process: once on built-in brains, once with every agent an LLM
@@ -35,13 +35,16 @@ What it reports, against issue 32's targets:
 
 ``--urgent-probe`` asks whether the queue meets that target when urgent news is within what
 the server answers (``_urgent_probe``): a world of N LLM agents (2,000 by default) against
-the same server, whose model answers long plans (five wanders, 150 s) asking to be asked
-again after 30 s, so agents stay on their plans while their next routine ask waits (routine
-work still far beyond what the server answers), and the built-in brains, whose talk floods
-the urgent line in the run above, rarely act. Once most agents are on their plans, a person
-speaks to a random living LLM agent (``speak``, addressed to it: "spoken to" news) at a
-quarter of the server's capacity for ``PROBE_S`` seconds; each probe's time from the speech
-to the applied plan that answers it, against the server's own latency.
+the same server, whose model answers long plans (three wanders with an eat between them,
+90 s) asking to be asked again after 30 s, so agents stay on their plans while their next
+routine ask waits (routine work still far beyond what the server answers), and the built-in
+brains, whose talk floods the urgent line in the run above, rarely act. Once most agents
+are on their plans, a person speaks to a random living LLM agent (``speak``, addressed to
+it: "spoken to" news) at a quarter of the server's capacity for ``PROBE_S`` seconds; each
+probe's time from the speech to the applied plan that answers it, against the server's own
+latency. ``--replicas K`` puts K such servers behind the agents (``llm.base_urls``): at
+2,000 agents one server answers each agent about every 130 s, longer than its plan lasts,
+so the agents fall back to their built-in brains, whose talk floods the urgent line again.
 
 ``llm.max_concurrent`` is the server's slots plus an eighth (at least 2): the pipeline hands
 requests out after each tick, so a few wait at the server to take a slot that frees in
@@ -96,7 +99,8 @@ TIMEOUT_S = 60.0  # a child process's own deadline beyond its run
 
 # The urgent probe (``--urgent-probe``).
 PROBE_AGENTS = 2000
-PROBE_PLAN_TICKS = 1500  # the fake model's plan: five wanders of 300 ticks (150 s)
+PROBE_PLAN_TICKS = 900  # the fake model's plan: three wanders of 300 ticks (90 s) ...
+PROBE_PLAN_EAT = True  # ... with an eat between them, or the agents starve on their walk
 PROBE_ASK_AGAIN_S = 30  # ... asking again well before it ends (routine work that queues)
 PROBE_SHARE = 0.25  # probes a second, of the server's capacity for that answer
 PROBE_S = 60.0  # seconds of probes
@@ -419,7 +423,9 @@ def run_probe_child(agents: int, seconds: float, urls: Sequence[str],
     the queue's ``get``) says whether it was answered as urgent or went stale."""
     os.environ.pop("OPENROUTER_API_KEY", None)
     with tempfile.TemporaryDirectory(prefix="bench-llm-probe-") as tmp:
-        config = _config(agents, Path(tmp), _llm_section(agents, urls))
+        section = {**_llm_section(agents, urls[:1]), "base_url": "", "base_urls": list(urls),
+                   "max_concurrent": max_concurrent(SLOTS) * len(urls)}  # replicas
+        config = _config(agents, Path(tmp), section)
         world = World.create(config)
         session = Session(config, world)
         llm = session.llm
@@ -588,33 +594,43 @@ def run_probe_child(agents: int, seconds: float, urls: Sequence[str],
     return out
 
 
-def _urgent_probe(agents: int, log: Callable[[str], None]) -> dict[str, Any]:
-    answer = long_plan(PROBE_PLAN_TICKS, PROBE_ASK_AGAIN_S)
+def _urgent_probe(agents: int, replicas: int, log: Callable[[str], None]) -> dict[str, Any]:
+    answer = long_plan(PROBE_PLAN_TICKS, PROBE_ASK_AGAIN_S, eat=PROBE_PLAN_EAT)
     profile = ServingProfile(slots=SLOTS, queue=QUEUE)
-    capacity = profile.capacity_per_s(completion_tokens=estimate_tokens(json.dumps(
-        answer, separators=(",", ":"))))
+    capacity = replicas * profile.capacity_per_s(completion_tokens=estimate_tokens(
+        json.dumps(answer, separators=(",", ":"))))
     rate = round(capacity * PROBE_SHARE, 2)
-    server = _Server("fake-batched", SLOTS, plan_ticks=PROBE_PLAN_TICKS,
-                     ask_again_s=PROBE_ASK_AGAIN_S)
+    servers = [_Server("fake-batched", SLOTS, plan_ticks=PROBE_PLAN_TICKS,
+                       ask_again_s=PROBE_ASK_AGAIN_S, plan_eat=int(PROBE_PLAN_EAT))
+               for _ in range(replicas)]
     try:
-        log(f"llm_scale --urgent-probe: {agents} LLM agents, a {SLOTS}-slot server answering "
+        log(f"llm_scale --urgent-probe: {agents} LLM agents, {replicas} {SLOTS}-slot "
+            f"server{'s' if replicas > 1 else ''} answering "
             f"{PROBE_PLAN_TICKS}-tick plans (ask again in {PROBE_ASK_AGAIN_S} s); "
             f"{rate}/s probes for {PROBE_S:g} s once {PROBE_SETTLE_SHARE:.0%} of the agents "
             "are on their plans")
         root = Path(__file__).resolve().parent.parent
         done = subprocess.run(
             [sys.executable, "-m", "bench.llm_scale", "--child", "probe", str(agents),
-             str(PROBE_S), server.url, str(rate)], cwd=root, capture_output=True, text=True,
-            check=False, timeout=PROBE_SETTLE_MAX_S + PROBE_S * 2 + PROBE_DRAIN_S * 2
-            + TIMEOUT_S + agents / 20)
+             str(PROBE_S), str(rate), *(server.url for server in servers)], cwd=root,
+            capture_output=True, text=True, check=False,
+            timeout=PROBE_SETTLE_MAX_S + PROBE_S * 2 + PROBE_DRAIN_S * 2 + TIMEOUT_S
+            + agents / 20)
         if done.returncode != 0:
             raise RuntimeError(f"the probe world of {agents} agents failed:\n"
                                f"{done.stderr[-3000:]}")
         world = dict(json.loads(done.stdout.strip().splitlines()[-1]))
     finally:
-        served = _server_figures(server.close())
+        each = [_server_figures(server.close()) for server in servers]
+    # The replicas are alike and share the work: their latencies' mean, their capacity's sum.
+    served = {**each[0],
+              **{key: sum(e[key] or 0.0 for e in each) / len(each)
+                 for key in ("latency_p50_s", "latency_p95_s")},
+              "capacity_per_s": sum(e["capacity_per_s"] or 0.0 for e in each),
+              "served": sum(e["served"] or 0 for e in each)}
     latency_p50 = served["latency_p50_s"] or 0.0
-    out = {"agents": agents, "plan_ticks": PROBE_PLAN_TICKS,
+    out = {"agents": agents, "replicas": replicas, "each_server": each,
+           "plan_ticks": PROBE_PLAN_TICKS,
            "ask_again_s": PROBE_ASK_AGAIN_S, "probes_per_s_asked": rate,
            "world": world, "server": served,
            "reaction_p95_over_server_p50": _ratio(world["reaction_p95_s"], latency_p50),
@@ -674,10 +690,12 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="instead: the urgent probe, a controlled stream of urgent news "
                              "at a quarter of the server's capacity while routine work "
                              f"queues ({PROBE_AGENTS} agents unless --sizes)")
+    parser.add_argument("--replicas", type=int, default=1, metavar="K",
+                        help="with --urgent-probe: K replicas of the server (llm.base_urls)")
     args = parser.parse_args(argv)
     if args.child and args.child[0] == "probe":
-        _kind, agents, seconds, url, rate = args.child
-        print(json.dumps(run_probe_child(int(agents), float(seconds), [url], float(rate))),
+        _kind, agents, seconds, rate, *urls = args.child
+        print(json.dumps(run_probe_child(int(agents), float(seconds), urls, float(rate))),
               flush=True)
         return 0
     if args.child:
@@ -686,7 +704,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     sizes = [int(s) for s in args.sizes.split(",")] if args.sizes else None
     if args.urgent_probe:
-        print(json.dumps({str(n): _urgent_probe(n, _progress)
+        if args.replicas < 1:
+            parser.error(f"--replicas must be >= 1, got {args.replicas}")
+        print(json.dumps({str(n): _urgent_probe(n, args.replicas, _progress)
                           for n in sizes or [PROBE_AGENTS]}, indent=2))
         return 0
     if args.rounds > 0:

@@ -73,18 +73,21 @@ ASK_AGAIN_BOUNDS = (5, 600)
 TICK_RATE = 10.0  # the world's default ticks a second: a plan of N ticks lasts N / 10 s
 
 
-def long_plan(ticks: int, ask_again_s: int | None = None) -> dict[str, Any]:
+def long_plan(ticks: int, ask_again_s: int | None = None, *,
+              eat: bool = False) -> dict[str, Any]:
     """A decision whose plan keeps the agent wandering ``ticks`` ticks (wanders of at most
     ``WANDER_MAX_TICKS`` chained, so 1..1500 ticks in five actions), asking to be asked
     again in ``ask_again_s`` seconds (by default the plan's length at 10 Hz, within the
     bounds the world takes). A shorter ``ask_again_s`` than the plan lasts makes the agent
     ask again while still on its plan: routine work that queues without the agent falling
     back to its built-in brain meanwhile. Each further wander adds about 10 answer
-    tokens (and so decode time)."""
-    most = WANDER_MAX_TICKS * PLAN_MAX_ACTIONS
+    tokens (and so decode time). With ``eat``, an ``eat`` goes between the wanders (so at
+    most three wanders, 900 ticks): agents that carry food do not starve on their walk."""
+    most = WANDER_MAX_TICKS * (PLAN_MAX_ACTIONS + 1 if eat else PLAN_MAX_ACTIONS * 2) // 2
     if isinstance(ticks, bool) or not isinstance(ticks, int) or not 1 <= ticks <= most:
-        raise ValueError(f"plan ticks must be a whole number in 1..{most} ({PLAN_MAX_ACTIONS} "
-                         f"wanders of at most {WANDER_MAX_TICKS} ticks), got {ticks!r}")
+        raise ValueError(f"plan ticks must be a whole number in 1..{most} (wanders of at "
+                         f"most {WANDER_MAX_TICKS} ticks{' with an eat between' if eat else ''}"
+                         f" in {PLAN_MAX_ACTIONS} actions), got {ticks!r}")
     low, high = ASK_AGAIN_BOUNDS
     if ask_again_s is None:
         ask_again_s = min(high, max(low, round(ticks / TICK_RATE)))
@@ -92,8 +95,12 @@ def long_plan(ticks: int, ask_again_s: int | None = None) -> dict[str, Any]:
             or not low <= ask_again_s <= high:
         raise ValueError(f"ask_again_s must be a whole number in {low}..{high}, got "
                          f"{ask_again_s!r}")
-    plan = [{"action": "wander", "args": {"ticks": min(WANDER_MAX_TICKS, ticks - done)}}
-            for done in range(0, ticks, WANDER_MAX_TICKS)]
+    plan: list[dict[str, Any]] = []
+    for done in range(0, ticks, WANDER_MAX_TICKS):
+        if eat and plan:
+            plan.append({"action": "eat", "args": {}})
+        plan.append({"action": "wander",
+                     "args": {"ticks": min(WANDER_MAX_TICKS, ticks - done)}})
     return {"thought": "Nothing needs me: a long walk.", "plan": plan,
             "ask_again_s": ask_again_s}
 
@@ -701,11 +708,14 @@ def main(argv: list[str] | None = None) -> int:
                              "instead of the default 50-tick wander")
     parser.add_argument("--ask-again-s", type=int, metavar="S",
                         help="with --plan-ticks: the answer's ask_again_s (default N / 10)")
+    parser.add_argument("--plan-eat", type=int, choices=(0, 1), default=0,
+                        help="with --plan-ticks: 1 puts an eat between the wanders")
     args = vars(parser.parse_args(argv))
     plan_ticks, ask_again_s = args.pop("plan_ticks"), args.pop("ask_again_s")
+    eat = bool(args.pop("plan_eat"))
     try:
         if plan_ticks is not None:
-            args["answer"] = long_plan(plan_ticks, ask_again_s)
+            args["answer"] = long_plan(plan_ticks, ask_again_s, eat=eat)
         elif ask_again_s is not None:
             raise ValueError("--ask-again-s goes with --plan-ticks")
         server = BatchedModelServer(**args)

@@ -169,7 +169,11 @@ def test_a_long_plan_is_a_decision_the_world_accepts_within_its_limits() -> None
         assert [a.name for a in decision.actions] == ["wander"] * len(wanders)
         assert [a.args["ticks"] for a in decision.actions] == wanders
         assert decision.ask_again_s == expected_ask
-    for bad in ({"ticks": 0}, {"ticks": 1501}, {"ticks": 600, "ask_again_s": 4}):
+    fed = parse_decision(extract_json(orjson.dumps(long_plan(900, 30, eat=True)).decode()),
+                         max_actions=PLAN_MAX_ACTIONS)
+    assert [a.name for a in fed.actions] == ["wander", "eat", "wander", "eat", "wander"]
+    for bad in ({"ticks": 0}, {"ticks": 1501}, {"ticks": 600, "ask_again_s": 4},
+                {"ticks": 901, "eat": True}):
         with pytest.raises(ValueError):
             long_plan(**bad)
 
