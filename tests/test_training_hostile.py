@@ -346,7 +346,14 @@ def test_ctrl_c_of_train_ends_its_episodes_at_once(tmp_path: Path,
     reap.update(started)
     assert worker in started
     train.send_signal(signal.SIGINT)
-    _out, err = train.communicate(timeout=120)
+    try:
+        _out, err = train.communicate(timeout=120)
+    except subprocess.TimeoutExpired:  # seen twice under heavy load: say where it hangs
+        train.send_signal(signal.SIGUSR1)  # the train command dumps every thread's stack
+        time.sleep(2)
+        train.kill()
+        _out, err = train.communicate()
+        raise AssertionError(f"train did not end after Ctrl-C; its threads:\n{err}") from None
     assert train.returncode == 130, err
     assert f"interrupted: the versions so far are in {out}" in err
     assert wait_for(lambda: not still_running(started), "the episodes' processes to end")

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import faulthandler
 import os
+import signal
 import sys
 import threading
 from collections.abc import Sequence
@@ -73,6 +75,8 @@ def _printer(message: Message) -> None:
 
 def main(argv: Sequence[str]) -> int:
     args = build_parser().parse_args(argv)
+    if hasattr(signal, "SIGUSR1"):  # ``kill -USR1 PID``: every thread's stack, to stderr
+        faulthandler.register(signal.SIGUSR1, all_threads=True)
     stop = threading.Event()
     try:
         config = load_config(args.config)
