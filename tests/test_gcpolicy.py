@@ -224,6 +224,19 @@ asyncio.run(main())
 """
 
 
+def _cyclic_garbage() -> list[str]:
+    """The types of what a full collection finds only the cycle collector could free (kept
+    by ``gc.DEBUG_SAVEALL`` to be named, then dropped); the collector is enabled again."""
+    try:
+        gc.set_debug(gc.DEBUG_SAVEALL)
+        gc.collect()
+        return [f"{type(o).__module__}.{type(o).__qualname__}" for o in gc.garbage]
+    finally:
+        gc.set_debug(0)
+        gc.garbage.clear()
+        gc.enable()
+
+
 def test_a_closed_connection_is_freed_without_the_cycle_collector(tmp_path: Path) -> None:
     """The web server's connections (WebSocket and plain HTTP, from a client in another
     process) leave nothing that only the cycle collector could free once closed: a frozen
@@ -243,13 +256,8 @@ def test_a_closed_connection_is_freed_without_the_cycle_collector(tmp_path: Path
                         break
                     await asyncio.sleep(0.01)
                 assert not s.server.guard.conns
-                gc.set_debug(gc.DEBUG_SAVEALL)
-                gc.collect()
-                left = [f"{type(o).__module__}.{type(o).__qualname__}" for o in gc.garbage]
             finally:
-                gc.set_debug(0)
-                gc.garbage.clear()
-                gc.enable()
+                left = _cyclic_garbage()
             return left
 
     left = asyncio.run(scenario())
@@ -286,13 +294,8 @@ def test_a_forgotten_training_run_is_freed_without_the_cycle_collector(tmp_path:
             try:
                 s.server.training.runs.clear()  # as the server forgets runs past MAX_RUNS
                 freed = first() is None
-                gc.set_debug(gc.DEBUG_SAVEALL)
-                gc.collect()
-                left = [f"{type(o).__module__}.{type(o).__qualname__}" for o in gc.garbage]
             finally:
-                gc.set_debug(0)
-                gc.garbage.clear()
-                gc.enable()
+                left = _cyclic_garbage()
             return freed, left
 
     freed, left = asyncio.run(scenario())

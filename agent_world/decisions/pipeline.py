@@ -12,11 +12,11 @@ for routine work so none starves: ``requests.py``; one per agent, a newer one re
 queued one; at most one in flight), and its answerer answers it (on the pipeline's worker
 threads, or later from elsewhere). A decision comes back only as a ``plan`` input through
 the world's inbox, built here (``PlanInput``) and applied at the first tick after it is
-ready. A
-request not answered by its deadline is given up, and a worker stuck in it replaced. A
-failure of any kind leaves the agent on its built-in brain, counted (a ``decision_fault``
-input, when the world keeps agent metrics) and logged once per agent. The world never
-waits: replay and resume read the ``plan`` inputs from the log and never build a pipeline.
+ready. A request not answered by its deadline is given up, and a worker stuck in it
+replaced. A failure of any kind leaves the agent on its built-in brain, counted (a
+``decision_fault`` input, when the world keeps agent metrics) and logged once per agent.
+The world never waits: replay and resume read the ``plan`` inputs from the log and never
+build a pipeline.
 
 What differs between kinds of brain (the LLM, a user's code, a remote client) is only how a
 request is made and answered: the ``Answerer`` (``answerer.py``). There is one pipeline
