@@ -176,7 +176,7 @@ class _Saturated(Answering):
         self.prepared: list[int] = []  # agents whose observation was taken
 
     def prepare(self, eid: int, mind: Mind, rid: int, reasons: tuple[str, ...],
-                priority: int) -> Job | Answer:
+                priority: int) -> Job:
         self.prepared.append(eid)
         return Job(rid=rid, agent=eid, tick=self.world.tick, priority=priority,
                    reasons=reasons, payload=None)

@@ -13,7 +13,7 @@ from agent_world.core import components as c
 from agent_world.core import events as ev
 from agent_world.core.world import World
 from agent_world.decisions import pipeline as pipeline_module
-from agent_world.decisions.answerer import Answer, Answering, Fault, Pace, Reply
+from agent_world.decisions.answerer import Answering, Fault, Pace, Reply
 from agent_world.decisions.mind import FIGHT_GAP_TICKS, Mind, pressed, triggers
 from agent_world.decisions.pipeline import TRIGGER_CHECK_TICKS, Pipeline
 from agent_world.decisions.requests import URGENT, Job
@@ -39,7 +39,7 @@ class _Silent(Answering):
         self.replies: list[Reply] = []
 
     def prepare(self, eid: int, mind: Mind, rid: int, reasons: tuple[str, ...],
-                priority: int) -> Job | Answer:
+                priority: int) -> Job:
         return Job(rid=rid, agent=eid, tick=self.world.tick, priority=priority,
                    reasons=reasons, payload=None)
 

@@ -15,7 +15,7 @@ from agent_world.config import ConfigError, LLMConfig
 from agent_world.contract.answer import DecisionError, decide_from_text
 from agent_world.core import components as c
 from agent_world.core.world import World
-from agent_world.decisions.answerer import Answer, Answering, Fault, Pace, Reply
+from agent_world.decisions.answerer import Answering, Fault, Pace, Reply
 from agent_world.decisions.mind import REACTIVE, Mind, triggers
 from agent_world.decisions.pipeline import Pipeline
 from agent_world.decisions.requests import Job
@@ -236,7 +236,7 @@ class _Asking(Answering):
         self.asked: list[Reply] = []
 
     def prepare(self, eid: int, mind: Mind, rid: int, reasons: tuple[str, ...],
-                priority: int) -> Job | Answer:
+                priority: int) -> Job:
         return Job(rid=rid, agent=eid, tick=self.world.tick, priority=priority,
                    reasons=reasons, payload=None)
 

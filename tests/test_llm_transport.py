@@ -5,7 +5,9 @@ rate-limited without a request lost, and the settings that describe endpoints.""
 
 from __future__ import annotations
 
+import asyncio
 import concurrent.futures
+import inspect
 import socket
 import threading
 from collections.abc import Iterator
@@ -113,6 +115,47 @@ def test_a_thousand_requests_are_in_flight_at_once_on_one_loop_thread(
     assert server.peak >= 1000
     assert all('"plan"' in a.text for a in answers)
     assert t.in_flight == 0 and t.endpoint_stats()[0].requests == 1000
+
+
+def test_requests_handed_over_together_each_run_and_each_can_be_cancelled(
+        transports: list[Transport]) -> None:
+    # The main thread hands a tick's requests over in one wake-up of the loop thread; each
+    # still runs as its own task, answers its own future, and is cancelled alone.
+    t = transport(transports, ["http://127.0.0.1:9"])
+    started: list[int] = []
+    cancelled: list[int] = []
+
+    async def work(n: int) -> int:
+        started.append(n)
+        if n == 1:
+            try:
+                await asyncio.sleep(60)  # until cancelled
+            except asyncio.CancelledError:
+                cancelled.append(n)
+                raise
+        return n * 10
+
+    held = t.submit_all([work(n) for n in range(3)])
+    assert wait_for(lambda: started == [0, 1, 2])
+    held[1].cancel()
+    assert [f.result(timeout=10) for f in (held[0], held[2])] == [0, 20]
+    assert wait_for(lambda: cancelled == [1])
+    # Cancelled before the loop thread started it: it never runs, and is closed.
+    entered, release = threading.Event(), threading.Event()
+
+    async def hold_the_loop() -> None:
+        entered.set()
+        release.wait(10)  # blocks the loop thread: nothing else starts meanwhile
+
+    t.submit(hold_the_loop())
+    assert entered.wait(10)
+    never = work(99)
+    (future,) = t.submit_all([never])
+    future.cancel()
+    release.set()
+    t.submit(asyncio.sleep(0)).result(timeout=10)  # the hand-over has run by now
+    assert 99 not in started and future.cancelled()
+    assert inspect.getcoroutinestate(never) == inspect.CORO_CLOSED
 
 
 def test_more_requests_than_max_concurrent_wait_for_a_slot(

@@ -253,6 +253,20 @@ def test_memory_window_folds_old_lines_into_a_summary_and_round_trips(tmp_path: 
     assert 8 not in again.memories  # a state it cannot take changes nothing
 
 
+def test_a_memory_view_stays_as_it_was_taken_while_the_memory_goes_on() -> None:
+    # A prompt is rendered from a view off the main thread, while the main thread keeps
+    # new lines and folds old ones: the view renders what was remembered when taken.
+    memory = AgentMemory(4)
+    for i in range(3):
+        memory.add(i, f"line {i}", "ate")
+    view = memory.view()
+    taken = memory.render(5)
+    for i in range(3, 12):
+        memory.add(i, f"line {i}", "attack by Elio#3")
+    assert view.render(5) == taken
+    assert memory.render(5) != taken
+
+
 def test_memory_collects_events_that_concern_llm_agents() -> None:
     book = MemoryBook(6)
     book.on_events(5, [

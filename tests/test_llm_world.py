@@ -5,8 +5,10 @@ a recorded run replays with the server off, and the key never leaks."""
 from __future__ import annotations
 
 import asyncio
+import threading
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import orjson
 import pytest
@@ -177,6 +179,36 @@ def test_no_prompt_is_built_while_a_request_waits_in_line(
         assert urgent + routine == len(queued)
     finally:
         session.close()
+
+
+def test_prompts_are_rendered_off_the_main_thread(tmp_path: Path, server: FakeLLMServer,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    # Issue 32 item 5: as a request goes out the main thread takes what the agent sees
+    # (frozen) and a view of its memory; the prompt is rendered on the transport's loop
+    # thread, and /debug still shows it.
+    from agent_world.llm.prompts import PromptBuilder
+
+    rendered_on: list[str] = []
+    real = PromptBuilder.user
+
+    def user(self: PromptBuilder, **parts: Any) -> str:
+        rendered_on.append(threading.current_thread().name)
+        return real(self, **parts)
+
+    monkeypatch.setattr(PromptBuilder, "user", user)
+    session = open_session(llm_config(tmp_path, server, agents=2))
+    try:
+        llm = session.llm
+        assert llm is not None
+        run_until(session, 3000, lambda: llm.metrics.applied >= 4)
+        eid = next(iter(llm.minds))
+        lines = llm.debug(eid)
+        tokens = llm.minds[eid].last_prompt_tokens
+    finally:
+        session.close()
+    assert len(rendered_on) >= 4
+    assert threading.main_thread().name not in rendered_on and len(set(rendered_on)) == 1
+    assert tokens > 100 and any(line.startswith("last prompt (t=") for line in lines)
 
 
 # -- nothing invalid is applied; the error goes into the next prompt ---------------------------

@@ -120,15 +120,18 @@ class Answerer(Protocol):
         """The pipeline that asks this answerer (once, when the pipeline is made)."""
 
     def prepare(self, eid: int, mind: Mind, rid: int, reasons: tuple[str, ...],
-                priority: int) -> Job | Answer:
-        """The request for agent ``eid`` (main thread), or the answer when one is known at
-        once (the LLM's response cache). Called when the agent asks, or, for an answerer
-        that ``prepares_late``, when its request leaves the queue to be sent (with the
-        rid, reasons and urgency of the ask)."""
+                priority: int) -> Job:
+        """The request for agent ``eid`` (main thread). Called when the agent asks, or, for
+        an answerer that ``prepares_late``, when its request leaves the queue to be sent
+        (with the rid, reasons and urgency of the ask)."""
 
     def answer(self, job: Job, reply: Reply) -> None:
         """Answer ``job`` through ``reply``, now or later (a worker thread, or the main
         thread when ``pace.workers`` is 0)."""
+
+    def answer_all(self, calls: Sequence[tuple[Job, Reply]]) -> None:
+        """``answer`` each job of a round handed out together after a tick (main thread,
+        ``pace.workers`` 0); an answerer may hand them on together."""
 
     def late(self, job: Job, waited_s: float) -> Fault:
         """The fault of a request given up at its deadline (``Job.deadline_s``)."""
@@ -178,6 +181,13 @@ class Answering:
 
     def bind(self, pipeline: Pipeline) -> None:
         self.pipeline = pipeline
+
+    def answer(self, job: Job, reply: Reply) -> None:
+        raise NotImplementedError(f"{type(self).__name__} answers no request")
+
+    def answer_all(self, calls: Sequence[tuple[Job, Reply]]) -> None:
+        for job, reply in calls:
+            self.answer(job, reply)
 
     def late(self, job: Job, waited_s: float) -> Fault:
         return Fault(kind="timeout", error=f"no answer within {waited_s * 1000:.0f} ms",

@@ -428,23 +428,17 @@ class Pipeline:
 
     def _ask(self, eid: int, mind: Mind, reasons: tuple[str, ...], priority: int) -> None:
         rid = self._next_rid
-        job: Job | Answer
         if self._late:  # prepared when it goes out (``_dispatch``)
             job = Job(rid=rid, agent=eid, tick=self.world.tick, priority=priority,
                       reasons=reasons, payload=None)
         else:
             job = self.answerer.prepare(eid, mind, rid, reasons, priority)
-        if isinstance(job, Answer):  # known at once: on its way to the world already
-            self._plan(eid, rid, self.world.tick, reasons, job).submit(self.world_inbox)
-            mind.status = "applying"
-            mind.answered_tick = self.world.tick
-        else:
-            placed = self.queue.put(job, wake=False)  # woken after the tick (on_tick)
-            if placed == "busy":
-                return
-            if placed == "replaced":
-                self.metrics.count("coalesced")
-            mind.status = "queued"
+        placed = self.queue.put(job, wake=False)  # woken after the tick (on_tick)
+        if placed == "busy":
+            return
+        if placed == "replaced":
+            self.metrics.count("coalesced")
+        mind.status = "queued"
         self._next_rid += 1
         mind.rid = rid
         mind.asked_tick = self.world.tick
@@ -544,24 +538,31 @@ class Pipeline:
         limit): a batched model server finishes a whole batch at once, and preparing a
         round of requests in one tick would stretch that tick's work by the round, so after
         a tick they go out over a few ticks (``_send_per_tick``)."""
-        sent = 0
-        while ((limit is None or sent < limit) and self.queue.in_flight < self._round
+        taken = 0
+        calls: list[tuple[Job, _Call]] = []
+        prepared_ms: list[float] = []
+        while ((limit is None or taken < limit) and self.queue.in_flight < self._round
                and (job := self.queue.get(timeout=0)) is not None):
-            sent += 1
+            taken += 1
             began = time.perf_counter()
             if self._late:
                 prepared = self._prepare(job)
                 if prepared is None:
                     continue
                 job = prepared
-            call = self._open(job, None)
-            self.answerer.answer(job, call)
-            self.metrics.main_thread((time.perf_counter() - began) * 1000)
+            calls.append((job, self._open(job, None)))
+            prepared_ms.append((time.perf_counter() - began) * 1000)
+        if not calls:
+            return
+        began = time.perf_counter()
+        self.answerer.answer_all(calls)  # handed on together (the LLM's: one wake-up)
+        share = (time.perf_counter() - began) * 1000 / len(calls)
+        for ms in prepared_ms:
+            self.metrics.main_thread(ms + share)
 
     def _prepare(self, queued: Job) -> Job | None:
         """The request of ``queued`` (taken from the queue just now) as it goes out, with
-        the agent's observation as of now; None when it does not go out: the agent is
-        gone, or the answer is known at once (the response cache), on its way already."""
+        the agent's observation as of now; None when the agent is gone."""
         eid = queued.agent
         mind = self.minds.get(eid)
         if mind is None or not self.world.alive(eid):  # its death is news of the next tick
@@ -573,17 +574,7 @@ class Pipeline:
             return None
         line, since = self.queue.entered(eid)
         self.metrics.waited(line, time.perf_counter() - since)
-        job = self.answerer.prepare(eid, mind, queued.rid, queued.reasons, queued.priority)
-        if isinstance(job, Answer):
-            self.queue.done(eid)
-            self._plan(eid, queued.rid, self.world.tick, queued.reasons, job).submit(
-                self.world_inbox)
-            self.metrics.reacted(line, time.perf_counter() - since)
-            mind.status = "applying"
-            mind.answered_tick = self.world.tick
-            self._wake(eid, mind)
-            return None
-        return job
+        return self.answerer.prepare(eid, mind, queued.rid, queued.reasons, queued.priority)
 
     def _open(self, job: Job, thread: threading.Thread | None) -> _Call:
         line, since = self.queue.entered(job.agent)

@@ -24,7 +24,7 @@ from typing import Any
 
 from agent_world.config import KindPace, LLMConfig, llm_brain
 from agent_world.contract.answer import DecisionError, TextDecision, decide_from_text
-from agent_world.contract.observation import observe
+from agent_world.contract.observation import Observation, observe
 from agent_world.core import components as c
 from agent_world.core.world import World
 from agent_world.decisions.answerer import Answer, Answering, Fault, Pace, Reply
@@ -38,7 +38,7 @@ from agent_world.llm.cache import ResponseCache, cache_key
 from agent_world.llm.gates import Gates, LLMUnavailable
 from agent_world.llm.http import estimate_tokens
 from agent_world.llm.interview import ask_model, interview_request
-from agent_world.llm.memory import MemoryBook
+from agent_world.llm.memory import MemoryBook, MemoryView
 from agent_world.llm.promptlog import PromptLog
 from agent_world.llm.prompts import PROMPT_VERSION, PromptBuilder, WorldFacts
 from agent_world.llm.redact import Redactor
@@ -61,6 +61,19 @@ TYPICAL_ANSWER_TOKENS = 60
 CACHE_MIN_TOKENS = 1024  # providers cache prefixes from this length on (OpenAI)
 MAX_RAW_CHARS = 2000  # of a model's answer, kept with its plan input
 DEADLINE_GRACE_S = 1.0  # the pipeline gives a request up this long after its own deadline
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Asked:
+    """What a request's prompt is made from, taken on the main thread as it goes out."""
+
+    mind: Mind  # its /debug fields get the rendered prompt
+    name: str
+    personality: str
+    seen: Observation
+    previous: Observation | None  # at the agent's last prompt: what changed since
+    memory: MemoryView | None  # None: sent without (the last prompt was too long)
+    correction: str  # why its last answer was rejected ('' none)
 
 
 class InvalidAnswer(Exception):
@@ -168,21 +181,37 @@ class LLMAgents(Answering):
             self.prompts.set_abilities(catalog)
 
     def prepare(self, eid: int, mind: Mind, rid: int, reasons: tuple[str, ...],
-                priority: int) -> Job | Answer:
+                priority: int) -> Job:
+        """Main thread, as the request goes out: what the agent sees now (frozen) and a
+        view of its memory. The prompt is rendered from them on the loop thread
+        (``_render``): it is most of a request's cost, and none of it needs the world."""
         world = self.world
         self._sync_abilities()
         agent = world.store.get(eid, c.Agent)
         # After a "context too long" answer the next prompt goes without the memory, once.
-        memory = {} if mind.trim_next else self.memory.of(eid).render(world.tick)
+        memory = None if mind.trim_next else self.memory.of(eid).view()
         mind.trim_next = False
         seen = observe(world, eid)
+        asked = _Asked(mind=mind, name=agent.name, personality=agent.personality, seen=seen,
+                       previous=mind.last_observation, memory=memory,
+                       correction=mind.last_error)
+        mind.last_observation = seen
+        return Job(rid=rid, agent=eid, tick=world.tick, priority=priority, reasons=reasons,
+                   payload=asked, deadline_s=self.cfg.request_timeout_s + DEADLINE_GRACE_S)
+
+    def _render(self, job: Job) -> Job | Answer:
+        """Loop thread: the request's prompt, made from what ``prepare`` took; or the answer
+        when the response cache knows it."""
+        asked: _Asked = job.payload
+        memory = asked.memory.render(job.tick) if asked.memory is not None else {}
         prompt = self.prompts.user(
-            name=agent.name, observation=seen.prompt_view(mind.last_observation),
-            memory=memory, correction=mind.last_error)
+            name=asked.name, observation=asked.seen.prompt_view(asked.previous),
+            memory=memory, correction=asked.correction)
         request = self.prompts.request(prompt,
-                                       system=self.prompts.system_for(agent.personality))
-        mind.last_prompt_tokens = estimate_tokens(request.system + prompt)
-        mind.last_prompt, mind.last_observation = prompt, seen
+                                       system=self.prompts.system_for(asked.personality))
+        # For /debug only: plain attribute stores, read whole on the main thread.
+        asked.mind.last_prompt_tokens = estimate_tokens(request.system + prompt)
+        asked.mind.last_prompt = prompt
         key = cache_key(self.identity, request, PROMPT_VERSION)
         hit = self.cache.get(key)
         if hit is not None:
@@ -193,23 +222,27 @@ class LLMAgents(Answering):
             else:
                 self.metrics.request()
                 return _answer(decision, hit, cached=True, profile=self.profile_name)
-        return Job(rid=rid, agent=eid, tick=world.tick, priority=priority, reasons=reasons,
-                   payload=request, key=key,
-                   deadline_s=self.cfg.request_timeout_s + DEADLINE_GRACE_S)
+        return dataclasses.replace(job, payload=request, key=key)
 
     # -- answering (the main thread hands over; the transport's loop thread answers) ------
 
     def answer(self, job: Job, reply: Reply) -> None:
-        """Hand ``job`` to the transport and return at once; ``reply`` is called from the
-        transport's loop thread when the answer (or the fault) is known."""
+        self.answer_all([(job, reply)])
+
+    def answer_all(self, calls: Sequence[tuple[Job, Reply]]) -> None:
+        """Hand the jobs to the transport together and return at once; each ``reply`` is
+        called from the transport's loop thread when its answer (or fault) is known."""
         try:
-            future = self.transport.submit(self._process(job))
+            futures = self.transport.submit_all([self._process(job) for job, _ in calls])
         except TransportClosed:  # the program is stopping
-            reply(Fault(kind="connect", error="the LLM transport is closed"))
+            for _job, reply in calls:
+                reply(Fault(kind="connect", error="the LLM transport is closed"))
             return
         with self._flying_lock:
-            self._flying[job.rid] = future
-        future.add_done_callback(functools.partial(self._finished, job, reply))
+            for (job, _reply), future in zip(calls, futures, strict=True):
+                self._flying[job.rid] = future
+        for (job, reply), future in zip(calls, futures, strict=True):
+            future.add_done_callback(functools.partial(self._finished, job, reply))
 
     def _finished(self, job: Job, reply: Reply,
                   future: concurrent.futures.Future[Answer | Fault]) -> None:
@@ -236,6 +269,10 @@ class LLMAgents(Answering):
             future.cancel()
 
     async def _process(self, job: Job) -> Answer | Fault:
+        rendered = self._render(job)
+        if isinstance(rendered, Answer):
+            return rendered
+        job = rendered
         try:
             self.gates.admit()
         except LLMUnavailable as exc:

@@ -11,13 +11,14 @@ from __future__ import annotations
 import re
 from collections import deque
 from collections.abc import Container, Iterable
+from dataclasses import dataclass
 from typing import Any
 
 from agent_world.core import events as ev
 from agent_world.types import JSON, Event
 from agent_world.worldlog import format_event
 
-__all__ = ["AgentMemory", "MemoryBook"]
+__all__ = ["AgentMemory", "MemoryBook", "MemoryView"]
 
 SUMMARY_FACTS = 5
 MAX_LINE = 120  # characters of one remembered line
@@ -47,17 +48,14 @@ class AgentMemory:
                 self.facts[old["fact"]] = self.facts.get(old["fact"], 0) + 1
 
     def summary(self) -> str:
-        top = sorted(self.facts.items(), key=lambda kv: (-kv[1], kv[0]))[:SUMMARY_FACTS]
-        return "; ".join(f"{fact} x{n}" if n > 1 else fact for fact, n in top)
+        return _summary(self.facts)
 
     def render(self, tick: int) -> dict[str, Any]:
-        out: dict[str, Any] = {}
-        summary = self.summary()
-        if summary:
-            out["earlier"] = summary
-        if self.recent:
-            out["recent"] = [f"{tick - m['tick']} ticks ago: {m['text']}" for m in self.recent]
-        return out
+        return self.view().render(tick)
+
+    def view(self) -> MemoryView:
+        """The memory as it is now, to render later on any thread (copies: two C calls)."""
+        return MemoryView(tuple(self.recent), self.facts.copy())
 
     def lines(self) -> list[dict[str, Any]]:
         """The recent lines as plain data (a line not yet read is made now)."""
@@ -85,6 +83,33 @@ class AgentMemory:
         while len(self.recent) > self.window:
             old = self.recent.popleft()
             self.facts[old["fact"]] = self.facts.get(old["fact"], 0) + 1
+
+
+def _summary(facts: dict[str, int]) -> str:
+    top = sorted(facts.items(), key=lambda kv: (-kv[1], kv[0]))[:SUMMARY_FACTS]
+    return "; ".join(f"{fact} x{n}" if n > 1 else fact for fact, n in top)
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryView:
+    """An agent's memory at one moment, for its prompt: rendered off the main thread (the
+    LLM's loop thread), while the main thread goes on keeping new lines. Its lines are
+    never changed once kept; a line's text, made when first read, is the same on any
+    thread (two threads that make it at once make the same string)."""
+
+    recent: tuple[dict[str, Any], ...]
+    facts: dict[str, int]
+
+    def render(self, tick: int) -> dict[str, Any]:
+        """The prompt's ``Memory``: the summary of older lines and the recent ones, each
+        dated from ``tick``."""
+        out: dict[str, Any] = {}
+        summary = _summary(self.facts)
+        if summary:
+            out["earlier"] = summary
+        if self.recent:
+            out["recent"] = [f"{tick - m['tick']} ticks ago: {m['text']}" for m in self.recent]
+        return out
 
 
 # Compiled once: a pattern made per agent id overflowed re's cache in a world of thousands

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import random
 import threading
 from collections.abc import Callable, Coroutine, Sequence
@@ -95,12 +96,37 @@ class LoopThread:
     def submit(self, coro: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
         """Run ``coro`` on the loop (from any thread); its future may be cancelled from any
         thread too, which cancels the coroutine there."""
+        return self.submit_all([coro])[0]
+
+    def submit_all(self, coros: Sequence[Coroutine[Any, Any, T]], *,
+                   tasks: set[asyncio.Task[Any]] | None = None
+                   ) -> list[concurrent.futures.Future[T]]:
+        """``submit`` for each of ``coros``, handed to the loop together: one wake-up of
+        the loop thread for all. Each wake-up is a write to the loop's self-pipe, after
+        which the woken loop thread takes the interpreter lock from the caller, so a
+        caller with many to hand over (the main thread after a tick) waits once, not once
+        for each. ``tasks``: each one's task is in it while it runs."""
         try:
             loop = self.loop()
         except TransportClosed:
-            coro.close()
+            for coro in coros:
+                coro.close()
             raise
-        return asyncio.run_coroutine_threadsafe(coro, loop)
+        futures: list[concurrent.futures.Future[T]] = [concurrent.futures.Future()
+                                                       for _ in coros]
+
+        def start() -> None:
+            for coro, future in zip(coros, futures, strict=True):
+                _start(loop, coro, future, tasks)
+
+        try:
+            loop.call_soon_threadsafe(start)
+        except RuntimeError:  # the loop closed since ``loop()`` (the transport is closing)
+            for coro in coros:
+                coro.close()
+            raise TransportClosed(f"{self.name} is closed; no more requests are taken"
+                                  ) from None
+        return futures
 
     def stop(self, closing: Coroutine[Any, Any, None] | None, timeout: float) -> None:
         """Run ``closing`` on the loop (bounded by ``timeout``), then stop the loop and its
@@ -124,6 +150,48 @@ class LoopThread:
         thread.join(timeout)
         if not thread.is_alive():
             loop.close()
+
+
+def _start(loop: asyncio.AbstractEventLoop, coro: Coroutine[Any, Any, T],
+           future: concurrent.futures.Future[T], tasks: set[asyncio.Task[Any]] | None
+           ) -> None:
+    """On the loop thread: run ``coro`` as a task (in ``tasks`` while it runs) whose outcome
+    ``future`` gets; cancelling ``future`` (from any thread) cancels the task. (What
+    ``asyncio.run_coroutine_threadsafe`` does for one coroutine.)"""
+    if future.cancelled():  # given up before it started
+        coro.close()
+        return
+    try:
+        task = loop.create_task(coro)
+    except Exception as exc:  # the caller's future says it
+        coro.close()
+        if future.set_running_or_notify_cancel():
+            future.set_exception(exc)
+        return
+
+    def settle(done: asyncio.Task[T]) -> None:
+        if tasks is not None:
+            tasks.discard(done)
+        if done.cancelled():
+            future.cancel()
+            return
+        if not future.set_running_or_notify_cancel():
+            return  # cancelled meanwhile: nobody waits for it
+        exc = done.exception()
+        if exc is not None:
+            future.set_exception(exc)
+        else:
+            future.set_result(done.result())
+
+    def cancelled(f: concurrent.futures.Future[T]) -> None:
+        if f.cancelled():
+            with contextlib.suppress(RuntimeError):  # the loop closed: the task went with it
+                loop.call_soon_threadsafe(task.cancel)
+
+    if tasks is not None:
+        tasks.add(task)
+    task.add_done_callback(settle)
+    future.add_done_callback(cancelled)
 
 
 class Endpoint:
@@ -206,11 +274,13 @@ class Transport:
     def submit(self, coro: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
         """Run ``coro`` (a caller's work around ``complete``) on the loop thread; cancelling
         the future cancels it there and frees its slot and its connection."""
-        try:
-            return self._thread.submit(self._tracked(coro))
-        except TransportClosed:
-            coro.close()
-            raise
+        return self.submit_all([coro])[0]
+
+    def submit_all(self, coros: Sequence[Coroutine[Any, Any, T]]
+                   ) -> list[concurrent.futures.Future[T]]:
+        """``submit`` for each of ``coros``, handed over with one wake-up of the loop
+        thread (``LoopThread.submit_all``)."""
+        return self._thread.submit_all(coros, tasks=self._tasks)
 
     def run(self, coro: Coroutine[Any, Any, T]) -> T:
         """Run ``coro`` on the loop thread and wait for it, from a thread of the caller's
@@ -228,16 +298,6 @@ class Transport:
         close = getattr(self._factory, "close", None)
         if callable(close):
             close()
-
-    async def _tracked(self, coro: Coroutine[Any, Any, T]) -> T:
-        task = asyncio.current_task()
-        if task is not None:
-            self._tasks.add(task)
-        try:
-            return await coro
-        finally:
-            if task is not None:
-                self._tasks.discard(task)
 
     async def _aclose(self) -> None:
         me = asyncio.current_task()

@@ -283,7 +283,7 @@ class RemoteBrains(Answering):
                            "(decisions.remote.deadline_ms)")
 
     def prepare(self, eid: int, mind: Mind, rid: int, reasons: tuple[str, ...],
-                priority: int) -> Job | Answer:
+                priority: int) -> Job:
         world = self.world
         message = {"type": "observe", "agent": eid, "request": rid, "tick": world.tick,
                    "reasons": list(reasons), "deadline_ms": self.deadline_ms,

@@ -189,7 +189,7 @@ class UserBrains(Answering):
         self._give_up_late_reflections()
 
     def prepare(self, eid: int, mind: Mind, rid: int, reasons: tuple[str, ...],
-                priority: int) -> Job | Answer:
+                priority: int) -> Job:
         world = self.world
         name = world.store.get(eid, c.Agent).brain
         if self.policies is not None and issubclass(self.classes[name], PolicyBrain):
