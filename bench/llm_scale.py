@@ -150,6 +150,7 @@ def _model_figures(llm: LLMAgents, settled: tuple[float, int], ended: tuple[floa
         "agents": len(llm.minds),
         "requests": m.requests, "applied": m.applied, "merged": m.coalesced,
         "urgent_gone_stale": llm.queue.stale,
+        "danger_gone_stale": llm.queue.stale_danger,
         "urgent_asks_by_reason": dict(m.urgent_reasons),
         "dropped": m.dropped, "errors": dict(m.errors), "fallbacks": m.fallbacks,
         "decisions_per_s": round((ended[1] - settled[1]) / span, 2) if span > 0 else 0.0,
@@ -339,6 +340,10 @@ def _one_size(agents: int, seconds: float, log: Callable[[str], None]) -> dict[s
                                              (served["latency_p95_s"] or 0.0) * 1000),
         "urgent_stale_share": _ratio(model["urgent_gone_stale"],
                                      model["urgent_gone_stale"] + model["urgent_requests"]),
+        "danger_p95_over_server_latency": _ratio(model["danger_answered_p95_ms"],
+                                                 latency_ms),
+        "danger_stale_share": _ratio(model["danger_gone_stale"],
+                                     model["danger_gone_stale"] + model["danger_answered"]),
         "kb_per_llm_agent_over_builtin": round(
             (llm["rss_mb"] - builtin["rss_mb"]) * 1024 / agents, 1),
     }
@@ -347,7 +352,9 @@ def _one_size(agents: int, seconds: float, log: Callable[[str], None]) -> dict[s
         f"{llm['busy_p99_ms']} ms, {llm['rate_hz']} Hz; decisions {model['decisions_per_s']}/s "
         f"of {capacity:.1f}/s ({out['decisions_share_of_capacity']}); urgent p95 "
         f"{model['urgent_answered_p95_ms']} ms vs server {latency_ms:.0f} ms "
-        f"({model['urgent_gone_stale']} went stale); "
+        f"({model['urgent_gone_stale']} went stale), of which danger (attacked, starving) "
+        f"p95 {model['danger_answered_p95_ms']} ms ({model['danger_gone_stale']} went "
+        "stale); "
         f"{out['kb_per_llm_agent_over_builtin']} KB/agent; main-thread CPU p99 "
         f"{builtin['busy_cpu_p99_ms']} -> {llm['busy_cpu_p99_ms']} ms "
         f"(x{out['busy_cpu_p99_ratio']}); pipeline {llm['pipeline_ms_mean']} ms/tick "

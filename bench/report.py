@@ -323,8 +323,8 @@ def _llm_scale_tables(scale: dict[str, Any]) -> list[Table]:
               f"{scale['max_concurrent']}), each world paced {scale['seconds_per_world']:g} s",
               ["agents", "Hz", "tick p99 built-in / LLM (x)", "busy p99 built-in / LLM",
                "pipeline ms/tick", "decisions/s of server max", "urgent answered p95 / "
-               "server p50", "routine queued p50 / p95", "main ms/request", "KB/agent over "
-               "built-in"])
+               "server p50", "of which danger", "routine queued p50 / p95",
+               "main ms/request", "KB/agent over built-in"])
     for n, r in scale["sizes"].items():
         b, llm, model, server = r["builtin"], r["llm"], r["llm"]["models"]["default"], r["server"]
         t.rows.append([
@@ -337,6 +337,10 @@ def _llm_scale_tables(scale: dict[str, Any]) -> list[Table]:
             f"{model['urgent_answered_p95_ms'] / 1000:.2f} / {server['latency_p50_s']:.2f} s "
             f"({_n(r['urgent_p95_over_server_latency'], 2)}; "
             f"{_n(r.get('urgent_stale_share'), 2)} stale)",
+            (f"{model['danger_answered_p95_ms'] / 1000:.2f} s "
+             f"({_n(r.get('danger_p95_over_server_latency'), 2)}; "
+             f"{_n(r.get('danger_stale_share'), 2)} stale)"
+             if "danger_answered_p95_ms" in model else "-"),
             f"{model['routine_wait_p50_ms'] / 1000:.1f} / "
             f"{model['routine_wait_p95_ms'] / 1000:.1f} s",
             f"{model['main_ms_per_request']:.2f}",

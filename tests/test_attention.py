@@ -17,8 +17,8 @@ from agent_world.decisions.requests import NORMAL, ROUTINE_EVERY, URGENT, Job, R
 from tests.helpers import add_agent, small_world
 
 
-def _job(rid: int, agent: int, priority: int = NORMAL) -> Job:
-    return Job(rid=rid, agent=agent, tick=0, priority=priority, reasons=("r",), payload=None)
+def _job(rid: int, agent: int, priority: int = NORMAL, why: str = "r") -> Job:
+    return Job(rid=rid, agent=agent, tick=0, priority=priority, reasons=(why,), payload=None)
 
 
 def _urgent_bound(q: int) -> int:
@@ -123,8 +123,10 @@ def test_urgent_news_goes_stale_and_keeps_its_age_in_the_routine_line() -> None:
 
 
 def test_with_news_going_stale_no_request_waits_past_the_bound() -> None:
-    """Seeded runs on a clock that moves: every request is taken within N * ROUTINE_EVERY
-    gets of entering the queue, for N agents, whatever goes stale meanwhile."""
+    """Seeded runs on a clock that moves, with news of danger among the urgent requests:
+    every request is taken within N * ROUTINE_EVERY gets of entering the queue, for N
+    agents, plus the gets while it was fresh news (danger that came after it may go first
+    then), whatever goes stale meanwhile."""
     agents = 25
     stale = 0
     clock = [0.0]
@@ -135,26 +137,65 @@ def test_with_news_going_stale_no_request_waits_past_the_bound() -> None:
         q.fresh_s = rng.choice([0.5, 2.0, 5.0])
         gets = 0
         due: dict[int, int] = {}
+        entered: dict[int, float] = {}
         flying: list[int] = []
         for rid in range(1, 3000):
             clock[0] += rng.random() * 0.2
             roll = rng.random()
             if roll < 0.5:
                 agent = rng.randrange(agents)
-                placed = q.put(_job(rid, agent, URGENT if rng.random() < 0.5 else NORMAL),
-                               wake=False)
+                priority = URGENT if rng.random() < 0.5 else NORMAL
+                why = rng.choice(["attacked", "spoken to"]) if priority == URGENT else "r"
+                placed = q.put(_job(rid, agent, priority, why), wake=False)
                 if placed == "queued":
                     due[agent] = gets + agents * ROUTINE_EVERY
+                    entered[agent] = clock[0]
             elif roll < 0.85:
                 job = q.get(0)
                 if job is not None:
                     gets += 1
+                    for agent, since in entered.items():  # a get while it was fresh news
+                        if agent != job.agent and clock[0] - since <= q.fresh_s:
+                            due[agent] += 1
+                    del entered[job.agent]
                     assert gets <= due.pop(job.agent), (seed, job)
                     flying.append(job.agent)
             elif flying:
                 q.done(flying.pop(rng.randrange(len(flying))))
         stale += q.stale
     assert stale > 100  # the case was exercised
+
+
+def test_news_of_danger_goes_before_other_news_while_news_can_go_stale() -> None:
+    clock = [0.0]
+    q = RequestQueue(now=lambda: clock[0])
+    q.put(_job(1, 10, URGENT, "spoken to"))
+    q.put(_job(2, 11, URGENT, "attacked"))
+    q.put(_job(3, 12, URGENT, "offer received"))
+    q.put(_job(4, 13, URGENT, "starving"))
+    # No latency known yet (nothing can go stale): one urgent line, in order.
+    assert [job.agent for job in iter(lambda: q.get(0), None)] == [10, 11, 12, 13]
+    for agent in (10, 11, 12, 13):
+        q.done(agent)
+    q.fresh_s = 2.0
+    q.put(_job(5, 10, URGENT, "spoken to"))
+    q.put(_job(6, 11, URGENT, "attacked"))
+    q.put(_job(7, 12, URGENT, "offer received"))
+    assert q.put(_job(8, 12, URGENT, "starving")) == "replaced"  # now danger: behind 11
+    q.put(_job(9, 13, URGENT, "starving"))
+    assert q.depths() == (4, 0)
+    assert [job.agent for job in iter(lambda: q.get(0), None)] == [11, 12, 13, 10]
+    # Talk that waits behind danger goes stale in its turn, and takes its routine place.
+    clock[0] = 0.0
+    q = RequestQueue(now=lambda: clock[0])
+    q.fresh_s = 2.0
+    q.put(_job(1, 10, URGENT, "spoken to"))
+    q.put(_job(2, 11))
+    clock[0] = 1.0
+    q.put(_job(3, 12, URGENT, "attacked"))
+    clock[0] = 2.5
+    taken = [(job.agent, job.priority) for job in iter(lambda: q.get(0), None)]
+    assert taken == [(12, URGENT), (10, NORMAL), (11, NORMAL)] and q.stale == 1
 
 
 # -- a saturated model, through the pipeline -----------------------------------------------------
@@ -243,5 +284,7 @@ def test_a_saturated_model_serves_a_starving_agent_first_and_starves_nobody() ->
     assert {agent for _t, agent, _line, _why in model.sent} == set(agents)
     assert max(waits) <= len(agents) * ROUTINE_EVERY
     assert max(waits) >= len(agents) // 2  # and the queue was long: the bound was needed
-    assert pipeline.metrics.attention()["urgent_requests"] >= 1
+    figures = pipeline.metrics.attention()
+    assert figures["urgent_requests"] >= 1
+    assert figures["danger_answered"] >= 1  # the starving agent's, answered as danger
     world.close()

@@ -59,6 +59,9 @@ class Metrics:
         self._reactions: tuple[deque[float], deque[float]] = (deque(maxlen=HISTORY),
                                                               deque(maxlen=HISTORY))
         self._taken = [0, 0]  # requests taken from each line, in all
+        # Of the urgent line's, the news of danger (requests.DANGER): answered after.
+        self._danger_reactions: deque[float] = deque(maxlen=HISTORY)
+        self._danger_answered = 0
         self._applied_at: deque[float] = deque(maxlen=100_000)  # clock times
         self._main_ms: deque[float] = deque(maxlen=HISTORY)  # main thread per request sent
 
@@ -106,10 +109,14 @@ class Metrics:
             self._waits[line].append(seconds)
             self._taken[line] += 1
 
-    def reacted(self, line: int, seconds: float) -> None:
-        """A request's answer (or fault) came back ``seconds`` after it entered ``line``."""
+    def reacted(self, line: int, seconds: float, *, danger: bool = False) -> None:
+        """A request's answer (or fault) came back ``seconds`` after it entered ``line``
+        (``danger``: taken from the urgent line for news of danger)."""
         with self._lock:
             self._reactions[line].append(seconds)
+            if danger:
+                self._danger_reactions.append(seconds)
+                self._danger_answered += 1
 
     def decided(self) -> None:
         """A decision was applied (counted in ``applied``, and timed for the rate)."""
@@ -146,6 +153,8 @@ class Metrics:
         with self._lock:
             waits = [list(d) for d in self._waits]
             reactions = [list(d) for d in self._reactions]
+            danger = list(self._danger_reactions)
+            danger_answered = self._danger_answered
             main = list(self._main_ms)
             taken = list(self._taken)
         out: dict[str, float] = {}
@@ -155,6 +164,9 @@ class Metrics:
             out[f"{line}_wait_p95_ms"] = round(percentile(waits[i], 0.95) * 1000, 1)
             out[f"{line}_answered_p50_ms"] = round(percentile(reactions[i], 0.5) * 1000, 1)
             out[f"{line}_answered_p95_ms"] = round(percentile(reactions[i], 0.95) * 1000, 1)
+        out["danger_answered"] = danger_answered
+        out["danger_answered_p50_ms"] = round(percentile(danger, 0.5) * 1000, 1)
+        out["danger_answered_p95_ms"] = round(percentile(danger, 0.95) * 1000, 1)
         out["main_ms_per_request"] = round(sum(main) / len(main), 3) if main else 0.0
         out["main_ms_per_request_p95"] = round(percentile(main, 0.95), 3)
         return out

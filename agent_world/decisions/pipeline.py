@@ -56,7 +56,14 @@ from agent_world.decisions.mind import (
     pressed,
     triggers,
 )
-from agent_world.decisions.requests import NORMAL, URGENT, Job, Outcome, RequestQueue
+from agent_world.decisions.requests import (
+    DANGER,
+    NORMAL,
+    URGENT,
+    Job,
+    Outcome,
+    RequestQueue,
+)
 from agent_world.types import TickReport
 
 __all__ = ["MAX_STUCK", "TRIGGER_CHECK_TICKS", "Digest", "Pipeline", "describe_action"]
@@ -595,7 +602,8 @@ class Pipeline:
                 del self._calls[job.rid]
         if call.thread is None:
             self.queue.done(job.agent)
-        self.metrics.reacted(call.line, time.perf_counter() - call.queued)
+        self.metrics.reacted(call.line, time.perf_counter() - call.queued,
+                             danger=call.line == URGENT and not DANGER.isdisjoint(job.reasons))
         if isinstance(result, Answer):
             self._plan(job.agent, job.rid, job.tick, job.reasons, result).submit(
                 self.world_inbox)

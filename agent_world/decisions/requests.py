@@ -12,20 +12,27 @@ request that waited in its line longer than ``fresh_s`` (the pipeline sets it to
 answer's latency) moves to the routine line, at the turn it first entered the queue. So
 the urgent line holds only fresh news, and when more urgent news comes than the model can
 answer, what it answers first is what is still worth answering at once (``stale`` counts
-the rest, which is answered in its turn). Counted in requests taken:
+the rest, which is answered in its turn). Within the urgent line, news of danger
+(``DANGER``: attacked, starving) goes before the rest (spoken to, an offer) whenever urgent
+news can go stale: when more urgent news comes than the model answers, it is talk and trade
+that wait and go stale, not a fight or hunger (measured in bench/RESULTS.md, issue 32).
+While nothing can go stale (``fresh_s`` infinite: no latency known yet) the urgent line is
+served in the order it was entered, so no news waits behind a stream of danger for ever.
+Counted in requests taken:
 
 - urgent work gets at least ``(ROUTINE_EVERY - 1) / ROUTINE_EVERY`` of what the model can
   answer, however much routine work waits: an urgent request with ``q - 1`` urgent ones
   ahead of it is taken within ``q + ceil(q / (ROUTINE_EVERY - 1))`` gets (unless it goes
-  stale first);
+  stale first; news other than danger counts the danger that comes after it as ahead);
 - no request starves: each agent has at most one request queued, and the lines are served
   in the order requests first entered the queue (a newcomer joins behind; a replacement
-  keeps the replaced request's place; news made urgent goes to the back of the urgent line,
-  and back to its first place in the routine line when stale), so at most ``N - 1``
-  requests are ever ahead of one, for ``N`` agents, and each routine request taken is
-  preceded by at most ``ROUTINE_EVERY - 1`` urgent ones: every request is taken within
-  ``N * ROUTINE_EVERY`` gets. (With nothing going stale, a routine request with ``p - 1``
-  routine ones ahead of it is taken within ``p * ROUTINE_EVERY`` gets.)
+  keeps the replaced request's place; news made more urgent goes to the back of the line
+  that goes first, and back to its first place in the routine line when stale), so at
+  most ``N - 1`` requests are ever ahead of one, for ``N`` agents, and each routine request
+  taken is preceded by at most ``ROUTINE_EVERY - 1`` urgent ones: every request is taken
+  within ``N * ROUTINE_EVERY`` gets, after at most ``fresh_s`` in an urgent line. (With
+  nothing going stale, a routine request with ``p - 1`` routine ones ahead of it is taken
+  within ``p * ROUTINE_EVERY`` gets.)
 
 In time: while work waits, each request in flight frees its place within its deadline
 (``Job.deadline_s``, the pipeline gives it up then), so with ``K`` requests in flight at
@@ -48,12 +55,20 @@ from typing import Any
 
 from agent_world.types import LLMUsage
 
-__all__ = ["NORMAL", "ROUTINE_EVERY", "URGENT", "Job", "Outcome", "RequestQueue"]
+__all__ = ["DANGER", "NORMAL", "ROUTINE_EVERY", "URGENT", "Job", "Outcome", "RequestQueue"]
 
 URGENT = 0
 NORMAL = 1
 ROUTINE_EVERY = 4
 """While routine requests wait, at least one request in this many taken is routine."""
+DANGER = frozenset({"attacked", "starving"})
+"""Urgent reasons that concern the agent's life. Within the urgent line they go first: when
+more urgent news comes than the model answers, what waits (and goes stale) is talk and
+trade, not a fight or hunger."""
+
+# The queue's own lines: urgent news of danger, routine work, the rest of urgent news.
+_DANGER, _ROUTINE, _NEWS = 0, 1, 2
+_RANK = (0, 2, 1)  # by line: which goes first (a replacement never moves down)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -93,7 +108,7 @@ class _Place:
     """Where an agent's queued request stands: its line, its turn in it and since when, and
     its turn and time when it first entered the queue (a routine request's are the same)."""
 
-    line: int  # URGENT or NORMAL
+    line: int  # _DANGER, _ROUTINE or _NEWS
     turn: int
     since: float
     first: int
@@ -106,10 +121,11 @@ class RequestQueue:
         self._now = now
         self.fresh_s = math.inf  # urgent news older than this (``now``'s seconds) is stale
         self.stale = 0  # urgent requests moved to the routine line, in all
+        self.stale_danger = 0  # of those, news of danger
         self._cond = threading.Condition()
         self._queued: dict[int, Job] = {}
         self._places: dict[int, _Place] = {}
-        self._lines: tuple[list[tuple[int, int]], list[tuple[int, int]]] = ([], [])
+        self._lines: tuple[list[tuple[int, int]], ...] = ([], [], [])  # by _DANGER...
         self._turns = 0
         self._urgent_run = 0  # urgent requests taken since the last routine one
         self._flying: dict[int, Job] = {}
@@ -119,9 +135,10 @@ class RequestQueue:
 
     def put(self, job: Job, *, wake: bool = True) -> str:
         """'queued', 'replaced' (a queued job of the agent was superseded: the new one takes
-        its place in line, or a place at the back of the urgent line if it is urgent and
-        the old one was not) or 'busy' (the agent's request is in flight: nothing queued).
-        A replacement is never less urgent than what it replaces. ``wake=False`` leaves
+        its place in line, or a place at the back of a line that goes before it: urgent
+        news replacing routine work, news of danger replacing other news) or 'busy' (the
+        agent's request is in flight: nothing queued). A replacement is never less urgent
+        than what it replaces. ``wake=False`` leaves
         the workers asleep until ``wake()``: the main thread queues during a tick and wakes
         them after it, so no worker takes the GIL while the tick runs."""
         with self._cond:
@@ -132,14 +149,15 @@ class RequestQueue:
             if old is not None and old.priority < job.priority:
                 job = dataclasses.replace(job, priority=old.priority)
             self._queued[agent] = job
-            line = URGENT if job.priority == URGENT else NORMAL
+            line = _line_of(job)
             place = self._places.get(agent)
             if place is None:
                 self._turns += 1
                 now = self._now()
                 self._places[agent] = _Place(line, self._turns, now, self._turns, now)
                 heapq.heappush(self._lines[line], (self._turns, agent))
-            elif place.line != line:  # routine news made urgent: the back of that line
+            elif _RANK[line] < _RANK[place.line]:
+                # News made more pressing: the back of the line that goes first.
                 self._turns += 1
                 place.line, place.turn, place.since = line, self._turns, self._now()
                 heapq.heappush(self._lines[line], (self._turns, agent))
@@ -180,29 +198,44 @@ class RequestQueue:
     def _go_stale(self) -> None:
         """Urgent requests that waited in their line longer than ``fresh_s`` join the
         routine line, at the turn they first entered the queue (their news is old: it has
-        no claim to go first any more, but it keeps its age)."""
+        no claim to go first any more, but it keeps its age). Each urgent line is in the
+        order its requests entered it, so the stale ones are at its head."""
         if self.fresh_s == math.inf:
             return
         oldest = self._now() - self.fresh_s
-        while (agent := self._head(URGENT)) is not None:
-            place = self._places[agent]
-            if place.since >= oldest:
-                return
-            heapq.heappop(self._lines[URGENT])
-            place.line, place.turn, place.since = NORMAL, place.first, place.first_since
-            heapq.heappush(self._lines[NORMAL], (place.first, agent))
-            self._queued[agent] = dataclasses.replace(self._queued[agent], priority=NORMAL)
-            self.stale += 1
+        for urgent in (_DANGER, _NEWS):
+            while (agent := self._head(urgent)) is not None:
+                place = self._places[agent]
+                if place.since >= oldest:
+                    break
+                heapq.heappop(self._lines[urgent])
+                place.line, place.turn, place.since = _ROUTINE, place.first, place.first_since
+                heapq.heappush(self._lines[_ROUTINE], (place.first, agent))
+                self._queued[agent] = dataclasses.replace(self._queued[agent],
+                                                          priority=NORMAL)
+                self.stale += 1
+                self.stale_danger += urgent == _DANGER
 
     def _take(self) -> Job | None:
         self._go_stale()
-        urgent, routine = self._head(URGENT), self._head(NORMAL)
+        danger, news = self._head(_DANGER), self._head(_NEWS)
+        urgent: int | None
+        if danger is not None and news is not None and self.fresh_s == math.inf:
+            # Nothing goes stale: the urgent lines are one, in order, so no news waits
+            # behind a stream of danger for ever.
+            older = self._places[danger].turn < self._places[news].turn
+            urgent, line = (danger, _DANGER) if older else (news, _NEWS)
+        elif danger is not None:
+            urgent, line = danger, _DANGER
+        else:
+            urgent, line = news, _NEWS
+        routine = self._head(_ROUTINE)
         if urgent is not None and (routine is None
                                    or self._urgent_run < ROUTINE_EVERY - 1):
-            agent, line = urgent, URGENT
+            agent = urgent
             self._urgent_run += 1
         elif routine is not None:
-            agent, line = routine, NORMAL
+            agent, line = routine, _ROUTINE
             self._urgent_run = 0
         else:
             return None
@@ -210,7 +243,7 @@ class RequestQueue:
         place = self._places.pop(agent)
         job = self._queued.pop(agent)
         self._flying[agent] = job
-        self._flying_since[agent] = (line, place.since)
+        self._flying_since[agent] = (NORMAL if line == _ROUTINE else URGENT, place.since)
         return job
 
     def entered(self, agent: int) -> tuple[int, float]:
@@ -267,10 +300,16 @@ class RequestQueue:
     def depths(self) -> tuple[int, int]:
         """Requests queued now: (urgent, routine)."""
         with self._cond:
-            urgent = sum(1 for place in self._places.values() if place.line == URGENT)
-            return urgent, len(self._places) - urgent
+            routine = sum(1 for place in self._places.values() if place.line == _ROUTINE)
+            return len(self._places) - routine, routine
 
     @property
     def in_flight(self) -> int:
         with self._cond:
             return len(self._flying)
+
+
+def _line_of(job: Job) -> int:
+    if job.priority != URGENT:
+        return _ROUTINE
+    return _DANGER if DANGER.intersection(job.reasons) else _NEWS

@@ -569,10 +569,14 @@ class LLMAgents(Answering):
             "in flight": f"{self.in_flight} of {self.transport.max_concurrent}",
             "queue": f"{urgent} urgent, {routine} routine",
             "urgent": line("urgent"),
+            "of which danger": (f"answered p50 {figures['danger_answered_p50_ms']:g} / p95 "
+                                f"{figures['danger_answered_p95_ms']:g} ms"
+                                if figures["danger_answered_p95_ms"] else "none yet"),
             "routine": line("routine"),
             "decisions/s": (f"{rate:.2f} of ~{capacity:.1f} the endpoints serve "
                             f"({rate / capacity:.0%})" if capacity else f"{rate:.2f}"),
-            "urgent gone stale": self.queue.stale,
+            "urgent gone stale": (f"{self.queue.stale} ({self.queue.stale_danger} of "
+                                  "danger)"),
             "merged": m.coalesced,
             "dropped": m.dropped,
             "main thread/request": (f"{figures['main_ms_per_request']:g} ms (p95 "
