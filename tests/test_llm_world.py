@@ -181,33 +181,41 @@ def test_no_prompt_is_built_while_a_request_waits_in_line(
         session.close()
 
 
-def test_prompts_are_rendered_off_the_main_thread(tmp_path: Path, server: FakeLLMServer,
-                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+def test_prompts_and_memories_are_made_off_the_main_thread(
+        tmp_path: Path, server: FakeLLMServer, monkeypatch: pytest.MonkeyPatch) -> None:
     # Issue 32 item 5: as a request goes out the main thread takes what the agent sees
-    # (frozen) and a view of its memory; the prompt is rendered on the transport's loop
-    # thread, and /debug still shows it.
+    # (frozen); the prompt is rendered on the transport's loop thread, where the agents'
+    # memories are kept too (their decisions among them), and /debug still shows it.
+    from agent_world.llm.memory import MemoryBook
     from agent_world.llm.prompts import PromptBuilder
 
-    rendered_on: list[str] = []
-    real = PromptBuilder.user
+    threads: dict[str, list[str]] = {"prompt": [], "memory": []}
+    render, remember = PromptBuilder.user, MemoryBook.on_events
 
     def user(self: PromptBuilder, **parts: Any) -> str:
-        rendered_on.append(threading.current_thread().name)
-        return real(self, **parts)
+        threads["prompt"].append(threading.current_thread().name)
+        return render(self, **parts)
+
+    def on_events(self: MemoryBook, *args: Any) -> None:
+        threads["memory"].append(threading.current_thread().name)
+        remember(self, *args)
 
     monkeypatch.setattr(PromptBuilder, "user", user)
+    monkeypatch.setattr(MemoryBook, "on_events", on_events)
     session = open_session(llm_config(tmp_path, server, agents=2))
     try:
         llm = session.llm
         assert llm is not None
         run_until(session, 3000, lambda: llm.metrics.applied >= 4)
         eid = next(iter(llm.minds))
+        assert wait_for(lambda: "I decided" in str(llm.memory.view_of(eid).recent))
         lines = llm.debug(eid)
         tokens = llm.minds[eid].last_prompt_tokens
     finally:
         session.close()
-    assert len(rendered_on) >= 4
-    assert threading.main_thread().name not in rendered_on and len(set(rendered_on)) == 1
+    assert len(threads["prompt"]) >= 4 and len(threads["memory"]) >= 4
+    loop_thread = {*threads["prompt"], *threads["memory"]}
+    assert len(loop_thread) == 1 and threading.main_thread().name not in loop_thread
     assert tokens > 100 and any(line.startswith("last prompt (t=") for line in lines)
 
 

@@ -1,13 +1,17 @@
 """LLM agents: the decision pipeline's answerer with a model as the brain.
 
-On the main thread it builds each request's prompt from the agent's ``Observation`` and
-memory (or answers it from the response cache) and hands the request to the model's
-``Transport`` without waiting: a coroutine on the transport's event-loop thread calls the
-model within a deadline, checks the answer and replies with a decision or a fault from
-there. The pipeline runs no worker thread for this kind; ``llm.max_concurrent`` requests
-are in flight at once. A request the pipeline gives up or withdraws is cancelled, its slot
-and connection freed. The circuit breakers and the hourly budget say when no request can
-be made. Replay and resume never build a pipeline, so they never call a model.
+On the main thread it takes each request's ``Observation`` (frozen data) as the request
+goes out and hands the request to the model's ``Transport`` without waiting. The transport's
+event-loop thread does the rest: it renders the prompt (from the observation and the
+agent's memory, or answers from the response cache), and a coroutine there calls the model
+within a deadline, checks the answer and replies with a decision or a fault. The agents'
+memories live on the loop thread too: the main thread hands each tick's events, each
+decision and each capture for a snapshot over in order, so a prompt rendered for tick ``t``
+holds the memory as of ``t``. The pipeline runs no worker thread for this kind;
+``llm.max_concurrent`` requests are in flight at once. A request the pipeline gives up or
+withdraws is cancelled, its slot and connection freed. The circuit breakers and the hourly
+budget say when no request can be made. Replay and resume never build a pipeline, so they
+never call a model.
 """
 
 from __future__ import annotations
@@ -38,7 +42,7 @@ from agent_world.llm.cache import ResponseCache, cache_key
 from agent_world.llm.gates import Gates, LLMUnavailable
 from agent_world.llm.http import estimate_tokens
 from agent_world.llm.interview import ask_model, interview_request
-from agent_world.llm.memory import MemoryBook, MemoryView
+from agent_world.llm.memory import MemoryBook
 from agent_world.llm.promptlog import PromptLog
 from agent_world.llm.prompts import PROMPT_VERSION, PromptBuilder, WorldFacts
 from agent_world.llm.redact import Redactor
@@ -72,7 +76,7 @@ class _Asked:
     personality: str
     seen: Observation
     previous: Observation | None  # at the agent's last prompt: what changed since
-    memory: MemoryView | None  # None: sent without (the last prompt was too long)
+    with_memory: bool  # False: sent without (the last prompt was too long)
     correction: str  # why its last answer was rejected ('' none)
 
 
@@ -154,7 +158,16 @@ class LLMAgents(Answering):
     # -- the pipeline's hooks (main thread) --------------------------------------------------
 
     def on_events(self, tick: int, report: TickReport) -> None:
-        self.memory.on_events(tick, report.events, self.minds)
+        self._in_memory(self.memory.on_events, tick, report.events, frozenset(self.minds))
+
+    def _in_memory(self, work: Callable[..., object], *args: Any) -> None:
+        """Run ``work(*args)`` where the memories live: on the loop thread, after all that
+        was handed over before (main thread). Once the transport is closed its thread is
+        gone, so the work runs here."""
+        try:
+            self.transport.call_soon(functools.partial(work, *args))
+        except TransportClosed:
+            work(*args)
 
     def unavailable(self) -> str:
         if self.breaker.state == "stopped":
@@ -182,28 +195,28 @@ class LLMAgents(Answering):
 
     def prepare(self, eid: int, mind: Mind, rid: int, reasons: tuple[str, ...],
                 priority: int) -> Job:
-        """Main thread, as the request goes out: what the agent sees now (frozen) and a
-        view of its memory. The prompt is rendered from them on the loop thread
-        (``_render``): it is most of a request's cost, and none of it needs the world."""
+        """Main thread, as the request goes out: what the agent sees now (frozen). The
+        prompt is rendered on the loop thread (``_render``): it is most of a request's
+        cost, and none of it needs the world."""
         world = self.world
         self._sync_abilities()
         agent = world.store.get(eid, c.Agent)
-        # After a "context too long" answer the next prompt goes without the memory, once.
-        memory = None if mind.trim_next else self.memory.of(eid).view()
-        mind.trim_next = False
         seen = observe(world, eid)
+        # After a "context too long" answer the next prompt goes without the memory, once.
         asked = _Asked(mind=mind, name=agent.name, personality=agent.personality, seen=seen,
-                       previous=mind.last_observation, memory=memory,
+                       previous=mind.last_observation, with_memory=not mind.trim_next,
                        correction=mind.last_error)
+        mind.trim_next = False
         mind.last_observation = seen
         return Job(rid=rid, agent=eid, tick=world.tick, priority=priority, reasons=reasons,
                    payload=asked, deadline_s=self.cfg.request_timeout_s + DEADLINE_GRACE_S)
 
     def _render(self, job: Job) -> Job | Answer:
-        """Loop thread: the request's prompt, made from what ``prepare`` took; or the answer
-        when the response cache knows it."""
+        """Loop thread, as the request is handed over: its prompt, from what ``prepare``
+        took and the agent's memory as of the request's tick; or the answer when the
+        response cache knows it."""
         asked: _Asked = job.payload
-        memory = asked.memory.render(job.tick) if asked.memory is not None else {}
+        memory = self.memory.of(job.agent).render(job.tick) if asked.with_memory else {}
         prompt = self.prompts.user(
             name=asked.name, observation=asked.seen.prompt_view(asked.previous),
             memory=memory, correction=asked.correction)
@@ -232,8 +245,10 @@ class LLMAgents(Answering):
     def answer_all(self, calls: Sequence[tuple[Job, Reply]]) -> None:
         """Hand the jobs to the transport together and return at once; each ``reply`` is
         called from the transport's loop thread when its answer (or fault) is known."""
+        futures: list[concurrent.futures.Future[Answer | Fault]] = [
+            concurrent.futures.Future() for _ in calls]
         try:
-            futures = self.transport.submit_all([self._process(job) for job, _ in calls])
+            self.transport.call_soon(functools.partial(self._hand_over, calls, futures))
         except TransportClosed:  # the program is stopping
             for _job, reply in calls:
                 reply(Fault(kind="connect", error="the LLM transport is closed"))
@@ -243,6 +258,25 @@ class LLMAgents(Answering):
                 self._flying[job.rid] = future
         for (job, reply), future in zip(calls, futures, strict=True):
             future.add_done_callback(functools.partial(self._finished, job, reply))
+
+    def _hand_over(self, calls: Sequence[tuple[Job, Reply]],
+                   futures: Sequence[concurrent.futures.Future[Answer | Fault]]) -> None:
+        """Loop thread: render each request's prompt (in the order the main thread handed
+        work over, so with the memory as of its tick) and start its call."""
+        for (job, _reply), future in zip(calls, futures, strict=True):
+            if future.cancelled():  # given up or withdrawn before it was handed over
+                continue
+            try:
+                rendered = self._render(job)
+            except Exception as exc:  # a bug: ``_finished`` reports it
+                if future.set_running_or_notify_cancel():
+                    future.set_exception(exc)
+                continue
+            if isinstance(rendered, Answer):
+                if future.set_running_or_notify_cancel():
+                    future.set_result(rendered)
+                continue
+            self.transport.start(self._process(rendered), future)
 
     def _finished(self, job: Job, reply: Reply,
                   future: concurrent.futures.Future[Answer | Fault]) -> None:
@@ -269,10 +303,6 @@ class LLMAgents(Answering):
             future.cancel()
 
     async def _process(self, job: Job) -> Answer | Fault:
-        rendered = self._render(job)
-        if isinstance(rendered, Answer):
-            return rendered
-        job = rendered
         try:
             self.gates.admit()
         except LLMUnavailable as exc:
@@ -412,7 +442,7 @@ class LLMAgents(Answering):
         request = interview_request(
             name=agent.name, personality=agent.personality,
             observation=observe(world, eid).prompt_view(None),
-            memory=self.memory.of(eid).render(world.tick), question=question,
+            memory=self.memory.view_of(eid).render(world.tick), question=question,
             temperature=self.cfg.temperature, seed=self.cfg.seed or None)
         try:
             future = self.transport.submit(ask_model(self.transport, self.gates, request,
@@ -439,8 +469,9 @@ class LLMAgents(Answering):
             said(Spoken(text=None, error=f"internal: {type(exc).__name__}", by=by))
 
     def on_decided(self, eid: int, tick: int, actions: str, thought: str) -> None:
-        self.memory.note(eid, tick, f"I decided: {actions}" + (f" ({thought})" if thought
-                                                                  else ""), "own decision")
+        self._in_memory(self.memory.note, eid, tick,
+                        f"I decided: {actions}" + (f" ({thought})" if thought else ""),
+                        "own decision")
 
     def estimate(self, agents: int, others: Sequence[tuple[str, int, float]] = ()) -> str:
         """What ``agents`` LLM agents, and ``others`` (label, agents, calls an hour each:
@@ -487,8 +518,8 @@ class LLMAgents(Answering):
         mind.trim_next = outcome.too_long
         if outcome.error_kind in ("schema", "length"):
             mind.last_error = outcome.error  # the model can fix its own mistakes
-            self.memory.note(outcome.agent, tick, f"my answer was invalid: {outcome.error}",
-                             "invalid answer")
+            self._in_memory(self.memory.note, outcome.agent, tick,
+                            f"my answer was invalid: {outcome.error}", "invalid answer")
         return True
 
     def for_brains(self) -> BrainLLM:
@@ -602,7 +633,7 @@ class LLMAgents(Answering):
                  f"last prompt: ~{mind.last_prompt_tokens} tokens; last call: {spent}; "
                  f"{mind.decisions} decisions, {mind.errors} errors"]
         lines.extend(self.pipeline.last_lines(mind, "error"))
-        summary = self.memory.of(agent_id).summary()
+        summary = self.memory.view_of(agent_id).summary()
         if summary:
             lines.append(f"memory: {summary}")
         if mind.next_ask_tick > self.world.tick:
@@ -623,20 +654,28 @@ class LLMAgents(Answering):
     # -- lifecycle ---------------------------------------------------------------------------
 
     def capture_minds(self, tick: int) -> MindCapture:
-        """The memories of its agents as of now (the snapshot of ``tick``): they live on
-        the main thread, so they are taken at once (copies of small lists)."""
+        """The memories of its agents as of now (the snapshot of ``tick``): taken on the
+        loop thread, where they live, after the events handed over before (copies of small
+        lists)."""
         world = self.world
-        capture = MindCapture(tick, self.minds)
-        for eid in sorted(self.minds):
-            state = self.memory.state_of(eid)
-            capture.put(eid, None if state is None else {
-                "agent": eid, "name": world.name_of(eid), "brain": llm_brain(self.profile),
-                "kind": "llm", "state": {"memory": state}})
+        names = {eid: world.name_of(eid) for eid in sorted(self.minds)}
+        capture = MindCapture(tick, names)
+        brain = llm_brain(self.profile)
+
+        def take() -> None:
+            for eid, name in names.items():
+                state = self.memory.state_of(eid)
+                capture.put(eid, None if state is None else {
+                    "agent": eid, "name": name, "brain": brain, "kind": "llm",
+                    "state": {"memory": state}})
+
+        self._in_memory(take)
         return capture
 
     def restore_minds(self, records: Mapping[int, Record],
                       warn: Callable[[str], None]) -> None:
-        """Its agents' memories as a resumed or forked world saved them."""
+        """Its agents' memories as a resumed or forked world saved them (as the session
+        starts, before any work on the memories is handed to the loop thread)."""
         for eid in sorted(self.minds):
             record = records.get(eid)
             if record is None or record.get("kind") != "llm":

@@ -92,13 +92,16 @@ def _summary(facts: dict[str, int]) -> str:
 
 @dataclass(frozen=True, slots=True)
 class MemoryView:
-    """An agent's memory at one moment, for its prompt: rendered off the main thread (the
-    LLM's loop thread), while the main thread goes on keeping new lines. Its lines are
-    never changed once kept; a line's text, made when first read, is the same on any
-    thread (two threads that make it at once make the same string)."""
+    """An agent's memory at one moment, read while the loop thread goes on keeping new
+    lines (an interview's prompt, /debug). Its lines are never changed once kept; a line's
+    text, made when first read, is the same on any thread (two threads that make it at
+    once make the same string)."""
 
     recent: tuple[dict[str, Any], ...]
     facts: dict[str, int]
+
+    def summary(self) -> str:
+        return _summary(self.facts)
 
     def render(self, tick: int) -> dict[str, Any]:
         """The prompt's ``Memory``: the summary of older lines and the recent ones, each
@@ -188,7 +191,8 @@ def _label(event: Event, eid: int) -> str:
 
 
 class MemoryBook:
-    """Every LLM agent's memory; fed each tick's events on the main thread."""
+    """Every LLM agent's memory; fed each tick's events on the LLM's loop thread (where
+    prompts are rendered), never written from two threads."""
 
     def __init__(self, window: int) -> None:
         self.window = window
@@ -199,6 +203,12 @@ class MemoryBook:
         if memory is None:
             memory = self.memories[eid] = AgentMemory(self.window)
         return memory
+
+    def view_of(self, eid: int) -> MemoryView:
+        """Agent ``eid``'s memory as it is now, from any thread: copies made in one step
+        each (the interpreter lock holds while they are made), and nothing created."""
+        memory = self.memories.get(eid)
+        return memory.view() if memory is not None else MemoryView((), {})
 
     def forget(self, eid: int) -> None:
         self.memories.pop(eid, None)

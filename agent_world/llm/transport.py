@@ -98,6 +98,16 @@ class LoopThread:
         thread too, which cancels the coroutine there."""
         return self.submit_all([coro])[0]
 
+    def call_soon(self, fn: Callable[[], object]) -> None:
+        """Run ``fn`` on the loop thread (from any thread), after everything handed to the
+        loop before it; ``TransportClosed`` once the loop is closed."""
+        loop = self.loop()
+        try:
+            loop.call_soon_threadsafe(fn)
+        except RuntimeError:  # the loop closed since ``loop()`` (the transport is closing)
+            raise TransportClosed(f"{self.name} is closed; no more requests are taken"
+                                  ) from None
+
     def submit_all(self, coros: Sequence[Coroutine[Any, Any, T]], *,
                    tasks: set[asyncio.Task[Any]] | None = None
                    ) -> list[concurrent.futures.Future[T]]:
@@ -106,27 +116,61 @@ class LoopThread:
         which the woken loop thread takes the interpreter lock from the caller, so a
         caller with many to hand over (the main thread after a tick) waits once, not once
         for each. ``tasks``: each one's task is in it while it runs."""
-        try:
-            loop = self.loop()
-        except TransportClosed:
-            for coro in coros:
-                coro.close()
-            raise
         futures: list[concurrent.futures.Future[T]] = [concurrent.futures.Future()
                                                        for _ in coros]
 
         def start() -> None:
             for coro, future in zip(coros, futures, strict=True):
-                _start(loop, coro, future, tasks)
+                self.start(coro, future, tasks)
 
         try:
-            loop.call_soon_threadsafe(start)
-        except RuntimeError:  # the loop closed since ``loop()`` (the transport is closing)
+            self.call_soon(start)
+        except TransportClosed:
             for coro in coros:
                 coro.close()
-            raise TransportClosed(f"{self.name} is closed; no more requests are taken"
-                                  ) from None
+            raise
         return futures
+
+    def start(self, coro: Coroutine[Any, Any, T], future: concurrent.futures.Future[T],
+              tasks: set[asyncio.Task[Any]] | None = None) -> None:
+        """On the loop thread: run ``coro`` as a task (in ``tasks`` while it runs) whose
+        outcome ``future`` gets; cancelling ``future`` (from any thread) cancels the task.
+        (What ``asyncio.run_coroutine_threadsafe`` does, in two halves.)"""
+        loop = asyncio.get_running_loop()
+        if future.cancelled():  # given up before it started
+            coro.close()
+            return
+        try:
+            task = loop.create_task(coro)
+        except Exception as exc:  # the caller's future says it
+            coro.close()
+            if future.set_running_or_notify_cancel():
+                future.set_exception(exc)
+            return
+
+        def settle(done: asyncio.Task[T]) -> None:
+            if tasks is not None:
+                tasks.discard(done)
+            if done.cancelled():
+                future.cancel()
+                return
+            if not future.set_running_or_notify_cancel():
+                return  # cancelled meanwhile: nobody waits for it
+            exc = done.exception()
+            if exc is not None:
+                future.set_exception(exc)
+            else:
+                future.set_result(done.result())
+
+        def cancelled(f: concurrent.futures.Future[T]) -> None:
+            if f.cancelled():
+                with contextlib.suppress(RuntimeError):  # the loop closed: the task too
+                    loop.call_soon_threadsafe(task.cancel)
+
+        if tasks is not None:
+            tasks.add(task)
+        task.add_done_callback(settle)
+        future.add_done_callback(cancelled)
 
     def stop(self, closing: Coroutine[Any, Any, None] | None, timeout: float) -> None:
         """Run ``closing`` on the loop (bounded by ``timeout``), then stop the loop and its
@@ -150,48 +194,6 @@ class LoopThread:
         thread.join(timeout)
         if not thread.is_alive():
             loop.close()
-
-
-def _start(loop: asyncio.AbstractEventLoop, coro: Coroutine[Any, Any, T],
-           future: concurrent.futures.Future[T], tasks: set[asyncio.Task[Any]] | None
-           ) -> None:
-    """On the loop thread: run ``coro`` as a task (in ``tasks`` while it runs) whose outcome
-    ``future`` gets; cancelling ``future`` (from any thread) cancels the task. (What
-    ``asyncio.run_coroutine_threadsafe`` does for one coroutine.)"""
-    if future.cancelled():  # given up before it started
-        coro.close()
-        return
-    try:
-        task = loop.create_task(coro)
-    except Exception as exc:  # the caller's future says it
-        coro.close()
-        if future.set_running_or_notify_cancel():
-            future.set_exception(exc)
-        return
-
-    def settle(done: asyncio.Task[T]) -> None:
-        if tasks is not None:
-            tasks.discard(done)
-        if done.cancelled():
-            future.cancel()
-            return
-        if not future.set_running_or_notify_cancel():
-            return  # cancelled meanwhile: nobody waits for it
-        exc = done.exception()
-        if exc is not None:
-            future.set_exception(exc)
-        else:
-            future.set_result(done.result())
-
-    def cancelled(f: concurrent.futures.Future[T]) -> None:
-        if f.cancelled():
-            with contextlib.suppress(RuntimeError):  # the loop closed: the task went with it
-                loop.call_soon_threadsafe(task.cancel)
-
-    if tasks is not None:
-        tasks.add(task)
-    task.add_done_callback(settle)
-    future.add_done_callback(cancelled)
 
 
 class Endpoint:
@@ -281,6 +283,17 @@ class Transport:
         """``submit`` for each of ``coros``, handed over with one wake-up of the loop
         thread (``LoopThread.submit_all``)."""
         return self._thread.submit_all(coros, tasks=self._tasks)
+
+    def call_soon(self, fn: Callable[[], object]) -> None:
+        """Run ``fn`` on the loop thread, in order with everything handed over before it
+        (``TransportClosed`` once closed). For work that must see the loop thread's state
+        as the caller left it: the LLM agents' memories live there."""
+        self._thread.call_soon(fn)
+
+    def start(self, coro: Coroutine[Any, Any, T],
+              future: concurrent.futures.Future[T]) -> None:
+        """On the loop thread: ``submit``'s second half, for a future made beforehand."""
+        self._thread.start(coro, future, self._tasks)
 
     def run(self, coro: Coroutine[Any, Any, T]) -> T:
         """Run ``coro`` on the loop thread and wait for it, from a thread of the caller's
