@@ -119,8 +119,9 @@ def test_a_thousand_requests_are_in_flight_at_once_on_one_loop_thread(
 
 def test_requests_handed_over_together_each_run_and_each_can_be_cancelled(
         transports: list[Transport]) -> None:
-    # The main thread hands a tick's requests over in one wake-up of the loop thread; each
-    # still runs as its own task, answers its own future, and is cancelled alone.
+    # The main thread hands a tick's requests over in one wake-up of the loop thread
+    # (``call_soon``, then ``start`` there); each still runs as its own task, answers its
+    # own future, and is cancelled alone.
     t = transport(transports, ["http://127.0.0.1:9"])
     started: list[int] = []
     cancelled: list[int] = []
@@ -135,7 +136,8 @@ def test_requests_handed_over_together_each_run_and_each_can_be_cancelled(
                 raise
         return n * 10
 
-    held = t.submit_all([work(n) for n in range(3)])
+    held: list[concurrent.futures.Future[int]] = [concurrent.futures.Future() for _ in range(3)]
+    t.call_soon(lambda: [t.start(work(n), future) for n, future in enumerate(held)])
     assert wait_for(lambda: started == [0, 1, 2])
     held[1].cancel()
     assert [f.result(timeout=10) for f in (held[0], held[2])] == [0, 20]
@@ -150,7 +152,8 @@ def test_requests_handed_over_together_each_run_and_each_can_be_cancelled(
     t.submit(hold_the_loop())
     assert entered.wait(10)
     never = work(99)
-    (future,) = t.submit_all([never])
+    future: concurrent.futures.Future[int] = concurrent.futures.Future()
+    t.call_soon(lambda: t.start(never, future))
     future.cancel()
     release.set()
     t.submit(asyncio.sleep(0)).result(timeout=10)  # the hand-over has run by now

@@ -93,43 +93,31 @@ class LoopThread:
     def on_thread(self) -> bool:
         return self._thread is not None and threading.current_thread() is self._thread
 
-    def submit(self, coro: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
+    def submit(self, coro: Coroutine[Any, Any, T], *,
+               tasks: set[asyncio.Task[Any]] | None = None) -> concurrent.futures.Future[T]:
         """Run ``coro`` on the loop (from any thread); its future may be cancelled from any
-        thread too, which cancels the coroutine there."""
-        return self.submit_all([coro])[0]
+        thread too, which cancels the coroutine there. ``tasks``: its task is in it while
+        it runs."""
+        future: concurrent.futures.Future[T] = concurrent.futures.Future()
+        try:
+            self.call_soon(lambda: self.start(coro, future, tasks))
+        except TransportClosed:
+            coro.close()
+            raise
+        return future
 
     def call_soon(self, fn: Callable[[], object]) -> None:
         """Run ``fn`` on the loop thread (from any thread), after everything handed to the
-        loop before it; ``TransportClosed`` once the loop is closed."""
+        loop before it; ``TransportClosed`` once the loop is closed. Each call wakes the
+        loop thread, which then takes the interpreter lock from the caller: a caller with
+        much to hand over (the main thread after a tick) does better with one call that
+        ``start``s each."""
         loop = self.loop()
         try:
             loop.call_soon_threadsafe(fn)
         except RuntimeError:  # the loop closed since ``loop()`` (the transport is closing)
             raise TransportClosed(f"{self.name} is closed; no more requests are taken"
                                   ) from None
-
-    def submit_all(self, coros: Sequence[Coroutine[Any, Any, T]], *,
-                   tasks: set[asyncio.Task[Any]] | None = None
-                   ) -> list[concurrent.futures.Future[T]]:
-        """``submit`` for each of ``coros``, handed to the loop together: one wake-up of
-        the loop thread for all. Each wake-up is a write to the loop's self-pipe, after
-        which the woken loop thread takes the interpreter lock from the caller, so a
-        caller with many to hand over (the main thread after a tick) waits once, not once
-        for each. ``tasks``: each one's task is in it while it runs."""
-        futures: list[concurrent.futures.Future[T]] = [concurrent.futures.Future()
-                                                       for _ in coros]
-
-        def start() -> None:
-            for coro, future in zip(coros, futures, strict=True):
-                self.start(coro, future, tasks)
-
-        try:
-            self.call_soon(start)
-        except TransportClosed:
-            for coro in coros:
-                coro.close()
-            raise
-        return futures
 
     def start(self, coro: Coroutine[Any, Any, T], future: concurrent.futures.Future[T],
               tasks: set[asyncio.Task[Any]] | None = None) -> None:
@@ -276,13 +264,7 @@ class Transport:
     def submit(self, coro: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
         """Run ``coro`` (a caller's work around ``complete``) on the loop thread; cancelling
         the future cancels it there and frees its slot and its connection."""
-        return self.submit_all([coro])[0]
-
-    def submit_all(self, coros: Sequence[Coroutine[Any, Any, T]]
-                   ) -> list[concurrent.futures.Future[T]]:
-        """``submit`` for each of ``coros``, handed over with one wake-up of the loop
-        thread (``LoopThread.submit_all``)."""
-        return self._thread.submit_all(coros, tasks=self._tasks)
+        return self._thread.submit(coro, tasks=self._tasks)
 
     def call_soon(self, fn: Callable[[], object]) -> None:
         """Run ``fn`` on the loop thread, in order with everything handed over before it
@@ -292,7 +274,8 @@ class Transport:
 
     def start(self, coro: Coroutine[Any, Any, T],
               future: concurrent.futures.Future[T]) -> None:
-        """On the loop thread: ``submit``'s second half, for a future made beforehand."""
+        """On the loop thread: ``submit``'s second half, for a future made beforehand (a
+        caller that hands many over with one ``call_soon``)."""
         self._thread.start(coro, future, self._tasks)
 
     def run(self, coro: Coroutine[Any, Any, T]) -> T:
