@@ -328,10 +328,19 @@ def test_ctrl_c_of_train_ends_its_episodes_at_once(tmp_path: Path,
     # Episode processes lead groups of their own, so a terminal's Ctrl-C reaches only the
     # command: it must end them itself rather than wait out a 50,000-tick episode.
     out = tmp_path / "run"
-    train = subprocess.Popen(
-        [sys.executable, str(MAIN), "train", "foraging", "--iterations", "3", "--episodes",
-         "1", "--ticks", "50000", "--workers", "1", "--out", str(out)], cwd=tmp_path,
-        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    # As from a terminal: a shell that starts the tests in the background (no job control)
+    # makes them ignore SIGINT, a child inherits that, and Python then keeps ignoring it, so
+    # a Ctrl-C could never reach train (the two timeouts of this test, both in background
+    # runs). A handler does not survive exec: the child starts with SIGINT's default.
+    ignored = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        train = subprocess.Popen(
+            [sys.executable, str(MAIN), "train", "foraging", "--iterations", "3",
+             "--episodes", "1", "--ticks", "50000", "--workers", "1", "--out", str(out)],
+            cwd=tmp_path, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE, text=True)
+    finally:
+        signal.signal(signal.SIGINT, ignored)
     reap[train.pid] = (_proc_stat(train.pid) or ["?"] * 20)[19]
 
     def episode() -> int | None:
@@ -348,7 +357,7 @@ def test_ctrl_c_of_train_ends_its_episodes_at_once(tmp_path: Path,
     train.send_signal(signal.SIGINT)
     try:
         _out, err = train.communicate(timeout=120)
-    except subprocess.TimeoutExpired:  # seen twice under heavy load: say where it hangs
+    except subprocess.TimeoutExpired:  # say where it hangs
         train.send_signal(signal.SIGUSR1)  # the train command dumps every thread's stack
         time.sleep(2)
         train.kill()
