@@ -66,9 +66,9 @@ DANGER = frozenset({"attacked", "starving"})
 more urgent news comes than the model answers, what waits (and goes stale) is talk and
 trade, not a fight or hunger."""
 
-# The queue's own lines: urgent news of danger, routine work, the rest of urgent news.
-_DANGER, _ROUTINE, _NEWS = 0, 1, 2
-_RANK = (0, 2, 1)  # by line: which goes first (a replacement never moves down)
+# The queue's own lines, in the order they go first (a replacement never moves down):
+# urgent news of danger, the rest of urgent news, routine work.
+_DANGER, _NEWS, _ROUTINE = 0, 1, 2
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -108,7 +108,7 @@ class _Place:
     """Where an agent's queued request stands: its line, its turn in it and since when, and
     its turn and time when it first entered the queue (a routine request's are the same)."""
 
-    line: int  # _DANGER, _ROUTINE or _NEWS
+    line: int  # _DANGER, _NEWS or _ROUTINE
     turn: int
     since: float
     first: int
@@ -125,7 +125,7 @@ class RequestQueue:
         self._cond = threading.Condition()
         self._queued: dict[int, Job] = {}
         self._places: dict[int, _Place] = {}
-        self._lines: tuple[list[tuple[int, int]], ...] = ([], [], [])  # by _DANGER...
+        self._lines: tuple[list[tuple[int, int]], ...] = ([], [], [])  # by line
         self._turns = 0
         self._urgent_run = 0  # urgent requests taken since the last routine one
         self._flying: dict[int, Job] = {}
@@ -156,7 +156,7 @@ class RequestQueue:
                 now = self._now()
                 self._places[agent] = _Place(line, self._turns, now, self._turns, now)
                 heapq.heappush(self._lines[line], (self._turns, agent))
-            elif _RANK[line] < _RANK[place.line]:
+            elif line < place.line:
                 # News made more pressing: the back of the line that goes first.
                 self._turns += 1
                 place.line, place.turn, place.since = line, self._turns, self._now()

@@ -107,7 +107,7 @@ class MemoryView:
         """The prompt's ``Memory``: the summary of older lines and the recent ones, each
         dated from ``tick``."""
         out: dict[str, Any] = {}
-        summary = _summary(self.facts)
+        summary = self.summary()
         if summary:
             out["earlier"] = summary
         if self.recent:
